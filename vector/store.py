@@ -1,0 +1,185 @@
+"""All SQL of the hybrid index's write side: documents and chunks."""
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from typing import Iterable
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from vector.sync import DocumentPlan, StoredChunk, StoredDocument
+
+_COPY_COLUMNS = (
+    "tenant_id", "doc_id", "chunk_no", "heading", "context", "content",
+    "acl", "content_hash", "lang", "embedding", "embed_model",
+)
+_COPY_TYPES = ["text", "text", "int4", "text", "text", "text", "text[]", "text", "text", "vector", "text"]
+
+
+def load_state(conn: psycopg.Connection, tenant: str, doc_ids: list[str]) -> dict[str, StoredDocument]:
+    """What the index holds for these documents (absent ones are simply missing)."""
+    chunks: dict[str, list[StoredChunk]] = defaultdict(list)
+    for doc_id, chunk_no, content_hash, model in conn.execute(
+        "SELECT doc_id, chunk_no, content_hash, embed_model FROM chunks"
+        " WHERE tenant_id = %s AND doc_id = ANY(%s) ORDER BY doc_id, chunk_no",
+        (tenant, doc_ids),
+    ):
+        chunks[doc_id].append(StoredChunk(chunk_no, content_hash, model))
+    rows = conn.execute(
+        "SELECT doc_id, title, lang, acl, source, content_hash, index_key FROM documents"
+        " WHERE tenant_id = %s AND doc_id = ANY(%s)",
+        (tenant, doc_ids),
+    ).fetchall()
+    return {
+        r[0]: StoredDocument(r[0], r[1], r[2], tuple(r[3]), r[4], r[5], r[6], tuple(chunks.get(r[0], ())))
+        for r in rows
+    }
+
+
+def fetch_vectors(conn: psycopg.Connection, tenant: str, model: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+    """Existing vectors of this model for these exact texts, anywhere in the tenant."""
+    rows = conn.execute(
+        "SELECT DISTINCT ON (content_hash) content_hash, embedding FROM chunks"
+        " WHERE tenant_id = %s AND embed_model = %s AND content_hash = ANY(%s) AND embedding IS NOT NULL",
+        (tenant, model, list(hashes)),
+    )
+    return {h: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in rows}
+
+
+def _lock_document(conn: psycopg.Connection, tenant: str, doc_id: str) -> None:
+    # Two ingests of the same document serialise here instead of interleaving their chunk writes.
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{tenant}\x1f{doc_id}",))
+
+
+def _upsert_document(conn: psycopg.Connection, tenant: str, plan: DocumentPlan) -> None:
+    doc = plan.document.source
+    conn.execute(
+        """
+        INSERT INTO documents (tenant_id, doc_id, title, source, lang, acl, content_hash, index_key)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+        ON CONFLICT (tenant_id, doc_id) DO UPDATE SET
+            title = EXCLUDED.title, source = EXCLUDED.source, lang = EXCLUDED.lang, acl = EXCLUDED.acl,
+            content_hash = EXCLUDED.content_hash, index_key = EXCLUDED.index_key,
+            version = documents.version + 1, updated_at = now()
+        """,
+        (tenant, doc.doc_id, doc.title, doc.source, doc.lang, list(doc.acl),
+         plan.document.content_hash, plan.document.index_key),
+    )
+    # Chunks carry the document's ACL and language so search filters never join.
+    conn.execute(
+        "UPDATE chunks SET acl = %s, lang = %s, updated_at = now()"
+        " WHERE tenant_id = %s AND doc_id = %s AND (acl <> %s OR lang <> %s)",
+        (list(doc.acl), doc.lang, tenant, doc.doc_id, list(doc.acl), doc.lang),
+    )
+
+
+def write_document(
+    conn: psycopg.Connection, tenant: str, plan: DocumentPlan, vectors: dict[str, np.ndarray], embed_model: str
+) -> None:
+    """Apply one document's plan in one transaction: it lands whole or not at all."""
+    doc = plan.document.source
+    with conn.transaction():
+        _lock_document(conn, tenant, doc.doc_id)
+        _upsert_document(conn, tenant, plan)
+        if plan.delete_chunk_nos:
+            conn.execute(
+                "DELETE FROM chunks WHERE tenant_id = %s AND doc_id = %s AND chunk_no = ANY(%s)",
+                (tenant, doc.doc_id, plan.delete_chunk_nos),
+            )
+        if plan.write:
+            statement = sql.SQL("COPY chunks ({}) FROM STDIN (FORMAT BINARY)").format(
+                sql.SQL(", ").join(map(sql.Identifier, _COPY_COLUMNS))
+            )
+            with conn.cursor() as cur, cur.copy(statement) as copy:
+                copy.set_types(_COPY_TYPES)
+                for chunk in plan.write:
+                    copy.write_row((
+                        tenant, doc.doc_id, chunk.chunk_no, chunk.heading, chunk.context, chunk.content,
+                        list(doc.acl), chunk.content_hash, doc.lang, vectors[chunk.content_hash], embed_model,
+                    ))
+
+
+def update_metadata(conn: psycopg.Connection, tenant: str, plan: DocumentPlan) -> None:
+    """ACL / language / source change only: no chunk text changes, nothing is embedded."""
+    with conn.transaction():
+        _lock_document(conn, tenant, plan.doc_id)
+        _upsert_document(conn, tenant, plan)
+
+
+def delete_documents(conn: psycopg.Connection, tenant: str, doc_ids: list[str]) -> tuple[int, int]:
+    """Remove documents and (by cascade) their chunks; returns (documents, chunks) removed."""
+    with conn.transaction():
+        chunks = conn.execute(
+            "SELECT count(*) FROM chunks WHERE tenant_id = %s AND doc_id = ANY(%s)", (tenant, doc_ids)
+        ).fetchone()[0]
+        docs = conn.execute(
+            "DELETE FROM documents WHERE tenant_id = %s AND doc_id = ANY(%s)", (tenant, doc_ids)
+        ).rowcount
+    return docs, chunks
+
+
+def document_ids(conn: psycopg.Connection, tenant: str) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT doc_id FROM documents WHERE tenant_id = %s ORDER BY doc_id", (tenant,)
+    )]
+
+
+def set_acl(conn: psycopg.Connection, tenant: str, doc_id: str, acl: list[str]) -> bool:
+    """Change a document's groups everywhere at once; False when the document does not exist."""
+    with conn.transaction():
+        _lock_document(conn, tenant, doc_id)
+        found = conn.execute(
+            "UPDATE documents SET acl = %s, version = version + 1, updated_at = now()"
+            " WHERE tenant_id = %s AND doc_id = %s",
+            (acl, tenant, doc_id),
+        ).rowcount
+        conn.execute(
+            "UPDATE chunks SET acl = %s, updated_at = now() WHERE tenant_id = %s AND doc_id = %s",
+            (acl, tenant, doc_id),
+        )
+    return bool(found)
+
+
+def list_documents(conn: psycopg.Connection, tenant: str, limit: int = 1000, offset: int = 0) -> list[dict]:
+    rows = conn.execute(
+        """
+        SELECT d.doc_id, d.title, d.lang, d.acl, d.version, d.updated_at, count(c.id)
+        FROM documents d LEFT JOIN chunks c ON c.tenant_id = d.tenant_id AND c.doc_id = d.doc_id
+        WHERE d.tenant_id = %s
+        GROUP BY d.tenant_id, d.doc_id ORDER BY d.doc_id LIMIT %s OFFSET %s
+        """,
+        (tenant, limit, offset),
+    ).fetchall()
+    keys = ("doc_id", "title", "lang", "acl", "version", "updated_at", "chunks")
+    return [dict(zip(keys, r)) for r in rows]
+
+
+def vector_index_name(model: str) -> str:
+    return "chunks_hnsw_" + hashlib.sha1(model.encode()).hexdigest()[:12]
+
+
+def ensure_vector_index(conn: psycopg.Connection, model: str, dimension: int) -> bool:
+    """A partial HNSW index for one model's vectors (cast to its dimension); True when just built.
+
+    Built after the bulk load rather than before: one HNSW build is much faster than
+    updating the graph row by row during COPY.
+    """
+    name = vector_index_name(model)
+    if conn.execute("SELECT 1 FROM embedding_models WHERE embed_model = %s", (model,)).fetchone():
+        return False
+    with conn.transaction():
+        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+                " WITH (m = 16, ef_construction = 64) WHERE embed_model = {model}"
+            ).format(name=sql.Identifier(name), dim=sql.Literal(dimension), model=sql.Literal(model))
+        )
+        conn.execute(
+            "INSERT INTO embedding_models (embed_model, dimension, index_name) VALUES (%s, %s, %s)"
+            " ON CONFLICT (embed_model) DO NOTHING",
+            (model, dimension, name),
+        )
+    return True
