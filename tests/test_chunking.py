@@ -47,7 +47,10 @@ from vector.sentences import split_sentences
         ("Wait... What? Yes! Hmm… Потом. So... then.", ["Wait...", "What?", "Yes!", "Hmm…", "Потом.", "So... then."]),
         ("Он сказал: «Стоп.» Затем ушёл. (См. ниже.) Конец.", ["Он сказал: «Стоп.»", "Затем ушёл.", "(См. ниже.)", "Конец."]),
         # Enumeration-closing abbreviations also close the sentence before a capital letter.
-        ("Яблоки, груши и т.д. Далее текст. Apples, pears, etc. The end.", ["Яблоки, груши и т.д.", "Далее текст.", "Apples, pears, etc.", "The end."]),
+        (
+            "Яблоки, груши и т.д. Далее текст. Apples, pears, etc. The end.",
+            ["Яблоки, груши и т.д.", "Далее текст.", "Apples, pears, etc.", "The end."],
+        ),
         # Lowercase after a period is never a new sentence.
         ("Итого 5 шт. и т.д. и т.п. всё.", ["Итого 5 шт. и т.д. и т.п. всё."]),
     ],
@@ -124,6 +127,14 @@ def test_fences_are_atomic_and_hide_headings() -> None:
         Block("code", backticks),
         Block("prose", "After."),
     )
+
+
+def test_inline_triple_backticks_do_not_open_a_fence() -> None:
+    text = "# H\n```inline``` code here.\n# Real heading\nBody."
+    assert split_sections(text) == [
+        Section(("H",), (Block("prose", "```inline``` code here."),)),
+        Section(("Real heading",), (Block("prose", "Body."),)),
+    ]
 
 
 def test_unclosed_fence_runs_to_the_end() -> None:
@@ -247,6 +258,13 @@ def test_overlap_keeps_room_for_the_next_sentence() -> None:
     short, long_ = "Short one.", "L" * 95 + "."
     chunks = chunk_markdown(f"{short} {long_} {long_}", max_chars=100, overlap=0.5)
     assert [c.content for c in chunks] == [short, long_, long_]
+
+
+def test_small_table_is_never_carried_as_overlap() -> None:
+    table = "| a |\n|---|\n| 1 |"
+    first, second = "A" * 39 + ".", "B" * 59 + "."
+    chunks = chunk_markdown(f"{first}\n\n{table}\n\n{second}", max_chars=100, overlap=0.5)
+    assert [c.content for c in chunks] == [f"{first}\n\n{table}", second]
 
 
 def test_paragraph_and_line_breaks_are_preserved() -> None:

@@ -7,8 +7,8 @@ with every chunk as its cheapest context).
 
 Overlap repeats the tail of the previous chunk at the start of the next one, so a thought cut at a
 chunk border is still whole in one of them. It is made of whole sentences totalling at most
-`overlap * max_chars` code points, never crosses a section, and a chunk is only emitted when it
-holds at least one new unit, so no chunk is a duplicate made only of overlap.
+`overlap * max_chars` code points and never crosses a section. A chunk is closed only when the
+next unit does not fit, and that unit then joins the overlap, so no chunk is made only of overlap.
 
 Code blocks and tables are useless cut in half: each is one unit, packed like a sentence when it
 fits and emitted alone, oversized but intact, when it does not; it is never repeated as overlap.
@@ -43,8 +43,7 @@ class _Unit:
 
     text: str
     separator: str  # what joins it to the unit before it in the same section
-    atomic: bool = False  # code block or table
-    whole_sentence: bool = True  # may be carried as overlap
+    whole_sentence: bool = True  # only whole sentences are carried as overlap
 
 
 _WORD = re.compile(r"\S+")
@@ -71,13 +70,13 @@ def _units(section: Section, max_chars: int) -> list[_Unit]:
     for block in section.blocks:
         separator = "\n\n"
         if block.kind != "prose":
-            units.append(_Unit(block.text, separator, atomic=True, whole_sentence=False))
+            units.append(_Unit(block.text, separator, whole_sentence=False))
             continue
         position = 0
-        for sentence in split_sentences(block.text):
+        for i, sentence in enumerate(split_sentences(block.text)):
             start = block.text.index(sentence, position)
-            if position:
-                separator = "\n" if "\n" in block.text[position:start] else " "
+            if i:
+                separator = _gap_separator(block.text[position:start])
             position = start + len(sentence)
             if len(sentence) <= max_chars:
                 units.append(_Unit(sentence, separator))
@@ -89,14 +88,14 @@ def _units(section: Section, max_chars: int) -> list[_Unit]:
 def _split_long(sentence: str, separator: str, max_chars: int) -> list[_Unit]:
     """Cut an over-long sentence at whitespace into pieces of at most `max_chars`."""
     pieces: list[_Unit] = []
-    start = end = None
+    start = end = 0  # the piece being built is sentence[start:end]
     for word in _WORD.finditer(sentence):
-        if start is not None and word.end() - start <= max_chars:
+        if word.end() - start <= max_chars:
             end = word.end()
             continue
-        if start is not None:
+        if end > start:
             pieces.append(_Unit(sentence[start:end], separator, whole_sentence=False))
-            separator = "\n" if "\n" in sentence[end : word.start()] else " "
+            separator = _gap_separator(sentence[end : word.start()])
         start, end = word.start(), word.end()
         while end - start > max_chars:  # one word longer than a chunk: cut by code points
             pieces.append(_Unit(sentence[start : start + max_chars], separator, whole_sentence=False))
@@ -105,23 +104,32 @@ def _split_long(sentence: str, separator: str, max_chars: int) -> list[_Unit]:
     return pieces
 
 
+def _gap_separator(gap: str) -> str:
+    """Join two units the way the whitespace between them in the source does: a line or a space."""
+    return "\n" if "\n" in gap else " "
+
+
 def _pack(units: list[_Unit], max_chars: int, overlap_chars: int) -> list[list[_Unit]]:
-    """Greedily pack units into chunks, starting each chunk after the first with an overlap."""
+    """Greedily pack units into chunks, starting each chunk after the first with an overlap.
+
+    An oversized block needs no special case: it never fits next to anything (so it closes the
+    chunk before it and pushes out the overlap), and it is not a sentence (so nothing of it is
+    carried into the chunk after it).
+    """
     chunks: list[list[_Unit]] = []
     current: list[_Unit] = []
-    fresh = 0  # units in `current` that are not overlap
+    size = 0  # len(_render(current)), kept up to date instead of re-rendering
     for unit in units:
-        if current and _size(current + [unit]) > max_chars:
+        if current and size + _joined_size(unit) > max_chars:
             chunks.append(current)
-            current, fresh = _overlap(current, overlap_chars), 0
-        while current and _size(current + [unit]) > max_chars:
-            current.pop(0)  # the overlap must leave room for the new unit
+            current = _overlap(current, overlap_chars)
+            size = _size(current)
+            while current and size + _joined_size(unit) > max_chars:
+                size -= len(current.pop(0).text)  # the overlap must leave room for the new unit
+                size -= len(current[0].separator) if current else 0
+        size = size + _joined_size(unit) if current else len(unit.text)
         current.append(unit)
-        fresh += 1
-        if unit.atomic and len(unit.text) > max_chars:  # oversized block: a chunk of its own
-            chunks.append(current)
-            current, fresh = [], 0
-    if fresh:
+    if current:
         chunks.append(current)
     return chunks
 
@@ -129,10 +137,13 @@ def _pack(units: list[_Unit], max_chars: int, overlap_chars: int) -> list[list[_
 def _overlap(chunk: list[_Unit], overlap_chars: int) -> list[_Unit]:
     """The longest run of whole sentences at the end of `chunk` within `overlap_chars`."""
     tail: list[_Unit] = []
+    size = 0
     for unit in reversed(chunk):
-        if not unit.whole_sentence or _size([unit] + tail) > overlap_chars:
+        grown = len(unit.text) + (len(tail[0].separator) + size if tail else 0)
+        if not unit.whole_sentence or grown > overlap_chars:
             break
         tail.insert(0, unit)
+        size = grown
     return tail
 
 
@@ -141,4 +152,9 @@ def _render(units: list[_Unit]) -> str:
 
 
 def _size(units: list[_Unit]) -> int:
-    return len(_render(units))
+    """The length of `_render(units)` without building the string."""
+    return sum(map(_joined_size, units)) - len(units[0].separator) if units else 0
+
+
+def _joined_size(unit: _Unit) -> int:
+    return len(unit.separator) + len(unit.text)

@@ -89,7 +89,7 @@ def _scan(lines: list[str]) -> Iterator[Block | tuple[int, str]]:
         if heading := _ATX.fullmatch(line):
             yield from end_paragraph()
             yield len(heading.group(1)), (heading.group(2) or "").strip()
-        elif (setext := _SETEXT.fullmatch(line)) and len(paragraph) == 1 and not _LIST_ITEM.match(paragraph[0]):
+        elif (setext := _SETEXT.fullmatch(line)) and _is_setext_title(paragraph):
             yield (1 if setext.group(1)[0] == "=" else 2), paragraph.pop().strip()
         elif _THEMATIC_BREAK.fullmatch(line) or not line.strip():
             yield from end_paragraph()
@@ -97,6 +97,11 @@ def _scan(lines: list[str]) -> Iterator[Block | tuple[int, str]]:
             paragraph.append(line)
         i += 1
     yield from end_paragraph()
+
+
+def _is_setext_title(paragraph: list[str]) -> bool:
+    """Only a one-line, non-list paragraph becomes a setext title; anything else keeps its text."""
+    return len(paragraph) == 1 and not _LIST_ITEM.match(paragraph[0])
 
 
 def _atomic_block(lines: list[str], i: int) -> tuple[Block, int] | None:

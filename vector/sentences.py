@@ -25,14 +25,14 @@ import re
 
 # Words that take a period without ending a sentence, lowercased, without the final period.
 # Single letters (г., д., J.) and dotted initialisms (т.е., т.д., e.g., i.e., U.S.) need no entry:
-# `_INITIALISM` covers them.
+# `_INITIALISM` covers them; etc. is in `_TERMINAL_ABBREVIATION`.
 _ABBREVIATIONS = frozenset(
     {
         # Russian
         "гг", "др", "пр", "см", "стр", "рис", "им", "ул", "напр", "тыс", "руб", "коп", "ст", "гл",
         "проф", "акад", "доц", "изд", "дж",
         # English
-        "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "inc", "ltd", "jr", "sr", "st", "fig",
+        "vs", "mr", "mrs", "ms", "dr", "prof", "inc", "ltd", "jr", "sr", "st", "fig",
         "approx", "cf", "al", "vol", "pp", "eq", "co", "corp", "dept",
     }
 )
@@ -86,6 +86,7 @@ def _starts_new_line(stripped: str, previous: str) -> bool:
 
 
 def _split_group(group: str) -> list[str]:
+    """Split one run of prose at the candidate breaks that `_ends_sentence` accepts."""
     sentences: list[str] = []
     start = 0
     for match in _CANDIDATE.finditer(group):
