@@ -35,8 +35,8 @@ docs_app = typer.Typer(help="List, delete and re-permission indexed documents.",
 app.add_typer(db_app, name="db")
 app.add_typer(docs_app, name="documents")
 
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 # Exit codes: 0 done, 1 failed, 3 done but some input was skipped or some documents failed.
 EXIT_PARTIAL = 3
@@ -267,3 +267,7 @@ def run() -> None:
     except CrossroadsError as exc:
         err.print(f"[red]error:[/red] {exc}")
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    run()

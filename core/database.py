@@ -59,8 +59,19 @@ def resolve_url(settings: Settings) -> str:
     return embedded.start(settings.pg_data_dir)
 
 
+def check_pgvector_version(installed: str) -> tuple[int, ...]:
+    """Parse the extension version; refuse versions older than 0.7 with what to do."""
+    version = _parse_version(installed)
+    if version < MIN_PGVECTOR:
+        raise DatabaseError(
+            f"pgvector {installed} is too old: Crossroads needs >= 0.7. Install a newer pgvector on the "
+            "server, then run `ALTER EXTENSION vector UPDATE`."
+        )
+    return version
+
+
 def ensure_pgvector(conn: psycopg.Connection) -> tuple[int, ...]:
-    """Create the extension if missing; refuse versions older than 0.7 with instructions."""
+    """Create the extension if missing and check its version."""
     row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
     if row is None:
         available = conn.execute(
@@ -74,13 +85,7 @@ def ensure_pgvector(conn: psycopg.Connection) -> tuple[int, ...]:
             )
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-    version = _parse_version(row[0])
-    if version < MIN_PGVECTOR:
-        raise DatabaseError(
-            f"pgvector {row[0]} is too old: Crossroads needs >= 0.7. "
-            "Run `ALTER EXTENSION vector UPDATE` after installing a newer pgvector on the server."
-        )
-    return version
+    return check_pgvector_version(row[0])
 
 
 def apply_migrations(conn: psycopg.Connection) -> list[int]:

@@ -66,7 +66,10 @@ def decode(data: bytes, max_bytes: int) -> str:
             "(raise CROSSROADS_MAX_DOCUMENT_BYTES or split the file)"
         )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        text = data.decode("utf-16")
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise BadDocument(f"starts with a UTF-16 byte-order mark but is not valid UTF-16 ({exc.reason})") from None
     else:
         if b"\x00" in data[:8192]:
             raise BadDocument("binary file (contains NUL bytes), not text")

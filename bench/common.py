@@ -1,0 +1,31 @@
+"""Shared set-up for benchmarks: a throw-away database on the configured server."""
+from __future__ import annotations
+
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import psycopg
+
+from core.database import Database, open_database, resolve_url
+from core.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@contextmanager
+def scratch_database(settings: Settings) -> Iterator[Database]:
+    """A fresh, migrated database, dropped afterwards, so runs never see each other's rows."""
+    admin = resolve_url(settings)
+    name = f"crossroads_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    db = open_database(settings, url=psycopg.conninfo.make_conninfo(admin, dbname=name))
+    try:
+        yield db
+    finally:
+        db.close()
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

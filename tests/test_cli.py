@@ -1,0 +1,82 @@
+"""The `crossroads` command line, run as a real process against the test database."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def cli_env(make_database, tmp_path_factory):
+    env = dict(os.environ)
+    env.update(
+        CROSSROADS_DATABASE_URL=make_database(),
+        CROSSROADS_STATE_DIR=str(tmp_path_factory.mktemp("cli-state")),
+        CROSSROADS_CHUNK_MAX_CHARS="600",
+    )
+    return env
+
+
+def crossroads(env, *args, check_rc=0):
+    proc = subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == check_rc, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr}"
+    return proc
+
+
+def test_ingest_json_contract_resync_and_partial_exit_code(cli_env, tmp_path):
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("---\ntitle: Alpha\n---\nAlpha service retries five times.\n", encoding="utf-8")
+    (corpus / "b.md").write_text("Бета-сервис хранит журналы 30 дней.\n", encoding="utf-8")
+    out = json.loads(crossroads(cli_env, "ingest", str(corpus), "--tenant", "cli", "--acl", "staff", "--json").stdout)
+    assert set(out) >= {"documents", "chunks", "embeddings_computed", "seconds"}
+    assert {k: out["documents"][k] for k in ("added", "changed", "unchanged", "deleted", "skipped")} == dict(
+        added=2, changed=0, unchanged=0, deleted=0, skipped=0
+    )
+    assert set(out["chunks"]) >= {"added", "changed", "deleted"} and out["embeddings_computed"] == out["chunks"]["added"] == 2
+
+    (corpus / "bad.md").write_bytes(b"\xff\xfe\x00garbage\x00")
+    (corpus / "a.md").unlink()
+    proc = crossroads(cli_env, "ingest", str(corpus), "--tenant", "cli", "--acl", "staff", "--prune", "--json", check_rc=3)
+    again = json.loads(proc.stdout)
+    assert again["documents"]["unchanged"] == 1 and again["documents"]["deleted"] == 1
+    assert again["documents"]["skipped"] == 1 and again["embeddings_computed"] == 0
+    assert "bad.md" in again["skipped"][0]["where"]
+
+
+def test_documents_list_acl_delete(cli_env, tmp_path):
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "x.md").write_text("---\nacl: [public]\n---\nThe X document text.\n", encoding="utf-8")
+    crossroads(cli_env, "ingest", str(corpus), "--tenant", "docs", "--json")
+    listed = json.loads(crossroads(cli_env, "documents", "list", "--tenant", "docs", "--json").stdout)
+    assert [(d["doc_id"], d["acl"], d["chunks"]) for d in listed["documents"]] == [("x.md", ["public"], 1)]
+    changed = json.loads(crossroads(cli_env, "documents", "acl", "x.md", "--tenant", "docs", "--acl", "hr,staff", "--json").stdout)
+    assert changed["acl"] == ["hr", "staff"]
+    missing = crossroads(cli_env, "documents", "acl", "nope.md", "--tenant", "docs", "--acl", "hr", check_rc=1)
+    assert "no document 'nope.md'" in missing.stderr
+    deleted = json.loads(crossroads(cli_env, "documents", "delete", "x.md", "--tenant", "docs", "--json").stdout)
+    assert deleted["documents_deleted"] == 1
+    assert json.loads(crossroads(cli_env, "documents", "list", "--tenant", "docs", "--json").stdout)["documents"] == []
+
+
+def test_missing_path_and_bad_database_fail_with_a_message(cli_env, tmp_path):
+    proc = crossroads(cli_env, "ingest", str(tmp_path / "absent"), "--tenant", "t", check_rc=1)
+    assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    env = dict(cli_env, CROSSROADS_DATABASE_URL=f"postgresql://x@/db?host={tmp_path}&connect_timeout=1")
+    proc = crossroads(env, "documents", "list", "--tenant", "t", check_rc=1)
+    assert "Cannot connect to PostgreSQL" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_config_markdown_lists_every_setting(cli_env):
+    from core.settings import Settings
+
+    table = crossroads(cli_env, "config", "--markdown").stdout
+    for name in Settings.model_fields:
+        assert name.upper() in table

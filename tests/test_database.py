@@ -1,0 +1,79 @@
+"""Database set-up: migrations once and in order, pgvector checks, the embedded server's lifecycle."""
+from __future__ import annotations
+
+import shutil
+import uuid
+
+import psycopg
+import pytest
+
+from core import embedded
+from core.database import check_pgvector_version, load_migrations, open_database
+from core.errors import CrossroadsError, DatabaseError
+from core.settings import Settings
+from tests.conftest import ROOT
+
+
+def test_migrations_are_numbered_in_order_and_unique():
+    migrations = load_migrations()
+    versions = [m.version for m in migrations]
+    assert versions == sorted(versions) and versions[0] == 1 and len(set(versions)) == len(versions)
+    assert "CREATE TABLE chunks" in migrations[0].sql
+
+
+def test_migrations_apply_once(make_database, settings):
+    url = make_database()
+    open_database(settings, url=url).close()
+    db = open_database(settings, url=url)  # second start: nothing to apply, nothing breaks
+    with db.connection() as conn:
+        rows = conn.execute("SELECT version, count(*) FROM schema_migrations GROUP BY version").fetchall()
+        tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    db.close()
+    assert rows == [(m.version, 1) for m in load_migrations()]
+    assert {"documents", "chunks", "embedding_models", "schema_migrations"} <= tables
+
+
+def test_pool_uses_custom_plans_and_knows_iterative_scan(db):
+    with db.connection() as conn:
+        assert conn.execute("SHOW plan_cache_mode").fetchone() == ("force_custom_plan",)
+        assert conn.prepare_threshold is None
+    assert db.pgvector_version >= (0, 8)
+    assert db.supports_iterative_scan
+
+
+@pytest.mark.parametrize("installed, ok", [("0.8.6", True), ("0.7.0", True), ("0.6.2", False), ("0.5.1", False)])
+def test_pgvector_version_check(installed, ok):
+    if ok:
+        assert check_pgvector_version(installed) >= (0, 7)
+    else:
+        with pytest.raises(DatabaseError, match="too old.*ALTER EXTENSION vector UPDATE"):
+            check_pgvector_version(installed)
+
+
+def test_unreachable_external_database_gives_a_clear_error(tmp_path):
+    settings = Settings(database_url=f"postgresql://nobody@/nodb?host={tmp_path}&connect_timeout=2")
+    with pytest.raises(DatabaseError, match="(?s)Cannot connect to PostgreSQL.*Check DATABASE_URL"):
+        open_database(settings)
+
+
+def test_embedded_server_start_status_stop():
+    data_dir = ROOT / ".crossroads" / f"lifecycle-{uuid.uuid4().hex[:6]}"
+    try:
+        uri = embedded.start(data_dir)
+        state = embedded.status(data_dir)
+        assert state.running and state.pid and state.uri == uri
+        with psycopg.connect(uri) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert embedded.start(data_dir) == uri  # already running: reused, not started twice
+        assert embedded.stop(data_dir) is True
+        assert not embedded.status(data_dir).running
+        assert embedded.stop(data_dir) is False
+    finally:
+        embedded.stop(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def test_embedded_data_dir_under_root_home_is_refused(monkeypatch):
+    monkeypatch.setattr(embedded, "_run_as", lambda: "embedded_postgres")
+    with pytest.raises(CrossroadsError, match="CROSSROADS_STATE_DIR"):
+        embedded.start(__import__("pathlib").Path("/root/somewhere/pg"))

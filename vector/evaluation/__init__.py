@@ -1,0 +1,1 @@
+"""Retrieval evaluation: datasets, document-level metrics, and the README report (pure parts)."""

@@ -1,0 +1,292 @@
+"""Hybrid search: vector leg + full-text leg in parallel, Reciprocal Rank Fusion, optional rerank.
+
+Logic only; every SQL statement lives in `vector.search_sql`. Both legs and the detail fetch carry
+the same tenant + ACL filter in SQL. A failing reranker (or a failing leg in a hybrid mode) gives a
+result flagged `degraded`, never an exception and never unfiltered rows.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, Sequence
+
+from core.database import Database
+from core.embeddings import Embedder
+from vector import search_sql
+from vector.fusion import rrf
+from vector.language import detect_language
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["dense", "bm25", "hybrid", "hybrid+rerank"]
+MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
+MAX_QUERY_TOKENS = 64  # a pasted page must not become a 1,000-term OR query
+
+
+@dataclass
+class Candidate:
+    id: int
+    doc_id: str
+    title: str
+    heading: str
+    text: str
+    lang: str
+    vector_rank: int | None = None
+    vector_score: float | None = None  # cosine similarity
+    fts_rank: int | None = None
+    fts_score: float | None = None
+    rrf_rank: int | None = None
+    rrf_score: float | None = None
+    score: float = 0.0  # the final score in this result's order (rrf, leg or reranker score)
+
+
+@dataclass
+class SearchResult:
+    hits: list[Candidate]
+    candidates: list[Candidate]
+    degraded: bool = False
+    degraded_reason: str | None = None
+    trace: dict = field(default_factory=dict)
+
+
+class Reranker(Protocol):
+    name: str
+
+    def rerank(self, query: str, candidates: list[Candidate], top_k: int) -> list[tuple[int, float]]:
+        """(index into candidates, score) best first, at most top_k. May raise or be slow."""
+        ...
+
+
+# --- full-text query construction (pure) ------------------------------------------------------
+
+_QUOTED = re.compile(r'"([^"]+)"')
+# identifiers and codes: ERR_2043, retry_max_attempts, v1.2, claude-3-5-sonnet, api.example.org
+_IDENTIFIER = re.compile(r"\w*[_\d]\w*|\w+(?:[.:/-]\w+)+")
+
+
+def text_configs(lang: str) -> list[str]:
+    # A Latin-script query without English function words ("rate limit headers") is most likely
+    # still English: search it stemmed (english) and as written (simple) rather than unstemmed only.
+    return ["english", "simple"] if lang == "simple" else [lang]
+
+
+def query_pieces(query: str, lang: str) -> list[tuple[str, str]]:
+    """(text, text-search config) pairs, each one alternative of the OR query.
+
+    Natural-language questions AND-ed (websearch_to_tsquery) find nothing, so every word is its own
+    alternative. Quoted phrases and identifiers stay phrases (ERR_2043 -> 'err' <-> '2043', since
+    the parser splits at '_'); identifiers are also matched unstemmed (`simple`) so a code finds a
+    chunk indexed in another language's configuration.
+    """
+    configs = text_configs(lang)
+    pieces: list[tuple[str, str]] = []
+    for phrase in _QUOTED.findall(query):
+        pieces += [(phrase, cfg) for cfg in configs]
+    for token in _QUOTED.sub(" ", query).split()[:MAX_QUERY_TOKENS]:
+        token = token.strip("\"'`«»“”‘’()[]{}<>,;!?.:-")
+        if not token:
+            continue
+        pieces += [(token, cfg) for cfg in configs]
+        if _IDENTIFIER.fullmatch(token) and "simple" not in configs:
+            pieces.append((token, "simple"))
+    return pieces
+
+
+def or_tsquery(alternatives: Sequence[str]) -> str:
+    """OR of tsquery texts, empty ones (stop words) dropped, duplicates kept once, order stable."""
+    unique = list(dict.fromkeys(a for a in alternatives if a))
+    return " | ".join(f"( {a} )" for a in unique)
+
+
+# --- the searcher ------------------------------------------------------------------------------
+
+
+def _trace_list(items: Sequence[tuple[int, float]]) -> list[dict]:
+    return [{"id": i, "rank": r, "score": s} for r, (i, s) in enumerate(items, start=1)]
+
+
+def _check_rerank_output(output, n: int, top_k: int) -> list[tuple[int, float]]:
+    """A reranker's answer is untrusted input (it may come from an HTTP API): validate all of it."""
+    checked: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for item in list(output):
+        index, score = item
+        index = int(index) if isinstance(index, numbers.Integral) and not isinstance(index, bool) else index
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not 0 <= index < n:
+            raise ValueError(f"index {index!r} out of range 0..{n - 1}")
+        if index in seen:
+            raise ValueError(f"index {index} returned twice")
+        score = float(score)
+        if not math.isfinite(score):
+            raise ValueError(f"score {score!r} for index {index} is not finite")
+        seen.add(index)
+        checked.append((index, score))
+    if n and not checked:
+        raise ValueError("reranker returned nothing for a non-empty candidate list")
+    return checked[:top_k]
+
+
+class HybridSearcher:
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder,
+        *,
+        ef_search: int = 100,
+        candidates: int = 50,
+        rrf_k: int = 60,
+        reranker: Reranker | None = None,
+        rerank_threshold: float | None = None,
+        rerank_timeout_s: float | None = None,
+        fts_rank: str = "ts_rank_cd",
+        workers: int = 4,
+    ):
+        if fts_rank not in search_sql.FTS_RANKS:
+            raise ValueError(f"fts_rank must be one of {sorted(search_sql.FTS_RANKS)}")
+        self.db, self.embedder = db, embedder
+        self.ef_search, self.candidates, self.rrf_k = ef_search, candidates, rrf_k
+        self.reranker, self.rerank_threshold, self.rerank_timeout_s = reranker, rerank_threshold, rerank_timeout_s
+        self.fts_rank = fts_rank
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="search-leg")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    # Each leg runs on its own pooled connection, so the two overlap in PostgreSQL.
+    def _vector_leg(self, tenant: str, groups: list[str], query: str, timings: dict) -> list[tuple[int, float]]:
+        start = time.perf_counter()
+        vector = self.embedder.embed_query(query)
+        timings["embed"] = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        with self.db.connection() as conn:
+            found = search_sql.vector_leg(
+                conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
+                fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,
+                ef_search=self.ef_search, iterative_scan=self.db.supports_iterative_scan,
+            )
+        timings["vector"] = (time.perf_counter() - start) * 1000
+        return sorted(found, key=lambda p: (-p[1], p[0]))
+
+    def _fts_leg(self, tenant: str, groups: list[str], query: str, trace: dict, timings: dict):
+        start = time.perf_counter()
+        lang = detect_language(query)
+        with self.db.connection() as conn:
+            tsquery = or_tsquery(search_sql.phrase_queries(conn, query_pieces(query, lang)))
+            trace.update(query_lang=lang, tsquery=tsquery)
+            found = search_sql.fts_leg(
+                conn, tenant=tenant, groups=groups, tsquery=tsquery, limit=self.candidates, rank=self.fts_rank
+            ) if tsquery else []
+        timings["fts"] = (time.perf_counter() - start) * 1000
+        return found
+
+    def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid") -> SearchResult:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}")
+        started = time.perf_counter()
+        groups = sorted({g for g in groups if g})
+        timings: dict[str, float] = {}
+        trace: dict = {"mode": mode, "k": k, "ef_search": self.ef_search, "candidates": self.candidates,
+                       "rrf_k": self.rrf_k, "fts_rank": self.fts_rank, "query_lang": None, "tsquery": None,
+                       "stages": {}, "timings_ms": timings}
+        if not groups or not query.strip() or k <= 0:
+            # no groups means no readable document: never run an unfiltered search
+            trace["empty_reason"] = "no groups" if not groups else ("empty query" if k > 0 else "k <= 0")
+            return SearchResult([], [], trace=trace)
+        degraded: list[str] = []
+        legs = {}
+        if mode != "bm25":
+            legs["vector"] = self._pool.submit(self._vector_leg, tenant, groups, query, timings)
+        if mode != "dense":
+            legs["fts"] = self._pool.submit(self._fts_leg, tenant, groups, query, trace, timings)
+        results: dict[str, list[tuple[int, float]]] = {}
+        for name, future in legs.items():
+            try:
+                results[name] = future.result()
+            except Exception as exc:  # noqa: BLE001 - one leg down in a hybrid mode: degrade, flagged
+                if len(legs) == 1:
+                    raise
+                log.warning("search leg %s failed: %s", name, exc)
+                degraded.append(f"{name} leg failed: {type(exc).__name__}: {exc}")
+                results[name] = []
+        if len(degraded) == len(legs):
+            raise RuntimeError("; ".join(degraded))
+        for name, found in results.items():
+            trace["stages"][name] = _trace_list(found)
+
+        fused = rrf([[i for i, _ in found] for found in results.values()], k=self.rrf_k)[: self.candidates]
+        start = time.perf_counter()
+        with self.db.connection() as conn:
+            details = search_sql.fetch_candidates(conn, tenant=tenant, groups=groups, ids=[i for i, _ in fused])
+        timings["fetch"] = (time.perf_counter() - start) * 1000
+        ranks = {name: {i: (r, s) for r, (i, s) in enumerate(found, start=1)} for name, found in results.items()}
+        candidates = []
+        for chunk_id, score in fused:
+            if chunk_id not in details:  # deleted or re-permissioned since the legs ran
+                continue
+            doc_id, title, heading, text, lang = details[chunk_id]
+            vr, vs = ranks.get("vector", {}).get(chunk_id, (None, None))
+            fr, fs = ranks.get("fts", {}).get(chunk_id, (None, None))
+            candidates.append(Candidate(chunk_id, doc_id, title, heading, text, lang, vr, vs, fr, fs,
+                                        len(candidates) + 1, score, score))
+        for c in candidates:
+            c.score = {"dense": c.vector_score, "bm25": c.fts_score}.get(mode, c.rrf_score)
+        trace["stages"]["rrf"] = [{"id": c.id, "rank": c.rrf_rank, "score": c.rrf_score} for c in candidates]
+
+        hits = [_copy(c) for c in candidates[:k]]
+        if mode == "hybrid+rerank" and self.reranker is not None and candidates:
+            hits, reason = self._rerank(query, candidates, k, trace, timings)
+            if reason:
+                degraded.append(reason)
+        trace["stages"]["final"] = [{"id": h.id, "rank": r, "score": h.score} for r, h in enumerate(hits, start=1)]
+        timings["total"] = (time.perf_counter() - started) * 1000
+        reason = "; ".join(degraded) or None
+        trace["degraded_reason"] = reason
+        return SearchResult(hits, candidates, bool(degraded), reason, trace)
+
+    def _rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict, timings: dict):
+        """Reranked top-k above the threshold, or the RRF top-k and the reason it could not be."""
+        trace["reranker"] = self.reranker.name
+        start = time.perf_counter()
+        try:
+            output = self._call_reranker(query, [_copy(c) for c in candidates], k)
+            ranked = _check_rerank_output(output, len(candidates), k)
+        except Exception as exc:  # noqa: BLE001 - any reranker failure degrades to the RRF order
+            timings["rerank"] = (time.perf_counter() - start) * 1000
+            log.warning("reranker %s failed: %s", self.reranker.name, exc)
+            trace["stages"]["rerank"] = []
+            # the threshold is calibrated on reranker scores, so it does not apply to RRF scores
+            return [_copy(c) for c in candidates[:k]], f"reranker {self.reranker.name} failed: {type(exc).__name__}: {exc}"
+        timings["rerank"] = (time.perf_counter() - start) * 1000
+        trace["stages"]["rerank"] = [{"id": candidates[i].id, "rank": r, "score": s}
+                                     for r, (i, s) in enumerate(ranked, start=1)]
+        hits = []
+        for index, score in ranked:
+            if self.rerank_threshold is not None and score < self.rerank_threshold:
+                continue  # below the threshold: an honest "nothing relevant", no refill from RRF
+            hit = _copy(candidates[index])
+            hit.score = score
+            hits.append(hit)
+        trace["rerank_threshold"] = self.rerank_threshold
+        return hits, None
+
+    def _call_reranker(self, query: str, candidates: list[Candidate], k: int):
+        if self.rerank_timeout_s is None:
+            return self.reranker.rerank(query, candidates, k)
+        # A separate thread per call: a hung reranker must not occupy a search-leg worker.
+        runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerank")
+        try:
+            return runner.submit(self.reranker.rerank, query, candidates, k).result(timeout=self.rerank_timeout_s)
+        except FutureTimeout:
+            raise TimeoutError(f"no answer within {self.rerank_timeout_s} s") from None
+        finally:
+            runner.shutdown(wait=False)
+
+
+def _copy(c: Candidate) -> Candidate:
+    return Candidate(**vars(c))
