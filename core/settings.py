@@ -58,7 +58,9 @@ class Settings(BaseSettings):
         None, ge=1, description="Threads for the local model (default: all cores)."
     )
     voyage_api_key: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("VOYAGE_API_KEY", "CROSSROADS_VOYAGE_API_KEY", "voyage_api_key")
+        None,
+        validation_alias=AliasChoices("VOYAGE_API_KEY", "CROSSROADS_VOYAGE_API_KEY", "voyage_api_key"),
+        description="Key for `embed_provider = voyage`.",
     )
     voyage_base_url: str = Field("https://api.voyageai.com/v1", description="Voyage API root.")
     voyage_model: str = Field("voyage-3.5", description="Voyage embedding model.")

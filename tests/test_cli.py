@@ -80,3 +80,9 @@ def test_config_markdown_lists_every_setting(cli_env):
     table = crossroads(cli_env, "config", "--markdown").stdout
     for name in Settings.model_fields:
         assert name.upper() in table
+
+
+def test_readme_configuration_table_matches_the_code():
+    from api.cli import settings_markdown
+
+    assert settings_markdown() in (ROOT / "README.md").read_text(encoding="utf-8")
