@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test bench-ingest db-stop clean
+.PHONY: install demo test bench-ingest readme-config db-stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ test: install
 
 bench-ingest: install
 	$(BIN)/python -m bench.ingest
+
+readme-config: install
+	$(BIN)/python -m bench.update_readme_config
 
 db-stop:
 	-$(BIN)/crossroads db stop

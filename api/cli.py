@@ -126,6 +126,8 @@ def ingest(
     json_out: bool = JsonOption,
 ) -> None:
     """Index documents as a sync: unchanged text costs nothing, changed text re-embeds only changed chunks."""
+    from core.llm import UsageMeter, make_llm
+    from vector.contextualize import make_contextualizer
     from vector.ingest import ingest_documents
     from vector.sources import load_source
 
@@ -134,16 +136,24 @@ def ingest(
         documents, skipped = load_source(path, _groups(acl), settings.max_document_bytes)
     except FileNotFoundError as exc:
         _fail(exc)
+    meter = UsageMeter()
     with _database(settings) as db, _progress(f"indexing {path}") as progress:
         try:
+            contextualizer = make_contextualizer(settings, make_llm(settings, meter))
             report = ingest_documents(db, make_embedder(settings), settings, tenant, documents, skipped,
-                                      prune=prune, progress=progress)
+                                      prune=prune, progress=progress, contextualizer=contextualizer)
         except CrossroadsError as exc:
             _fail(exc)
+    usage = meter.total
+    llm = {"calls": usage.calls, "input_tokens": usage.prompt_tokens, "output_tokens": usage.output_tokens,
+           "cost_usd": round(usage.cost_usd, 6), "contexts": contextualizer.mode}
     if json_out:
-        _print_json(report.to_dict())
+        _print_json(report.to_dict() | {"llm": llm})
     else:
         _print_ingest(report, tenant)
+        if usage.calls:
+            out.print(f"LLM: {usage.calls} calls, {usage.prompt_tokens} input / {usage.output_tokens} output tokens, "
+                      f"${usage.cost_usd:.4f}")
     if not report.clean:
         raise typer.Exit(EXIT_PARTIAL)
 

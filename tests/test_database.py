@@ -26,7 +26,7 @@ def test_migrations_apply_once(make_database, settings):
     open_database(settings, url=url).close()
     db = open_database(settings, url=url)  # second start: nothing to apply, nothing breaks
     with db.connection() as conn:
-        rows = conn.execute("SELECT version, count(*) FROM schema_migrations GROUP BY version").fetchall()
+        rows = conn.execute("SELECT version, count(*) FROM schema_migrations GROUP BY version ORDER BY version").fetchall()
         tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     db.close()
     assert rows == [(m.version, 1) for m in load_migrations()]

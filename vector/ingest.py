@@ -9,16 +9,18 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError
 from core.settings import Settings
 from vector import store
-from vector.prepare import prepare_document
+from core.llm import LLMError
+from vector.contextualize import Contextualizer, TitleContextualizer
+from vector.prepare import PreparedDocument, chunk_document, chunk_key, document_hash, index_key, prepare_document
 from vector.sources import Skipped, SourceDocument
-from vector.sync import DocumentPlan, hashes_to_embed, plan_document
+from vector.sync import DocumentPlan, classify, hashes_to_embed, plan_document
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +53,16 @@ class IngestReport:
 Progress = Callable[[int, int], None]  # (documents done, documents total)
 
 
-def _groups(plans: list[DocumentPlan]) -> list[list[DocumentPlan]]:
-    groups, current, size = [], [], 0
+def _groups(plans: Iterable[DocumentPlan]) -> Iterator[list[DocumentPlan]]:
+    current, size = [], 0
     for plan in plans:
         current.append(plan)
         size += len(plan.write)
         if size >= CHUNKS_PER_GROUP:
-            groups.append(current)
+            yield current
             current, size = [], 0
     if current:
-        groups.append(current)
-    return groups
+        yield current
 
 
 def ingest_documents(
@@ -74,7 +75,9 @@ def ingest_documents(
     *,
     prune: bool = False,
     progress: Progress | None = None,
+    contextualizer: Contextualizer | None = None,
 ) -> IngestReport:
+    contextualizer = contextualizer or TitleContextualizer()
     started = time.perf_counter()
     report = IngestReport()
     for item in skipped:
@@ -82,29 +85,40 @@ def ingest_documents(
         log.warning("skipped %s: %s", item.where, item.reason)
     report.documents["skipped"] = len(skipped)
 
-    prepared = [
-        prepare_document(d, max_chars=settings.chunk_max_chars, overlap=settings.chunk_overlap, embed_model=embedder.model_id)
-        for d in documents
-    ]
+    key = index_key(settings.chunk_max_chars, settings.chunk_overlap, contextualizer.mode, embedder.model_id)
+    hashes = {d.doc_id: document_hash(d) for d in documents}
     with db.connection() as conn:
-        stored = store.load_state(conn, tenant, [p.doc_id for p in prepared])
+        stored = store.load_state(conn, tenant, list(hashes))
         conn.commit()
-    plans = [plan_document(p, stored.get(p.doc_id), embedder.model_id) for p in prepared]
 
-    done = 0
-    for plan in plans:
-        if plan.action in ("unchanged", "metadata"):
-            if plan.action == "metadata":
-                with db.connection() as conn:
-                    store.update_metadata(conn, tenant, plan)
-                report.documents["metadata_updated"] += 1
-            else:
-                report.documents["unchanged"] += 1
-            done += 1
+    done, changing = 0, []
+    for doc in documents:
+        action = classify(doc, hashes[doc.doc_id], key, stored.get(doc.doc_id))
+        if action in ("added", "changed"):
+            changing.append(doc)
+            continue
+        if action == "metadata":
+            with db.connection() as conn:
+                store.update_metadata(conn, tenant, DocumentPlan(PreparedDocument(doc, hashes[doc.doc_id], key, ()), action))
+            report.documents["metadata_updated"] += 1
+        else:
+            report.documents["unchanged"] += 1
+        done += 1
     if progress:
-        progress(done, len(plans))
+        progress(done, len(documents))
 
-    for group in _groups([p for p in plans if p.action in ("added", "changed")]):
+    def planned():
+        """Plans made lazily, so contexts an LLM wrote are saved group by group, not all at the end."""
+        nonlocal done
+        for doc in changing:
+            try:
+                yield _plan_changed(db, tenant, doc, stored.get(doc.doc_id), key, settings, contextualizer, embedder)
+            except CrossroadsError as exc:  # e.g. the LLM could not write contexts: this document waits for a re-run
+                report.errors.append({"doc_id": doc.doc_id, "error": str(exc)})
+                report.documents["failed"] += 1
+                done += 1
+
+    for group in _groups(planned()):
         try:
             vectors = _vectors_for(db, embedder, tenant, group, report)
         except CrossroadsError as exc:
@@ -112,14 +126,12 @@ def ingest_documents(
                 report.errors.append({"doc_id": plan.doc_id, "error": str(exc)})
             report.documents["failed"] += len(group)
             done += len(group)
-            if progress:
-                progress(done, len(plans))
-            continue
-        for plan in group:
-            _write_one(db, embedder, tenant, plan, vectors, report)
-            done += 1
-            if progress:
-                progress(done, len(plans))
+        else:
+            for plan in group:
+                _write_one(db, embedder, tenant, plan, vectors, report)
+                done += 1
+        if progress:
+            progress(done, len(documents))
 
     if prune:
         _prune(db, tenant, {d.doc_id for d in documents}, skipped, report)
@@ -129,6 +141,28 @@ def ingest_documents(
                 log.info("built the HNSW index for %s", embedder.model_id)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _plan_changed(db, tenant, doc, stored, key, settings, contextualizer, embedder) -> DocumentPlan:
+    """Chunk an added or changed document, give each chunk its context (cached ones reused), plan the rows."""
+    drafts = chunk_document(doc, max_chars=settings.chunk_max_chars, overlap=settings.chunk_overlap)
+    if isinstance(contextualizer, TitleContextualizer):
+        contexts, cache = contextualizer.contexts(doc, drafts), None
+    else:
+        keys = [chunk_key(d) for d in drafts]
+        with db.connection() as conn:
+            cache = store.load_contexts(conn, tenant, doc.doc_id, contextualizer.mode)
+        missing = [i for i, k in enumerate(keys) if k not in cache]
+        try:
+            written = contextualizer.contexts(doc, [drafts[i] for i in missing])
+        except LLMError as exc:
+            raise CrossroadsError(f"could not write chunk contexts: {exc}") from exc
+        cache = {k: cache[k] for k in keys if k in cache} | {keys[i]: c for i, c in zip(missing, written)}
+        contexts = [cache[k] for k in keys]
+    plan = plan_document(prepare_document(doc, drafts, contexts, key), stored, embedder.model_id)
+    if cache is not None:
+        plan.contexts, plan.context_mode = cache, contextualizer.mode
+    return plan
 
 
 def _vectors_for(db: Database, embedder: Embedder, tenant: str, group: list[DocumentPlan], report: IngestReport):

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Sequence
 
-from vector.chunking import chunk_markdown
+from vector.chunking import ChunkDraft, chunk_markdown
 from vector.sources import SourceDocument
 
-# Bump when chunking or context rules change: every document is then re-chunked on the next ingest.
+# Bump when chunking rules change: every document is then re-chunked on the next ingest.
 CHUNKER_VERSION = 1
 
 
@@ -37,9 +38,19 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def index_key(max_chars: int, overlap: float, embed_model: str) -> str:
+def document_hash(doc: SourceDocument) -> str:
+    """What decides whether a document's chunks must be recomputed (ACL is metadata, not text)."""
+    return sha256("\x1f".join((doc.title, doc.lang, doc.text)))
+
+
+def index_key(max_chars: int, overlap: float, context_mode: str, embed_model: str) -> str:
     """What shaped a document's chunks and vectors; a change means re-chunking."""
-    return f"chunker=v{CHUNKER_VERSION}/{max_chars}/{overlap:g};context=title;embed={embed_model}"
+    return f"chunker=v{CHUNKER_VERSION}/{max_chars}/{overlap:g};context={context_mode};embed={embed_model}"
+
+
+def chunk_key(draft: ChunkDraft) -> str:
+    """Identity of a chunk's own text, before context: the key of the context cache."""
+    return sha256(f"{draft.heading}\x1f{draft.content}")
 
 
 def embed_text(context: str, heading: str, content: str) -> str:
@@ -48,16 +59,18 @@ def embed_text(context: str, heading: str, content: str) -> str:
     return f"{header}\n{content}" if header else content
 
 
-def prepare_document(doc: SourceDocument, *, max_chars: int, overlap: float, embed_model: str) -> PreparedDocument:
-    """Chunk a document; without an LLM the context of every chunk is the document title."""
-    context = doc.title
+def chunk_document(doc: SourceDocument, *, max_chars: int, overlap: float) -> list[ChunkDraft]:
+    return chunk_markdown(doc.text, max_chars=max_chars, overlap=overlap)
+
+
+def prepare_document(
+    doc: SourceDocument, drafts: Sequence[ChunkDraft], contexts: Sequence[str], key: str
+) -> PreparedDocument:
+    """Chunks with their contexts -> the exact texts to embed and index, with their hashes."""
+    if len(contexts) != len(drafts):
+        raise ValueError(f"{doc.doc_id}: {len(contexts)} contexts for {len(drafts)} chunks")
     chunks = []
-    for draft in chunk_markdown(doc.text, max_chars=max_chars, overlap=overlap):
+    for draft, context in zip(drafts, contexts):
         text = embed_text(context, draft.heading, draft.content)
         chunks.append(PreparedChunk(draft.chunk_no, draft.heading, context, draft.content, text, sha256(text)))
-    return PreparedDocument(
-        source=doc,
-        content_hash=sha256("\x1f".join((doc.title, doc.lang, doc.text))),
-        index_key=index_key(max_chars, overlap, embed_model),
-        chunks=tuple(chunks),
-    )
+    return PreparedDocument(source=doc, content_hash=document_hash(doc), index_key=key, chunks=tuple(chunks))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import math
 import numbers
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -19,6 +18,7 @@ from typing import Literal, Protocol, Sequence
 from core.database import Database
 from core.embeddings import Embedder
 from vector import search_sql
+from vector.fulltext import BM25_B, BM25_K1, DF_CAP, FullTextQuery, bm25_idf, build_query, query_pieces, quote_lexeme
 from vector.fusion import rrf
 from vector.language import detect_language
 
@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["dense", "bm25", "hybrid", "hybrid+rerank"]
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
-MAX_QUERY_TOKENS = 64  # a pasted page must not become a 1,000-term OR query
+FTS_RANKINGS = ("bm25", *search_sql.FTS_RANKS)
+STATS_TTL_S = 60.0  # BM25's N and mean length drift slowly; recomputing them is a pass over the tenant
 
 
 @dataclass
@@ -61,47 +62,6 @@ class Reranker(Protocol):
     def rerank(self, query: str, candidates: list[Candidate], top_k: int) -> list[tuple[int, float]]:
         """(index into candidates, score) best first, at most top_k. May raise or be slow."""
         ...
-
-
-# --- full-text query construction (pure) ------------------------------------------------------
-
-_QUOTED = re.compile(r'"([^"]+)"')
-# identifiers and codes: ERR_2043, retry_max_attempts, v1.2, claude-3-5-sonnet, api.example.org
-_IDENTIFIER = re.compile(r"\w*[_\d]\w*|\w+(?:[.:/-]\w+)+")
-
-
-def text_configs(lang: str) -> list[str]:
-    # A Latin-script query without English function words ("rate limit headers") is most likely
-    # still English: search it stemmed (english) and as written (simple) rather than unstemmed only.
-    return ["english", "simple"] if lang == "simple" else [lang]
-
-
-def query_pieces(query: str, lang: str) -> list[tuple[str, str]]:
-    """(text, text-search config) pairs, each one alternative of the OR query.
-
-    Natural-language questions AND-ed (websearch_to_tsquery) find nothing, so every word is its own
-    alternative. Quoted phrases and identifiers stay phrases (ERR_2043 -> 'err' <-> '2043', since
-    the parser splits at '_'); identifiers are also matched unstemmed (`simple`) so a code finds a
-    chunk indexed in another language's configuration.
-    """
-    configs = text_configs(lang)
-    pieces: list[tuple[str, str]] = []
-    for phrase in _QUOTED.findall(query):
-        pieces += [(phrase, cfg) for cfg in configs]
-    for token in _QUOTED.sub(" ", query).split()[:MAX_QUERY_TOKENS]:
-        token = token.strip("\"'`«»“”‘’()[]{}<>,;!?.:-")
-        if not token:
-            continue
-        pieces += [(token, cfg) for cfg in configs]
-        if _IDENTIFIER.fullmatch(token) and "simple" not in configs:
-            pieces.append((token, "simple"))
-    return pieces
-
-
-def or_tsquery(alternatives: Sequence[str]) -> str:
-    """OR of tsquery texts, empty ones (stop words) dropped, duplicates kept once, order stable."""
-    unique = list(dict.fromkeys(a for a in alternatives if a))
-    return " | ".join(f"( {a} )" for a in unique)
 
 
 # --- the searcher ------------------------------------------------------------------------------
@@ -144,15 +104,16 @@ class HybridSearcher:
         reranker: Reranker | None = None,
         rerank_threshold: float | None = None,
         rerank_timeout_s: float | None = None,
-        fts_rank: str = "ts_rank_cd",
+        fts_rank: str = "bm25",
         workers: int = 4,
     ):
-        if fts_rank not in search_sql.FTS_RANKS:
-            raise ValueError(f"fts_rank must be one of {sorted(search_sql.FTS_RANKS)}")
+        if fts_rank not in FTS_RANKINGS:
+            raise ValueError(f"fts_rank must be one of {FTS_RANKINGS}")
         self.db, self.embedder = db, embedder
         self.ef_search, self.candidates, self.rrf_k = ef_search, candidates, rrf_k
         self.reranker, self.rerank_threshold, self.rerank_timeout_s = reranker, rerank_threshold, rerank_timeout_s
         self.fts_rank = fts_rank
+        self._stats: dict[tuple, tuple[float, int, float]] = {}  # (tenant, groups) -> (when, N, mean length)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="search-leg")
 
     def close(self) -> None:
@@ -176,14 +137,42 @@ class HybridSearcher:
     def _fts_leg(self, tenant: str, groups: list[str], query: str, trace: dict, timings: dict):
         start = time.perf_counter()
         lang = detect_language(query)
-        with self.db.connection() as conn:
-            tsquery = or_tsquery(search_sql.phrase_queries(conn, query_pieces(query, lang)))
-            trace.update(query_lang=lang, tsquery=tsquery)
-            found = search_sql.fts_leg(
-                conn, tenant=tenant, groups=groups, tsquery=tsquery, limit=self.candidates, rank=self.fts_rank
-            ) if tsquery else []
+        with self.db.connection() as conn, search_sql.read_only(conn):
+            terms = build_query(search_sql.analyse_pieces(conn, query_pieces(query, lang)))
+            trace.update(query_lang=lang, tsquery=terms.text())
+            if terms.empty:  # only stop words
+                found = []
+            elif self.fts_rank == "bm25":
+                found = self._bm25(conn, tenant, groups, terms, trace)
+            else:
+                found = search_sql.rank_leg(conn, tenant=tenant, groups=groups, tsquery=terms.text(),
+                                            limit=self.candidates, rank=self.fts_rank)
         timings["fts"] = (time.perf_counter() - start) * 1000
         return found
+
+    def _bm25(self, conn, tenant: str, groups: list[str], terms: FullTextQuery, trace: dict):
+        key = (tenant, tuple(groups))
+        cached = self._stats.get(key)
+        if cached is None or time.monotonic() - cached[0] > STATS_TTL_S:
+            cached = (time.monotonic(), *search_sql.corpus_stats(conn, tenant=tenant, groups=groups))
+            self._stats[key] = cached
+        _, n, avg_len = cached
+        dfs = search_sql.document_frequencies(
+            conn, tenant=tenant, groups=groups, cap=DF_CAP,
+            tsqueries=[quote_lexeme(x) for x in terms.lexemes] + list(terms.phrases),
+        )
+        lexeme_df, phrase_df = dfs[: len(terms.lexemes)], dfs[len(terms.lexemes):]
+        # Candidates come from the terms that are not near-ubiquitous (they decide the top anyway);
+        # this bounds the rows scored on a large corpus. All terms when every one is common.
+        selective = tuple(x for x, df in zip(terms.lexemes, lexeme_df) if df < DF_CAP) or terms.lexemes
+        trace["bm25"] = {"n": n, "avg_len": round(avg_len, 2), "df": dict(zip(terms.lexemes, lexeme_df)),
+                         "phrase_df": dict(zip(terms.phrases, phrase_df))}
+        return search_sql.bm25_leg(
+            conn, tenant=tenant, groups=groups, match=terms.match(selective),
+            lexemes=terms.lexemes, lexeme_idf=[bm25_idf(n, df) for df in lexeme_df],
+            phrases=terms.phrases, phrase_idf=[bm25_idf(n, df) for df in phrase_df],
+            avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.candidates,
+        )
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid") -> SearchResult:
         if mode not in MODES:

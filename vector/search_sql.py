@@ -5,15 +5,15 @@ control lives in the WHERE clause of each query, never in a post-filter in Pytho
 """
 from __future__ import annotations
 
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
-# Full-text ranking expressions the searcher may choose from (never free text in SQL). `q` is the
-# tsquery. Normalisation 1 divides by 1 + log(length) so that long chunks, which match an OR query
-# on more of its common words, do not win on length alone.
+# Built-in ranking expressions, compared against BM25 in bench/quick_search_eval.py (never free
+# text in SQL). `q` is the tsquery; normalisation 1 divides by 1 + log(length).
 FTS_RANKS = {
     "ts_rank_cd": "ts_rank_cd(tsv, q)",
     "ts_rank_cd_log": "ts_rank_cd(tsv, q, 1)",
@@ -62,8 +62,7 @@ def vector_leg(
     settings never leak into other users of the pooled connection. Without an index yet (a tiny,
     fresh corpus) the same query runs as an exact sequential scan.
     """
-    with conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
+    with read_only(conn):
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
         if iterative_scan:
             # pgvector >= 0.8: keep walking the graph until LIMIT rows pass the tenant/ACL filter,
@@ -77,43 +76,115 @@ def vector_leg(
     return [(int(i), 1.0 - float(d)) for i, d in rows]
 
 
-def phrase_queries(conn: psycopg.Connection, pieces: Sequence[tuple[str, str]]) -> list[str]:
-    """tsquery text of `phraseto_tsquery(config, text)` per (text, config); '' for stop words.
+@contextmanager
+def read_only(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """One read-only transaction: the search path can never write, whatever a bug makes it run."""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        yield conn
 
-    The server's own parser and stemmers turn text into lexemes, so the query side normalises
-    exactly as the generated `tsv` column did.
+
+def analyse_pieces(conn: psycopg.Connection, pieces: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(phraseto_tsquery text, lexemes) per (text, config); both empty for stop words.
+
+    The server's own parser and stemmers turn the question into lexemes, so the query side
+    normalises exactly as the generated `tsv` column did.
     """
     if not pieces:
         return []
-    with conn.transaction():
-        rows = conn.execute(
-            "SELECT phraseto_tsquery(cfg::regconfig, piece)::text"
-            " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(piece, cfg, ord) ORDER BY ord",
-            ([p for p, _ in pieces], [c for _, c in pieces]),
-        ).fetchall()
-    return [r[0] for r in rows]
+    rows = conn.execute(
+        "SELECT phraseto_tsquery(cfg::regconfig, piece)::text, tsvector_to_array(to_tsvector(cfg::regconfig, piece))"
+        " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(piece, cfg, ord) ORDER BY ord",
+        ([p for p, _ in pieces], [c for _, c in pieces]),
+    ).fetchall()
+    return [(q, list(lexemes)) for q, lexemes in rows]
 
 
-def fts_leg(
+def corpus_stats(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str]) -> tuple[int, float]:
+    """(readable chunks, their mean number of distinct lexemes): BM25's N and average length.
+
+    A full pass over the tenant's readable rows: the searcher caches it for a while.
+    """
+    n, avg = conn.execute(
+        "SELECT count(*), coalesce(avg(length(tsv)), 0)::float8 FROM chunks WHERE tenant_id = %s AND acl && %s",
+        (tenant, list(groups)),
+    ).fetchone()
+    return int(n), float(avg)
+
+
+def document_frequencies(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], tsqueries: Sequence[str], cap: int
+) -> list[int]:
+    """Readable chunks matching each tsquery, counted up to `cap` (a common word's exact count does
+    not change its near-zero IDF but would cost a scan of its whole posting list)."""
+    if not tsqueries:
+        return []
+    rows = conn.execute(
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM chunks WHERE tenant_id = %(tenant)s"
+        " AND acl && %(groups)s AND tsv @@ x.q LIMIT %(cap)s) s)"
+        " FROM unnest(%(qs)s::tsquery[]) WITH ORDINALITY AS x(q, ord) ORDER BY ord",
+        {"tenant": tenant, "groups": list(groups), "qs": list(tsqueries), "cap": cap},
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+# BM25 over the chunks that match any term. tf of a lexeme is its number of positions in `tsv`;
+# a phrase (identifier, quoted text) counts once when present; length is the number of distinct
+# lexemes, normalised by the readable corpus's mean.
+_BM25 = """
+WITH terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(lexeme_idf)s::float8[]) AS t(lexeme, idf)),
+phrases AS (SELECT * FROM unnest(%(phrases)s::tsquery[], %(phrase_idf)s::float8[]) AS p(q, idf)),
+matched AS (
+    SELECT id, tsv, %(k1)s * (1 - %(b)s + %(b)s * length(tsv) / %(avg_len)s) AS norm
+    FROM chunks
+    WHERE tenant_id = %(tenant)s AND acl && %(groups)s AND tsv @@ CAST(%(match)s AS tsquery)
+)
+SELECT m.id,
+       (SELECT coalesce(sum(t.idf * u.tf * (%(k1)s + 1) / (u.tf + m.norm)), 0)
+          FROM (SELECT lexeme, cardinality(positions) AS tf FROM unnest(m.tsv)) u
+          JOIN terms t USING (lexeme))
+     + (SELECT coalesce(sum(p.idf * (%(k1)s + 1) / (1 + m.norm)), 0) FROM phrases p WHERE m.tsv @@ p.q)
+       AS score
+FROM matched m
+ORDER BY score DESC, m.id
+LIMIT %(limit)s
+"""
+
+
+def bm25_leg(
     conn: psycopg.Connection,
     *,
     tenant: str,
     groups: Sequence[str],
-    tsquery: str,
+    match: str,
+    lexemes: Sequence[str],
+    lexeme_idf: Sequence[float],
+    phrases: Sequence[str],
+    phrase_idf: Sequence[float],
+    avg_len: float,
+    k1: float,
+    b: float,
     limit: int,
-    rank: str = "ts_rank_cd",
 ) -> list[tuple[int, float]]:
-    """(chunk id, rank) best first for a tsquery given in tsquery syntax (already normalised)."""
+    """(chunk id, BM25 score) best first; `match` is the OR tsquery that selects candidates."""
+    rows = conn.execute(_BM25, {
+        "tenant": tenant, "groups": list(groups), "match": match, "lexemes": list(lexemes),
+        "lexeme_idf": list(lexeme_idf), "phrases": list(phrases), "phrase_idf": list(phrase_idf),
+        "avg_len": max(avg_len, 1.0), "k1": k1, "b": b, "limit": limit,
+    }).fetchall()
+    return [(int(i), float(s)) for i, s in rows]
+
+
+def rank_leg(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], tsquery: str, limit: int, rank: str
+) -> list[tuple[int, float]]:
+    """(chunk id, ts_rank-family score) best first: the built-in rankings, kept for comparison."""
     statement = sql.SQL(
         "SELECT id, {rank} AS score FROM chunks, CAST(%(q)s AS tsquery) AS q"
         " WHERE tenant_id = %(tenant)s AND acl && %(groups)s AND tsv @@ q"
         " ORDER BY score DESC, id LIMIT %(limit)s"
     ).format(rank=sql.SQL(FTS_RANKS[rank]))
-    with conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
-        rows = conn.execute(
-            statement, {"q": tsquery, "tenant": tenant, "groups": list(groups), "limit": limit}
-        ).fetchall()
+    rows = conn.execute(statement, {"q": tsquery, "tenant": tenant, "groups": list(groups), "limit": limit}).fetchall()
     return [(int(i), float(s)) for i, s in rows]
 
 
@@ -127,7 +198,7 @@ def fetch_candidates(
     """
     if not ids:
         return {}
-    with conn.transaction():
+    with read_only(conn):
         rows = conn.execute(
             "SELECT c.id, c.doc_id, d.title, c.heading, c.content, c.lang"
             " FROM chunks c JOIN documents d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id"

@@ -99,6 +99,30 @@ def write_document(
                         tenant, doc.doc_id, chunk.chunk_no, chunk.heading, chunk.context, chunk.content,
                         list(doc.acl), chunk.content_hash, doc.lang, vectors[chunk.content_hash], embed_model,
                     ))
+        if plan.contexts is not None:
+            _save_contexts(conn, tenant, plan)
+
+
+def _save_contexts(conn: psycopg.Connection, tenant: str, plan: DocumentPlan) -> None:
+    """Keep exactly the contexts of the document's current chunks."""
+    keys = list(plan.contexts)
+    conn.execute(
+        "DELETE FROM chunk_contexts WHERE tenant_id = %s AND doc_id = %s AND mode = %s AND NOT chunk_key = ANY(%s)",
+        (tenant, plan.doc_id, plan.context_mode, keys),
+    )
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO chunk_contexts (tenant_id, doc_id, chunk_key, mode, context) VALUES (%s, %s, %s, %s, %s)"
+            " ON CONFLICT (tenant_id, doc_id, chunk_key, mode) DO NOTHING",
+            [(tenant, plan.doc_id, key, plan.context_mode, context) for key, context in plan.contexts.items()],
+        )
+
+
+def load_contexts(conn: psycopg.Connection, tenant: str, doc_id: str, mode: str) -> dict[str, str]:
+    return dict(conn.execute(
+        "SELECT chunk_key, context FROM chunk_contexts WHERE tenant_id = %s AND doc_id = %s AND mode = %s",
+        (tenant, doc_id, mode),
+    ).fetchall())
 
 
 def update_metadata(conn: psycopg.Connection, tenant: str, plan: DocumentPlan) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from vector.prepare import PreparedChunk, PreparedDocument
+from vector.sources import SourceDocument
 
 
 @dataclass(frozen=True)
@@ -44,21 +45,29 @@ class DocumentPlan:
     chunks_added: int = 0
     chunks_changed: int = 0
     chunks_deleted: int = 0
+    # LLM-written contexts of the document's current chunks (chunk key -> context), saved with it
+    contexts: dict[str, str] | None = None
+    context_mode: str = ""
 
     @property
     def doc_id(self) -> str:
         return self.document.doc_id
 
 
+def classify(doc: SourceDocument, content_hash: str, key: str, stored: StoredDocument | None) -> Action:
+    """Decided before chunking, so unchanged documents cost one hash and nothing else."""
+    if stored is None:
+        return "added"
+    if stored.content_hash != content_hash or stored.index_key != key:
+        return "changed"
+    same_meta = stored.acl == doc.acl and stored.lang == doc.lang and stored.source == doc.source
+    return "unchanged" if same_meta else "metadata"
+
+
 def plan_document(doc: PreparedDocument, stored: StoredDocument | None, embed_model: str) -> DocumentPlan:
+    """Which chunk rows of an added or changed document to write and to delete."""
     if stored is None:
         return DocumentPlan(doc, "added", write=list(doc.chunks), chunks_added=len(doc.chunks))
-
-    same_text = stored.content_hash == doc.content_hash and stored.index_key == doc.index_key
-    same_meta = stored.acl == doc.source.acl and stored.lang == doc.source.lang and stored.source == doc.source.source
-    if same_text:
-        return DocumentPlan(doc, "unchanged" if same_meta else "metadata")
-
     old = {c.chunk_no: c for c in stored.chunks}
     plan = DocumentPlan(doc, "changed")
     for chunk in doc.chunks:

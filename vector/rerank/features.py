@@ -1,0 +1,185 @@
+"""Features of (query, candidate) pairs for the offline learning-to-rank reranker. Pure: no I/O.
+
+Features are computed for a whole candidate list at once, because the informative ones are
+relative to the other candidates of the same query (a cosine of 0.82 means little on its own, 0.03
+below the best candidate means a lot), and that also makes them comparable across corpora and
+embedding models. Russian and English words are matched by Snowball stems (the script of each
+word picks the stemmer, so mixed-language text works); identifiers and numbers are matched exactly.
+"""
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+import snowballstemmer
+
+# name -> what it measures (one line each); the model file names the subset it was fitted on
+FEATURES: dict[str, str] = {
+    "vec_sim": "cosine similarity from the vector leg; a candidate it did not return gets the lowest it did return",
+    "vec_gap": "vec_sim minus the best vec_sim in the list (0 for the closest candidate, negative below it)",
+    "vec_rr": "1 / rank in the vector leg, 0 when the leg did not return the candidate",
+    "fts_rr": "1 / rank in the full-text leg, 0 when absent",
+    "fts_rel": "full-text score / the best full-text score in the list (log-scaled ts_rank_cd), 0 when absent",
+    "rrf": "the fused RRF score, scaled so that rank 1 in both legs is 1",
+    "coverage": "share of the query's content stems found in title, heading or text, weighted by idf over the list",
+    "title_cov": "the same weighted share over title and heading only",
+    "rare": "share of the query's rare tokens (digits, underscores, CamelCase, dotted, `quoted`) found verbatim",
+    "bigram": "share of the query's adjacent content-stem pairs found adjacent (stop words skipped) in the candidate",
+    "proximity": "matched distinct query stems / length of the shortest window holding them all (0 below 2 matches)",
+    "log_len": "log(1 + number of word tokens in the candidate text)",
+    "doc_support": "log(1 + other candidates from the same document): a document matching in several chunks",
+}
+FEATURE_NAMES = tuple(FEATURES)
+
+_TOKEN = re.compile(r"\w+")
+_RAW_TOKEN = re.compile(r"[\w./:-]+")
+_BACKTICKED = re.compile(r"`([^`]+)`")
+# identifiers and codes: ERR_2043, 1990, claude-3-5, messages.create, /v1/messages, MaxTokens
+_RARE = re.compile(r"(?=.*[\d_])[\w./:-]+|\w*[a-zа-яё][A-ZА-ЯЁ]\w*|\w+(?:[./:]\w+)+")
+_STOPWORDS = frozenset("""
+a an the and or but if of to in on at by for with from as into about over under between through during
+is are was were be been being am do does did doing have has had having can could would should will shall
+may might must it its this that these those there here i you he she we they me him her us them my your his
+our their what which who whom whose when where why how not no nor so than too very just also any all each
+both some such only own same other more most few s t don isn aren does did vs via per
+и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее её мне было вот
+от меня еще ещё нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь
+опять уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам
+чтоб без будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой какая какое какие
+каком какую каких совсем ним здесь этом один почти мой тем чтобы нее неё сейчас были куда зачем всех
+никогда можно при наконец два об другой хоть после над больше тот через эти нас про всего них много
+разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда
+конечно всю между это как каков какова каково сколько который которая которое которые которого
+""".split())
+
+_stemmers = threading.local()  # snowballstemmer objects keep state while stemming: one per thread
+
+
+@lru_cache(maxsize=200_000)
+def stem(token: str) -> str:
+    """Snowball stem of a lower-case token: Russian for Cyrillic words, English for Latin ones."""
+    if not hasattr(_stemmers, "ru"):
+        _stemmers.ru = snowballstemmer.stemmer("russian")
+        _stemmers.en = snowballstemmer.stemmer("english")
+    if any("а" <= ch <= "я" or ch == "ё" for ch in token):
+        return _stemmers.ru.stemWord(token.replace("ё", "е"))
+    if token.isascii() and token.isalpha():
+        return _stemmers.en.stemWord(token)
+    return token  # numbers, identifiers, other scripts: matched as written
+
+
+def content_stems(text: str) -> list[str]:
+    return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    stems: tuple[str, ...]  # distinct content stems, in query order
+    bigrams: frozenset[tuple[str, str]]
+    rare: tuple[re.Pattern, ...]
+    prefixes: frozenset[str]  # first two letters of each stem: most text tokens never need stemming
+
+    @classmethod
+    def of(cls, query: str) -> "QueryTerms":
+        sequence = content_stems(query)
+        rare_tokens = {t.strip(".:/-").lower() for t in _BACKTICKED.findall(query)}
+        for token in _RAW_TOKEN.findall(_BACKTICKED.sub(" ", query)):
+            token = token.strip(".:/-")
+            if token and _RARE.fullmatch(token):
+                rare_tokens.add(token.lower())
+        rare = tuple(re.compile(r"(?<!\w)" + re.escape(t) + r"(?!\w)") for t in sorted(rare_tokens) if t)
+        stems = tuple(dict.fromkeys(sequence))
+        return cls(stems, frozenset(zip(sequence, sequence[1:])), rare, frozenset(s[:2] for s in stems))
+
+
+_STOP = ""  # marks a stop word in a token lookup (never a stem: stems are non-empty)
+
+
+def _scan(terms: QueryTerms, text: str) -> tuple[list[tuple[int, str]], int]:
+    """(position, query stem) of each content token of `text` matching a query stem, and the token count.
+
+    Positions count content tokens only, so "limit of requests" is adjacent like "limit requests".
+    Each distinct token is looked up once: a chunk repeats its words, and stemming is the slow part.
+    """
+    wanted = set(terms.stems)
+    tokens = _TOKEN.findall(text.lower())
+    lookup: dict[str, str | None] = {}
+    for token in set(tokens):
+        if token in _STOPWORDS:
+            lookup[token] = _STOP
+        else:
+            s = stem(token) if token[:2] in terms.prefixes else None
+            lookup[token] = s if s in wanted else None
+    content = [m for m in map(lookup.__getitem__, tokens) if m != _STOP]
+    return [(pos, m) for pos, m in enumerate(content) if m], len(tokens)
+
+
+def _shortest_window(matched: list[tuple[int, str]], distinct: int) -> int:
+    """Length in content tokens of the shortest window holding all `distinct` matched stems."""
+    counts: Counter[str] = Counter()
+    have, left, best = 0, 0, matched[-1][0] - matched[0][0] + 1
+    for pos, s in matched:
+        counts[s] += 1
+        have += counts[s] == 1
+        while have == distinct:
+            start, gone = matched[left]
+            if pos - start + 1 < best:
+                best = pos - start + 1
+            left += 1
+            counts[gone] -= 1
+            have -= counts[gone] == 0
+    return best
+
+
+def extract(query: str, candidates: Sequence) -> np.ndarray:
+    """Feature matrix (len(candidates), len(FEATURE_NAMES)) in FEATURE_NAMES order.
+
+    `candidates` are `vector.search.Candidate`s (any object with the same fields will do).
+    """
+    n = len(candidates)
+    out = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float64)
+    if n == 0:
+        return out
+    terms = QueryTerms.of(query)
+    texts = [f"{c.title}\n{c.heading}\n{c.text}".lower() for c in candidates]
+    scans = [_scan(terms, text) for text in texts]
+    heads = [{s for _, s in _scan(terms, f"{c.title}\n{c.heading}")[0]} for c in candidates]
+    present = [{s for _, s in matched} for matched, _ in scans]
+    # idf over this candidate list: a term every candidate shares does not tell them apart
+    df = Counter(s for found in present for s in found)
+    idf = {s: math.log((n + 1) / (df[s] + 0.5)) for s in terms.stems}
+    idf_total = sum(idf.values()) or 1.0
+    sims = [c.vector_score for c in candidates if c.vector_score is not None]
+    floor_sim, best_sim = (min(sims), max(sims)) if sims else (0.0, 0.0)
+    fts = [math.log1p(c.fts_score) for c in candidates if c.fts_score is not None]
+    best_fts = max(fts) if fts and max(fts) > 0 else 1.0
+    per_doc = Counter(c.doc_id for c in candidates)
+    col = {name: i for i, name in enumerate(FEATURE_NAMES)}
+    for row, c in enumerate(candidates):
+        (matched, n_tokens), found = scans[row], present[row]
+        sim = c.vector_score if c.vector_score is not None else floor_sim
+        hits = {(a, b) for (i, a), (j, b) in zip(matched, matched[1:]) if j == i + 1} & terms.bigrams
+        values = {
+            "vec_sim": sim,
+            "vec_gap": sim - best_sim,
+            "vec_rr": 1.0 / c.vector_rank if c.vector_rank else 0.0,
+            "fts_rr": 1.0 / c.fts_rank if c.fts_rank else 0.0,
+            "fts_rel": math.log1p(c.fts_score) / best_fts if c.fts_score is not None else 0.0,
+            "rrf": (c.rrf_score or 0.0) * 61 / 2,  # 2 / (60 + 1) is the best score two legs can give
+            "coverage": sum(idf[s] for s in found) / idf_total,
+            "title_cov": sum(idf[s] for s in heads[row]) / idf_total,
+            "rare": sum(1 for p in terms.rare if p.search(texts[row])) / len(terms.rare) if terms.rare else 0.0,
+            "bigram": len(hits) / len(terms.bigrams) if terms.bigrams else 0.0,
+            "proximity": len(found) / _shortest_window(matched, len(found)) if len(found) >= 2 else 0.0,
+            "log_len": math.log1p(n_tokens),
+            "doc_support": math.log1p(per_doc[c.doc_id] - 1),
+        }
+        for name, value in values.items():
+            out[row, col[name]] = value
+    return out
