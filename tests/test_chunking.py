@@ -7,7 +7,7 @@ import pytest
 
 from vector.chunking import ChunkDraft, chunk_markdown
 from vector.markdown import Block, Section, split_sections
-from vector.sentences import split_sentences
+from core.sentences import split_sentences
 
 # --- sentences ---------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from vector.markdown import Section, split_sections
-from vector.sentences import split_sentences
+from core.sentences import split_sentences
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,7 @@
 PostgreSQL's `websearch_to_tsquery` ANDs every word, which finds nothing for most questions
 (anthropic_docs dev: recall@10 0.03 for the full-text leg alone), and `ts_rank` / `ts_rank_cd` have
 no inverse document frequency, so with an OR query common words decide the order. The leg
-therefore ORs the question's lexemes to find candidates and scores them with BM25, computing each
-term's document frequency in SQL (see `vector.search_sql.bm25_leg`); numbers in bench/README.
+therefore ORs the question's lexemes to find candidates and scores them with BM25 (`vector.bm25`).
 """
 from __future__ import annotations
 
@@ -15,9 +14,6 @@ from dataclasses import dataclass
 MAX_QUERY_TOKENS = 64  # a pasted page must not become a 1,000-term OR query
 BM25_K1 = 1.2  # the textbook defaults; tried others on the dev data, none was better on both sets
 BM25_B = 0.75
-# Document frequencies are counted up to this many chunks: beyond it a term's IDF is near zero
-# anyway, and it no longer selects candidates (see HybridSearcher._bm25).
-DF_CAP = 2000
 
 _QUOTED = re.compile(r'"([^"]+)"')
 # identifiers and codes: ERR_2043, retry_max_attempts, v1.2, claude-3-5-sonnet, api.example.org

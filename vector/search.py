@@ -18,7 +18,8 @@ from typing import Literal, Protocol, Sequence
 from core.database import Database
 from core.embeddings import Embedder
 from vector import search_sql
-from vector.fulltext import BM25_B, BM25_K1, DF_CAP, FullTextQuery, bm25_idf, build_query, query_pieces, quote_lexeme
+from vector.bm25 import Bm25Leg
+from vector.fulltext import build_query, query_pieces
 from vector.fusion import rrf
 from vector.language import detect_language
 
@@ -27,7 +28,6 @@ log = logging.getLogger(__name__)
 Mode = Literal["dense", "bm25", "hybrid", "hybrid+rerank"]
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 FTS_RANKINGS = ("bm25", *search_sql.FTS_RANKS)
-STATS_TTL_S = 60.0  # BM25's N and mean length drift slowly; recomputing them is a pass over the tenant
 
 
 @dataclass
@@ -64,9 +64,6 @@ class Reranker(Protocol):
         ...
 
 
-# --- the searcher ------------------------------------------------------------------------------
-
-
 def _trace_list(items: Sequence[tuple[int, float]]) -> list[dict]:
     return [{"id": i, "rank": r, "score": s} for r, (i, s) in enumerate(items, start=1)]
 
@@ -77,9 +74,11 @@ def _check_rerank_output(output, n: int, top_k: int) -> list[tuple[int, float]]:
     seen: set[int] = set()
     for item in list(output):
         index, score = item
-        index = int(index) if isinstance(index, numbers.Integral) and not isinstance(index, bool) else index
-        if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not 0 <= index < n:
-            raise ValueError(f"index {index!r} out of range 0..{n - 1}")
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):  # numpy ints are fine
+            raise ValueError(f"index {index!r} is not an integer")
+        index = int(index)
+        if not 0 <= index < n:
+            raise ValueError(f"index {index} out of range 0..{n - 1}")
         if index in seen:
             raise ValueError(f"index {index} returned twice")
         score = float(score)
@@ -113,11 +112,17 @@ class HybridSearcher:
         self.ef_search, self.candidates, self.rrf_k = ef_search, candidates, rrf_k
         self.reranker, self.rerank_threshold, self.rerank_timeout_s = reranker, rerank_threshold, rerank_timeout_s
         self.fts_rank = fts_rank
-        self._stats: dict[tuple, tuple[float, int, float]] = {}  # (tenant, groups) -> (when, N, mean length)
+        self._bm25 = Bm25Leg(candidates)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="search-leg")
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> "HybridSearcher":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # Each leg runs on its own pooled connection, so the two overlap in PostgreSQL.
     def _vector_leg(self, tenant: str, groups: list[str], query: str, timings: dict) -> list[tuple[int, float]]:
@@ -143,36 +148,12 @@ class HybridSearcher:
             if terms.empty:  # only stop words
                 found = []
             elif self.fts_rank == "bm25":
-                found = self._bm25(conn, tenant, groups, terms, trace)
+                found = self._bm25.search(conn, tenant, groups, terms, trace)
             else:
                 found = search_sql.rank_leg(conn, tenant=tenant, groups=groups, tsquery=terms.text(),
                                             limit=self.candidates, rank=self.fts_rank)
         timings["fts"] = (time.perf_counter() - start) * 1000
         return found
-
-    def _bm25(self, conn, tenant: str, groups: list[str], terms: FullTextQuery, trace: dict):
-        key = (tenant, tuple(groups))
-        cached = self._stats.get(key)
-        if cached is None or time.monotonic() - cached[0] > STATS_TTL_S:
-            cached = (time.monotonic(), *search_sql.corpus_stats(conn, tenant=tenant, groups=groups))
-            self._stats[key] = cached
-        _, n, avg_len = cached
-        dfs = search_sql.document_frequencies(
-            conn, tenant=tenant, groups=groups, cap=DF_CAP,
-            tsqueries=[quote_lexeme(x) for x in terms.lexemes] + list(terms.phrases),
-        )
-        lexeme_df, phrase_df = dfs[: len(terms.lexemes)], dfs[len(terms.lexemes):]
-        # Candidates come from the terms that are not near-ubiquitous (they decide the top anyway);
-        # this bounds the rows scored on a large corpus. All terms when every one is common.
-        selective = tuple(x for x, df in zip(terms.lexemes, lexeme_df) if df < DF_CAP) or terms.lexemes
-        trace["bm25"] = {"n": n, "avg_len": round(avg_len, 2), "df": dict(zip(terms.lexemes, lexeme_df)),
-                         "phrase_df": dict(zip(terms.phrases, phrase_df))}
-        return search_sql.bm25_leg(
-            conn, tenant=tenant, groups=groups, match=terms.match(selective),
-            lexemes=terms.lexemes, lexeme_idf=[bm25_idf(n, df) for df in lexeme_df],
-            phrases=terms.phrases, phrase_idf=[bm25_idf(n, df) for df in phrase_df],
-            avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.candidates,
-        )
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid") -> SearchResult:
         if mode not in MODES:

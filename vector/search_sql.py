@@ -22,6 +22,14 @@ FTS_RANKS = {
 }
 
 
+@contextmanager
+def read_only(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """One read-only transaction: the search path can never write, whatever a bug makes it run."""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        yield conn
+
+
 def model_dimension(conn: psycopg.Connection, model: str) -> int | None:
     """The dimension of the model's partial HNSW index, None while it has no index yet."""
     row = conn.execute("SELECT dimension FROM embedding_models WHERE embed_model = %s", (model,)).fetchone()
@@ -76,14 +84,6 @@ def vector_leg(
     return [(int(i), 1.0 - float(d)) for i, d in rows]
 
 
-@contextmanager
-def read_only(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
-    """One read-only transaction: the search path can never write, whatever a bug makes it run."""
-    with conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
-        yield conn
-
-
 def analyse_pieces(conn: psycopg.Connection, pieces: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
     """(phraseto_tsquery text, lexemes) per (text, config); both empty for stop words.
 
@@ -128,9 +128,26 @@ def document_frequencies(
     return [int(r[0]) for r in rows]
 
 
-# BM25 over the chunks that match any term. tf of a lexeme is its number of positions in `tsv`;
-# a phrase (identifier, quoted text) counts once when present; length is the number of distinct
-# lexemes, normalised by the readable corpus's mean.
+def common_lexemes(conn: psycopg.Connection) -> dict[str, float]:
+    """Lexeme -> share of chunk rows containing it, for the most common lexemes of the whole table
+    (ANALYZE's statistics of `tsv`; empty before the first ANALYZE). Used only for words too
+    common to count exactly."""
+    row = conn.execute(
+        "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+        " WHERE schemaname = current_schema() AND tablename = 'chunks' AND attname = 'tsv'"
+    ).fetchone()
+    if not row or not row[0]:
+        return {}
+    return dict(zip(row[0], (float(f) for f in row[1])))  # freqs carry 3 trailing summary values
+
+
+# BM25 over the chunks that match any selected term. tf of a lexeme is its number of positions in
+# `tsv`; a phrase (identifier, quoted text) counts once when present; length is the number of
+# distinct lexemes, normalised by the readable corpus's mean. `ts_filter(setweight(tsv, 'D', L),
+# '{D}')` keeps only the query's lexemes before unnesting (chunk_tsv writes weights A and B only,
+# so D marks exactly L): 2-4x faster than unnesting every lexeme of every candidate.
+# `matched` is capped (ORDER BY id keeps the cap deterministic) so that a question made only of
+# very common words cannot make the leg score a whole large tenant.
 _BM25 = """
 WITH terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(lexeme_idf)s::float8[]) AS t(lexeme, idf)),
 phrases AS (SELECT * FROM unnest(%(phrases)s::tsquery[], %(phrase_idf)s::float8[]) AS p(q, idf)),
@@ -138,10 +155,13 @@ matched AS (
     SELECT id, tsv, %(k1)s * (1 - %(b)s + %(b)s * length(tsv) / %(avg_len)s) AS norm
     FROM chunks
     WHERE tenant_id = %(tenant)s AND acl && %(groups)s AND tsv @@ CAST(%(match)s AS tsquery)
+    ORDER BY id
+    LIMIT %(max_scored)s
 )
 SELECT m.id,
        (SELECT coalesce(sum(t.idf * u.tf * (%(k1)s + 1) / (u.tf + m.norm)), 0)
-          FROM (SELECT lexeme, cardinality(positions) AS tf FROM unnest(m.tsv)) u
+          FROM (SELECT lexeme, cardinality(positions) AS tf
+                  FROM unnest(ts_filter(setweight(m.tsv, 'D', %(lexemes)s::text[]), '{D}'))) u
           JOIN terms t USING (lexeme))
      + (SELECT coalesce(sum(p.idf * (%(k1)s + 1) / (1 + m.norm)), 0) FROM phrases p WHERE m.tsv @@ p.q)
        AS score
@@ -165,12 +185,13 @@ def bm25_leg(
     k1: float,
     b: float,
     limit: int,
+    max_scored: int,
 ) -> list[tuple[int, float]]:
     """(chunk id, BM25 score) best first; `match` is the OR tsquery that selects candidates."""
     rows = conn.execute(_BM25, {
         "tenant": tenant, "groups": list(groups), "match": match, "lexemes": list(lexemes),
         "lexeme_idf": list(lexeme_idf), "phrases": list(phrases), "phrase_idf": list(phrase_idf),
-        "avg_len": max(avg_len, 1.0), "k1": k1, "b": b, "limit": limit,
+        "avg_len": max(avg_len, 1.0), "k1": k1, "b": b, "limit": limit, "max_scored": max_scored,
     }).fetchall()
     return [(int(i), float(s)) for i, s in rows]
 

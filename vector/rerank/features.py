@@ -48,11 +48,11 @@ is are was were be been being am do does did doing have has had having can could
 may might must it its this that these those there here i you he she we they me him her us them my your his
 our their what which who whom whose when where why how not no nor so than too very just also any all each
 both some such only own same other more most few s t don isn aren does did vs via per
-и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее её мне было вот
-от меня еще ещё нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь
+и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот
+от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь
 опять уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам
 чтоб без будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой какая какое какие
-каком какую каких совсем ним здесь этом один почти мой тем чтобы нее неё сейчас были куда зачем всех
+каком какую каких совсем ним здесь этом один почти мой тем чтобы нее сейчас были куда зачем всех
 никогда можно при наконец два об другой хоть после над больше тот через эти нас про всего них много
 разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда
 конечно всю между это как каков какова каково сколько который которая которое которые которого
@@ -63,19 +63,24 @@ _stemmers = threading.local()  # snowballstemmer objects keep state while stemmi
 
 @lru_cache(maxsize=200_000)
 def stem(token: str) -> str:
-    """Snowball stem of a lower-case token: Russian for Cyrillic words, English for Latin ones."""
+    """Snowball stem of a `normalise`d token: Russian for Cyrillic words, English for Latin ones."""
     if not hasattr(_stemmers, "ru"):
         _stemmers.ru = snowballstemmer.stemmer("russian")
         _stemmers.en = snowballstemmer.stemmer("english")
-    if any("а" <= ch <= "я" or ch == "ё" for ch in token):
-        return _stemmers.ru.stemWord(token.replace("ё", "е"))
+    if any("а" <= ch <= "я" for ch in token):
+        return _stemmers.ru.stemWord(token)
     if token.isascii() and token.isalpha():
         return _stemmers.en.stemWord(token)
     return token  # numbers, identifiers, other scripts: matched as written
 
 
+def normalise(text: str) -> str:
+    """Lower case with ё written as е, as Russian text mostly is (and as the stemmer expects)."""
+    return text.lower().replace("ё", "е")
+
+
 def content_stems(text: str) -> list[str]:
-    return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
+    return [stem(t) for t in _TOKEN.findall(normalise(text)) if t not in _STOPWORDS]
 
 
 @dataclass(frozen=True)
@@ -84,40 +89,34 @@ class QueryTerms:
     bigrams: frozenset[tuple[str, str]]
     rare: tuple[re.Pattern, ...]
     prefixes: frozenset[str]  # first two letters of each stem: most text tokens never need stemming
+    wanted: frozenset[str]  # the stems as a set
 
     @classmethod
     def of(cls, query: str) -> "QueryTerms":
         sequence = content_stems(query)
-        rare_tokens = {t.strip(".:/-").lower() for t in _BACKTICKED.findall(query)}
+        rare_tokens = {normalise(t.strip(".:/-")) for t in _BACKTICKED.findall(query)}
         for token in _RAW_TOKEN.findall(_BACKTICKED.sub(" ", query)):
             token = token.strip(".:/-")
             if token and _RARE.fullmatch(token):
-                rare_tokens.add(token.lower())
+                rare_tokens.add(normalise(token))
         rare = tuple(re.compile(r"(?<!\w)" + re.escape(t) + r"(?!\w)") for t in sorted(rare_tokens) if t)
         stems = tuple(dict.fromkeys(sequence))
-        return cls(stems, frozenset(zip(sequence, sequence[1:])), rare, frozenset(s[:2] for s in stems))
-
-
-_STOP = ""  # marks a stop word in a token lookup (never a stem: stems are non-empty)
+        return cls(stems, frozenset(zip(sequence, sequence[1:])), rare, frozenset(s[:2] for s in stems),
+                   frozenset(stems))
 
 
 def _scan(terms: QueryTerms, text: str) -> tuple[list[tuple[int, str]], int]:
-    """(position, query stem) of each content token of `text` matching a query stem, and the token count.
-
-    Positions count content tokens only, so "limit of requests" is adjacent like "limit requests".
-    Each distinct token is looked up once: a chunk repeats its words, and stemming is the slow part.
-    """
-    wanted = set(terms.stems)
-    tokens = _TOKEN.findall(text.lower())
-    lookup: dict[str, str | None] = {}
-    for token in set(tokens):
-        if token in _STOPWORDS:
-            lookup[token] = _STOP
-        else:
-            s = stem(token) if token[:2] in terms.prefixes else None
-            lookup[token] = s if s in wanted else None
-    content = [m for m in map(lookup.__getitem__, tokens) if m != _STOP]
-    return [(pos, m) for pos, m in enumerate(content) if m], len(tokens)
+    """(position, query stem) of each content token of `normalise`d `text` matching a query stem, and
+    the number of tokens. Positions skip stop words, so "limit of requests" is adjacent like "limit
+    requests". Only distinct tokens sharing a query stem's first letters are stemmed: stemming is the
+    slow part, and most words of a chunk cannot match."""
+    tokens = _TOKEN.findall(text)
+    content = [t for t in tokens if t not in _STOPWORDS]
+    match = {}
+    for token in set(content):
+        if token[:2] in terms.prefixes and (s := stem(token)) in terms.wanted:
+            match[token] = s
+    return [(pos, match[t]) for pos, t in enumerate(content) if t in match], len(tokens)
 
 
 def _shortest_window(matched: list[tuple[int, str]], distinct: int) -> int:
@@ -147,9 +146,9 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
     if n == 0:
         return out
     terms = QueryTerms.of(query)
-    texts = [f"{c.title}\n{c.heading}\n{c.text}".lower() for c in candidates]
+    texts = [normalise(f"{c.title}\n{c.heading}\n{c.text}") for c in candidates]
     scans = [_scan(terms, text) for text in texts]
-    heads = [{s for _, s in _scan(terms, f"{c.title}\n{c.heading}")[0]} for c in candidates]
+    heads = [{s for _, s in _scan(terms, normalise(f"{c.title}\n{c.heading}"))[0]} for c in candidates]
     present = [{s for _, s in matched} for matched, _ in scans]
     # idf over this candidate list: a term every candidate shares does not tell them apart
     df = Counter(s for found in present for s in found)

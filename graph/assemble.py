@@ -1,0 +1,113 @@
+"""Per-chunk extractions -> one graph for an access level. Pure.
+
+Entities merge on their normalised key (inflected Russian forms, quotes and case collapse); the
+display name is the most frequent surface form, the type the most frequent type. Descriptions from
+many chunks are reduced to the most central sentences (the ones sharing most words with the rest),
+so a description stays short however often an entity is mentioned.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from graph.normalize import display_name, entity_key
+from graph.types import ChunkInput, Extraction, GraphEntity, GraphRelationship
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class _EntityAcc:
+    names: list[str] = field(default_factory=list)
+    types: Counter = field(default_factory=Counter)
+    descriptions: list[str] = field(default_factory=list)
+    chunk_ids: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _RelAcc:
+    weight: float = 0.0
+    descriptions: list[str] = field(default_factory=list)
+    chunk_ids: set[int] = field(default_factory=set)
+
+
+def central_sentences(sentences: list[str], limit: int) -> list[str]:
+    """The `limit` sentences with most word overlap with all the others, in their original order."""
+    unique = list(dict.fromkeys(s.strip() for s in sentences if s.strip()))
+    if len(unique) <= limit:
+        return unique
+    bags = [set(w.lower() for w in _WORD.findall(s)) for s in unique]
+    totals = Counter(w for bag in bags for w in bag)
+    scores = [sum(totals[w] - 1 for w in bag) / (len(bag) ** 0.5 or 1) for bag in bags]
+    best = sorted(range(len(unique)), key=lambda i: (-scores[i], i))[:limit]
+    return [unique[i] for i in sorted(best)]
+
+
+def assemble(
+    extractions: Iterable[tuple[ChunkInput, Extraction]],
+    *,
+    description_sentences: int = 4,
+) -> tuple[list[GraphEntity], list[GraphRelationship]]:
+    entities: dict[str, _EntityAcc] = defaultdict(_EntityAcc)
+    relations: dict[tuple[str, str], _RelAcc] = defaultdict(_RelAcc)
+    for chunk, extraction in extractions:
+        keys = {}
+        for entity in extraction.entities:
+            key = entity_key(entity.name, chunk.lang)
+            if not key:
+                continue
+            keys[entity.name] = key
+            acc = entities[key]
+            acc.names.append(entity.name)
+            acc.types[entity.type] += 1
+            if entity.description:
+                acc.descriptions.append(entity.description)
+            acc.chunk_ids.add(chunk.chunk_id)
+        for rel in extraction.relationships:
+            a = keys.get(rel.source) or entity_key(rel.source, chunk.lang)
+            b = keys.get(rel.target) or entity_key(rel.target, chunk.lang)
+            if not a or not b or a == b or a not in entities or b not in entities:
+                continue
+            acc = relations[(min(a, b), max(a, b))]
+            acc.weight += rel.strength
+            if rel.description:
+                acc.descriptions.append(rel.description)
+            acc.chunk_ids.add(chunk.chunk_id)
+
+    degree = Counter()
+    for a, b in relations:
+        degree[a] += 1
+        degree[b] += 1
+    out_entities = [
+        GraphEntity(
+            key=key,
+            name=display_name(acc.names),
+            type=min(acc.types.items(), key=lambda kv: (-kv[1], kv[0]))[0],
+            description=" ".join(central_sentences(acc.descriptions, description_sentences)),
+            chunk_ids=tuple(sorted(acc.chunk_ids)),
+            degree=degree[key],
+        )
+        for key, acc in sorted(entities.items())
+    ]
+    out_relations = [
+        GraphRelationship(a, b, " ".join(central_sentences(acc.descriptions, 2)), round(acc.weight, 3),
+                          tuple(sorted(acc.chunk_ids)))
+        for (a, b), acc in sorted(relations.items())
+    ]
+    return out_entities, out_relations
+
+
+def drop_entities(
+    entities: list[GraphEntity], relationships: list[GraphRelationship], dropped: set[str]
+) -> tuple[list[GraphEntity], list[GraphRelationship]]:
+    """Remove entities (noise, merged duplicates) and every relationship touching them; recompute degrees."""
+    kept_rel = [r for r in relationships if r.source_key not in dropped and r.target_key not in dropped]
+    degree = Counter()
+    for r in kept_rel:
+        degree[r.source_key] += 1
+        degree[r.target_key] += 1
+    kept = [GraphEntity(e.key, e.name, e.type, e.description, e.chunk_ids, degree[e.key])
+            for e in entities if e.key not in dropped]
+    return kept, kept_rel

@@ -1,0 +1,226 @@
+"""`crossroads graph build`: extraction -> graph -> resolution -> communities -> reports, per access level.
+
+A thin runner around pure steps, tracked as a job. Every expensive result is kept where a re-run
+finds it: extractions in a cache keyed by chunk text (shared by all levels), reports keyed by a
+hash of their inputs. So a second run after no change makes no LLM call, a changed document
+re-extracts only its changed chunks, and only the communities whose inputs changed are re-reported.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Protocol
+
+from core.database import Database
+from core.embeddings import Embedder
+from core.errors import CrossroadsError
+from graph import store
+from graph.assemble import assemble, drop_entities
+from graph.communities import Community, detect_communities, match_communities, membership_hash, relabel
+from graph.extract_offline import prune_entities
+from graph.levels import AccessLevel
+from graph.reports import community_inputs, input_hash, offline_report
+from graph.resolve import resolve
+from graph.types import ChunkInput, Extraction, Extractor, GraphEntity, GraphRelationship
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+class Reporter(Protocol):
+    model: str  # "" for the offline extractive report
+
+    def report(self, community: Community, ents: list[GraphEntity], rels: list[GraphRelationship],
+               sub_reports: list[dict]) -> dict:
+        ...
+
+
+class OfflineReporter:
+    model = ""
+
+    def report(self, community, ents, rels, sub_reports) -> dict:
+        return offline_report(ents, rels)
+
+
+@dataclass
+class BuildSettings:
+    max_cluster_size: int = 10
+    seed: int = 42
+    iterations: int = 2
+    resolution_threshold: float = 0.93
+    concurrency: int = 4
+
+
+@dataclass
+class LevelReport:
+    level: str
+    groups: list[str]
+    chunks: int = 0
+    extracted: int = 0
+    extraction_cached: int = 0
+    extraction_errors: int = 0
+    entities: int = 0
+    relationships: int = 0
+    merged_entities: int = 0
+    communities: int = 0
+    communities_per_level: dict[int, int] = field(default_factory=dict)
+    reports_generated: int = 0
+    reports_kept: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def _timed(report: LevelReport, stage: str, started: float) -> float:
+    now = time.perf_counter()
+    report.seconds[stage] = round(now - started, 3)
+    return now
+
+
+def extract_missing(
+    db: Database, chunks: list[ChunkInput], extractor: Extractor, concurrency: int, report: LevelReport,
+    progress: Progress | None,
+) -> dict[str, Extraction]:
+    """Extractions for every distinct chunk text, computing (and caching) only those not cached yet."""
+    hashes = sorted({c.content_hash for c in chunks})
+    with db.connection() as conn:
+        found = store.cached_extractions(conn, hashes, extractor.name, extractor.version, extractor.model)
+    report.extraction_cached = len(found)
+    todo = {}
+    for chunk in chunks:
+        if chunk.content_hash not in found:
+            todo.setdefault(chunk.content_hash, chunk)
+    if progress:
+        progress("extract", 0, len(todo))
+
+    def run(chunk: ChunkInput) -> tuple[str, Extraction]:
+        extraction = extractor.extract(chunk)
+        with db.connection() as conn:  # saved one by one: an interrupted build resumes where it stopped
+            store.save_extraction(conn, chunk.content_hash, extractor.name, extractor.version, extractor.model, extraction)
+        return chunk.content_hash, extraction
+
+    workers = concurrency if extractor.model else 1  # offline extraction is CPU-bound: threads do not help
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for n, (content_hash, extraction) in enumerate(pool.map(run, todo.values()), start=1):
+            found[content_hash] = extraction
+            report.extraction_errors += bool(extraction.errors)
+            if progress:
+                progress("extract", n, len(todo))
+    report.extracted = len(todo)
+    return found
+
+
+def build_level_graph(
+    chunks: list[ChunkInput], extractions: dict[str, Extraction], embed, threshold: float, report: LevelReport
+) -> tuple[list[GraphEntity], list[GraphRelationship]]:
+    entities, relationships = assemble((c, extractions[c.content_hash]) for c in chunks)
+    noise = prune_entities(entities, total_chunks=len(chunks))
+    entities, relationships = drop_entities(entities, relationships, noise)
+    entities, relationships, merges = resolve(entities, relationships, embed, threshold)
+    report.merged_entities = len(merges)
+    report.entities, report.relationships = len(entities), len(relationships)
+    return entities, relationships
+
+
+def cluster(
+    old: list[Community], relationships: list[GraphRelationship], settings: BuildSettings
+) -> list[Community]:
+    edges = [(r.source_key, r.target_key, float(r.weight)) for r in relationships]
+    fresh = detect_communities(edges, max_cluster_size=settings.max_cluster_size, seed=settings.seed,
+                               iterations=settings.iterations)
+    return relabel(fresh, match_communities(old, fresh))
+
+
+def report_communities(
+    db: Database, tenant: str, level: str, communities: list[Community], entities: list[GraphEntity],
+    relationships: list[GraphRelationship], reporter: Reporter, report: LevelReport, progress: Progress | None,
+) -> None:
+    """Bottom-up, so a parent's report can lean on its children's; unchanged inputs keep their report."""
+    by_key = {e.key: e for e in entities}
+    with db.connection() as conn:
+        stored = store.report_input_hashes(conn, tenant, level)
+    written: dict[int, dict] = {}
+    ordered = sorted(communities, key=lambda c: (-c.level, c.id))
+    for n, community in enumerate(ordered, start=1):
+        ents, rels = community_inputs(community, by_key, relationships)
+        digest = input_hash(ents, rels)
+        if stored.get(community.id) == (digest, reporter.model):
+            report.reports_kept += 1
+        else:
+            subs = [written[c] for c in community.children if c in written]
+            result = reporter.report(community, ents, rels, subs)
+            written[community.id] = result
+            with db.connection() as conn:
+                store.upsert_report(conn, tenant, level, community.id, result, digest, reporter.model)
+            report.reports_generated += 1
+        if progress:
+            progress("reports", n, len(ordered))
+
+
+def build_level(
+    db: Database, tenant: str, level: AccessLevel, extractor: Extractor, reporter: Reporter,
+    embedder: Embedder | None, settings: BuildSettings, progress: Progress | None = None,
+) -> LevelReport:
+    report = LevelReport(level.name, list(level.groups))
+    started = time.perf_counter()
+    with db.connection() as conn:
+        chunks = store.level_chunks(conn, tenant, level.groups)
+    report.chunks = len(chunks)
+    extractions = extract_missing(db, chunks, extractor, settings.concurrency, report, progress)
+    started = _timed(report, "extract", started)
+
+    embed = embedder.embed_documents if embedder else None
+    entities, relationships = build_level_graph(chunks, extractions, embed, settings.resolution_threshold, report)
+    with db.connection() as conn:
+        store.replace_graph(conn, tenant, level.name, entities, relationships)
+    started = _timed(report, "graph", started)
+
+    with db.connection() as conn:
+        old = store.load_communities(conn, tenant, level.name)
+    communities = cluster(old, relationships, settings)
+    with db.connection() as conn:
+        store.replace_communities(conn, tenant, level.name, communities, {c.id: membership_hash(c) for c in communities})
+    report.communities = len(communities)
+    for c in communities:
+        report.communities_per_level[c.level] = report.communities_per_level.get(c.level, 0) + 1
+    started = _timed(report, "communities", started)
+
+    report_communities(db, tenant, level.name, communities, entities, relationships, reporter, report, progress)
+    _timed(report, "reports", started)
+    return report
+
+
+def build_graph(
+    db: Database, tenant: str, level_name: str | None, extractor: Extractor, reporter: Reporter,
+    embedder: Embedder | None, settings: BuildSettings, progress: Progress | None = None,
+    usage: Callable[[], dict] | None = None,
+) -> dict:
+    """Build one level (or all of them) as a job; returns the job's final record."""
+    with db.connection() as conn:
+        levels = store.list_levels(conn, tenant)
+        job_id = store.create_job(conn, "graph-build", tenant, {"level": level_name, "extractor": extractor.name,
+                                                              "model": extractor.model or reporter.model})
+    chosen = [lvl for lvl in levels if level_name in (None, lvl.name)]
+    if not chosen:
+        names = ", ".join(lvl.name for lvl in levels)
+        raise CrossroadsError(f"no access level {level_name!r} in tenant {tenant!r} (levels: {names}); "
+                              "create it with `crossroads levels set`")
+    results = []
+    try:
+        for level in chosen:
+            if not level.groups:
+                continue
+            with db.connection() as conn:
+                store.update_job(conn, job_id, stage=f"level {level.name}")
+            results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings, progress)))
+            with db.connection() as conn:
+                store.update_job(conn, job_id, counts={"levels": results}, usage=usage() if usage else {})
+    except Exception as exc:
+        with db.connection() as conn:
+            store.update_job(conn, job_id, status="failed", errors=[{"error": f"{type(exc).__name__}: {exc}"}],
+                             usage=usage() if usage else {})
+        raise
+    with db.connection() as conn:
+        store.update_job(conn, job_id, status="done", stage="done", usage=usage() if usage else {})
+        return store.get_job(conn, job_id)

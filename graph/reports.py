@@ -1,0 +1,84 @@
+"""Community reports. Pure: inputs are a community's entities and relationships, output a report dict.
+
+The offline report is extractive and labelled as such (`model` = ""): its title names the most
+connected entities, its summary is the most central sentences of their descriptions, and each
+finding is an entity or a strong relationship with the chunks it comes from.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Sequence
+
+from core.sentences import split_sentences
+from graph.assemble import central_sentences
+from graph.communities import Community
+from graph.types import GraphEntity, GraphRelationship
+
+MAX_FINDINGS = 8
+CHUNKS_PER_FINDING = 5
+
+
+def community_inputs(
+    community: Community, entities: dict[str, GraphEntity], relationships: Sequence[GraphRelationship]
+) -> tuple[list[GraphEntity], list[GraphRelationship]]:
+    members = set(community.members)
+    ents = [entities[k] for k in community.members if k in entities]
+    rels = [r for r in relationships if r.source_key in members and r.target_key in members]
+    return ents, rels
+
+
+def input_hash(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship]) -> str:
+    """Changes exactly when what a report is written from changes: members, descriptions, relations."""
+    h = hashlib.sha256()
+    for e in sorted(ents, key=lambda e: e.key):
+        h.update(f"E\x1f{e.key}\x1f{e.name}\x1f{e.type}\x1f{e.description}\x1f{e.chunk_ids}\n".encode())
+    for r in sorted(rels, key=lambda r: (r.source_key, r.target_key)):
+        h.update(f"R\x1f{r.source_key}\x1f{r.target_key}\x1f{r.description}\x1f{r.weight}\n".encode())
+    return h.hexdigest()
+
+
+def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship]) -> dict:
+    """An extractive report: no LLM, every finding cites the chunks it was taken from."""
+    strength = {e.key: 0.0 for e in ents}
+    for r in rels:
+        strength[r.source_key] += r.weight
+        strength[r.target_key] += r.weight
+    ranked = sorted(ents, key=lambda e: (-strength[e.key], -len(e.chunk_ids), e.key))
+    names = {e.key: e.name for e in ents}
+    top = ranked[: max(1, MAX_FINDINGS // 2 + 1)]
+    strong = sorted(rels, key=lambda r: (-r.weight, r.source_key, r.target_key))[: MAX_FINDINGS - len(top) + 2]
+
+    findings = []
+    for e in top:
+        findings.append({
+            "summary": f"{e.name} ({e.type})",
+            "explanation": e.description or f"{e.name} is mentioned in {len(e.chunk_ids)} passages.",
+            "entity_keys": [e.key],
+            "chunk_ids": list(e.chunk_ids[:CHUNKS_PER_FINDING]),
+        })
+    for r in strong:
+        if len(findings) >= MAX_FINDINGS:
+            break
+        findings.append({
+            "summary": f"{names[r.source_key]} — {names[r.target_key]}",
+            "explanation": r.description or f"{names[r.source_key]} and {names[r.target_key]} appear together.",
+            "entity_keys": [r.source_key, r.target_key],
+            "chunk_ids": list(r.chunk_ids[:CHUNKS_PER_FINDING]),
+        })
+
+    chunks = sorted({c for e in ents for c in e.chunk_ids})
+    title_names = [e.name for e in ranked[:3]]
+    title = title_names[0] if len(title_names) == 1 else ", ".join(title_names[:-1]) + " and " + title_names[-1]
+    summary = " ".join(central_sentences([s for e in ranked[:6] for s in split_sentences(e.description)], 2))
+    rating = round(min(10.0, 2.0 * math.log2(1 + len(chunks)) + 0.5 * math.log2(1 + len(rels))), 1)
+    return {
+        "title": title,
+        "summary": summary or f"A group of {len(ents)} related entities.",
+        "rating": rating,
+        "rating_explanation": f"offline estimate from {len(chunks)} source passages and {len(rels)} relationships",
+        "findings": findings,
+        "source_chunk_ids": sorted({c for f in findings for c in f["chunk_ids"]}),
+    }
+
+

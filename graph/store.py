@@ -1,0 +1,249 @@
+"""All SQL of the entity graph: access levels, extraction cache, graph tables, communities, reports, jobs."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from graph.communities import Community
+from graph.levels import DEFAULT_LEVEL, AccessLevel
+from graph.types import (
+    ChunkInput, Extraction, ExtractedClaim, ExtractedEntity, ExtractedRelationship, GraphEntity, GraphRelationship,
+)
+
+# --- access levels -------------------------------------------------------------------------------
+
+
+def set_level(conn: psycopg.Connection, tenant: str, name: str, groups: list[str] | None) -> None:
+    conn.execute(
+        "INSERT INTO access_levels (tenant_id, name, groups) VALUES (%s, %s, %s)"
+        " ON CONFLICT (tenant_id, name) DO UPDATE SET groups = EXCLUDED.groups, updated_at = now()",
+        (tenant, name, groups),
+    )
+
+
+def delete_level(conn: psycopg.Connection, tenant: str, name: str) -> bool:
+    with conn.transaction():
+        found = conn.execute("DELETE FROM access_levels WHERE tenant_id = %s AND name = %s", (tenant, name)).rowcount
+        for table in ("graph_entities", "graph_relationships", "graph_communities", "community_reports"):
+            conn.execute(f"DELETE FROM {table} WHERE tenant_id = %s AND access_level = %s", (tenant, name))
+    return bool(found)
+
+
+def list_levels(conn: psycopg.Connection, tenant: str) -> list[AccessLevel]:
+    """Defined levels plus the implicit `all`, with groups resolved and chunks counted."""
+    tenant_groups = [r[0] for r in conn.execute(
+        "SELECT DISTINCT g FROM chunks, unnest(acl) AS g WHERE tenant_id = %s ORDER BY g", (tenant,)
+    )]
+    defined = dict(conn.execute(
+        "SELECT name, groups FROM access_levels WHERE tenant_id = %s ORDER BY name", (tenant,)
+    ).fetchall())
+    defined.setdefault(DEFAULT_LEVEL, None)
+    levels = []
+    for name in sorted(defined):
+        groups = tuple(sorted(defined[name] if defined[name] is not None else tenant_groups))
+        count = conn.execute(
+            "SELECT count(*) FROM chunks WHERE tenant_id = %s AND acl && %s", (tenant, list(groups))
+        ).fetchone()[0] if groups else 0
+        levels.append(AccessLevel(name, groups, count))
+    return levels
+
+
+def level_chunks(conn: psycopg.Connection, tenant: str, groups: tuple[str, ...]) -> list[ChunkInput]:
+    """Every chunk the level's graph may use: its ACL overlaps the level's groups."""
+    rows = conn.execute(
+        """
+        SELECT c.id, c.doc_id, d.title, c.heading, c.content, c.lang, c.content_hash
+        FROM chunks c JOIN documents d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id
+        WHERE c.tenant_id = %s AND c.acl && %s ORDER BY c.id
+        """,
+        (tenant, list(groups)),
+    ).fetchall()
+    return [ChunkInput(*r) for r in rows]
+
+
+# --- extraction cache ----------------------------------------------------------------------------
+
+
+def _extraction_from_json(data: dict, errors: list[str]) -> Extraction:
+    return Extraction(
+        entities=tuple(ExtractedEntity(**e) for e in data.get("entities", [])),
+        relationships=tuple(ExtractedRelationship(**r) for r in data.get("relationships", [])),
+        claims=tuple(ExtractedClaim(**c) for c in data.get("claims", [])),
+        errors=tuple(errors),
+    )
+
+
+def cached_extractions(
+    conn: psycopg.Connection, hashes: list[str], extractor: str, version: str, model: str
+) -> dict[str, Extraction]:
+    rows = conn.execute(
+        "SELECT content_hash, result, errors FROM extraction_cache"
+        " WHERE content_hash = ANY(%s) AND extractor = %s AND version = %s AND model = %s",
+        (hashes, extractor, version, model),
+    ).fetchall()
+    return {h: _extraction_from_json(result, errors) for h, result, errors in rows}
+
+
+def save_extraction(
+    conn: psycopg.Connection, content_hash: str, extractor: str, version: str, model: str, extraction: Extraction
+) -> None:
+    result = {
+        "entities": [asdict(e) for e in extraction.entities],
+        "relationships": [asdict(r) for r in extraction.relationships],
+        "claims": [asdict(c) for c in extraction.claims],
+    }
+    conn.execute(
+        "INSERT INTO extraction_cache (content_hash, extractor, version, model, result, errors)"
+        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (content_hash, extractor, version, model, Jsonb(result), list(extraction.errors)),
+    )
+
+
+# --- entities and relationships ------------------------------------------------------------------
+
+
+def replace_graph(
+    conn: psycopg.Connection, tenant: str, level: str, entities: list[GraphEntity], relationships: list[GraphRelationship]
+) -> None:
+    """Swap a level's entities and relationships in one transaction (readers see old or new, never half)."""
+    with conn.transaction():
+        conn.execute("DELETE FROM graph_entities WHERE tenant_id = %s AND access_level = %s", (tenant, level))
+        conn.execute("DELETE FROM graph_relationships WHERE tenant_id = %s AND access_level = %s", (tenant, level))
+        with conn.cursor() as cur:
+            with cur.copy("COPY graph_entities (tenant_id, access_level, key, name, type, description, degree, chunk_ids)"
+                          " FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["text", "text", "text", "text", "text", "text", "int4", "int8[]"])
+                for e in entities:
+                    copy.write_row((tenant, level, e.key, e.name, e.type, e.description, e.degree, list(e.chunk_ids)))
+            with cur.copy("COPY graph_relationships (tenant_id, access_level, source_key, target_key, description,"
+                          " weight, chunk_ids) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["text", "text", "text", "text", "text", "float4", "int8[]"])
+                for r in relationships:
+                    copy.write_row((tenant, level, r.source_key, r.target_key, r.description, r.weight, list(r.chunk_ids)))
+
+
+def load_entities(conn: psycopg.Connection, tenant: str, level: str) -> list[GraphEntity]:
+    rows = conn.execute(
+        "SELECT key, name, type, description, chunk_ids, degree FROM graph_entities"
+        " WHERE tenant_id = %s AND access_level = %s ORDER BY key",
+        (tenant, level),
+    ).fetchall()
+    return [GraphEntity(r[0], r[1], r[2], r[3], tuple(r[4]), r[5]) for r in rows]
+
+
+def load_relationships(conn: psycopg.Connection, tenant: str, level: str) -> list[GraphRelationship]:
+    rows = conn.execute(
+        "SELECT source_key, target_key, description, weight, chunk_ids FROM graph_relationships"
+        " WHERE tenant_id = %s AND access_level = %s ORDER BY source_key, target_key",
+        (tenant, level),
+    ).fetchall()
+    return [GraphRelationship(r[0], r[1], r[2], r[3], tuple(r[4])) for r in rows]
+
+
+# --- communities and reports ---------------------------------------------------------------------
+
+
+def load_communities(conn: psycopg.Connection, tenant: str, level: str) -> list[Community]:
+    rows = conn.execute(
+        "SELECT community_id, level, parent, members FROM graph_communities"
+        " WHERE tenant_id = %s AND access_level = %s ORDER BY level, community_id",
+        (tenant, level),
+    ).fetchall()
+    children: dict[int, list[int]] = {}
+    for cid, _, parent, _ in rows:
+        if parent is not None:
+            children.setdefault(parent, []).append(cid)
+    return [Community(cid, lvl, parent, tuple(members), tuple(sorted(children.get(cid, ()))))
+            for cid, lvl, parent, members in rows]
+
+
+def replace_communities(conn: psycopg.Connection, tenant: str, level: str, communities: list[Community], hashes: dict[int, str]) -> None:
+    with conn.transaction():
+        conn.execute("DELETE FROM graph_communities WHERE tenant_id = %s AND access_level = %s", (tenant, level))
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO graph_communities (tenant_id, access_level, community_id, level, parent, members, membership_hash)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                [(tenant, level, c.id, c.level, c.parent, list(c.members), hashes[c.id]) for c in communities],
+            )
+        conn.execute(
+            "DELETE FROM community_reports WHERE tenant_id = %s AND access_level = %s AND NOT community_id = ANY(%s)",
+            (tenant, level, [c.id for c in communities]),
+        )
+
+
+def report_input_hashes(conn: psycopg.Connection, tenant: str, level: str) -> dict[int, tuple[str, str]]:
+    """community id -> (input hash, model) of the stored report."""
+    rows = conn.execute(
+        "SELECT community_id, input_hash, model FROM community_reports WHERE tenant_id = %s AND access_level = %s",
+        (tenant, level),
+    ).fetchall()
+    return {cid: (h, m) for cid, h, m in rows}
+
+
+def upsert_report(conn: psycopg.Connection, tenant: str, level: str, community_id: int, report: dict, input_hash: str, model: str) -> None:
+    conn.execute(
+        """
+        INSERT INTO community_reports (tenant_id, access_level, community_id, title, summary, rating,
+            rating_explanation, findings, source_chunk_ids, input_hash, model)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+        ON CONFLICT (tenant_id, access_level, community_id) DO UPDATE SET
+            title = EXCLUDED.title, summary = EXCLUDED.summary, rating = EXCLUDED.rating,
+            rating_explanation = EXCLUDED.rating_explanation, findings = EXCLUDED.findings,
+            source_chunk_ids = EXCLUDED.source_chunk_ids, input_hash = EXCLUDED.input_hash,
+            model = EXCLUDED.model, generated_at = now()
+        """,
+        (tenant, level, community_id, report["title"], report["summary"], report["rating"],
+         report.get("rating_explanation", ""), Jsonb(report["findings"]), list(report["source_chunk_ids"]),
+         input_hash, model),
+    )
+
+
+def list_reports(conn: psycopg.Connection, tenant: str, level: str) -> list[dict]:
+    rows = conn.execute(
+        """
+        SELECT r.community_id, c.level, c.parent, r.title, r.summary, r.rating, r.rating_explanation,
+               r.findings, r.source_chunk_ids, r.model, c.members
+        FROM community_reports r JOIN graph_communities c
+          ON c.tenant_id = r.tenant_id AND c.access_level = r.access_level AND c.community_id = r.community_id
+        WHERE r.tenant_id = %s AND r.access_level = %s ORDER BY c.level, r.community_id
+        """,
+        (tenant, level),
+    ).fetchall()
+    keys = ("id", "level", "parent", "title", "summary", "rating", "rating_explanation", "findings",
+            "source_chunk_ids", "model", "members")
+    return [dict(zip(keys, r)) for r in rows]
+
+
+# --- jobs ----------------------------------------------------------------------------------------
+
+
+def create_job(conn: psycopg.Connection, kind: str, tenant: str, params: dict) -> int:
+    return conn.execute(
+        "INSERT INTO jobs (kind, tenant_id, params, status, started_at) VALUES (%s, %s, %s, 'running', now()) RETURNING id",
+        (kind, tenant, Jsonb(params)),
+    ).fetchone()[0]
+
+
+def update_job(conn: psycopg.Connection, job_id: int, **fields) -> None:
+    """Set any of stage, progress, counts, errors, usage, status; `finished` when status is final."""
+    sets, values = [], []
+    for name, value in fields.items():
+        sets.append(f"{name} = %s")
+        values.append(Jsonb(value) if isinstance(value, (dict, list)) else value)
+    if fields.get("status") in ("done", "failed"):
+        sets.append("finished_at = now()")
+    conn.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE id = %s", (*values, job_id))
+
+
+def get_job(conn: psycopg.Connection, job_id: int) -> dict | None:
+    row = conn.execute(
+        "SELECT id, kind, tenant_id, params, status, stage, progress, counts, errors, usage, created_at,"
+        " started_at, finished_at FROM jobs WHERE id = %s",
+        (job_id,),
+    ).fetchone()
+    keys = ("id", "kind", "tenant", "params", "status", "stage", "progress", "counts", "errors", "usage",
+            "created_at", "started_at", "finished_at")
+    return dict(zip(keys, row)) if row else None

@@ -1,0 +1,79 @@
+"""Shared types of the entity graph: what extractors return, what communities and reports are."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class ChunkInput:
+    """A chunk as extractors see it (extraction never depends on ACLs: one result serves every level)."""
+
+    chunk_id: int
+    doc_id: str
+    title: str
+    heading: str
+    text: str
+    lang: str  # russian | english | simple
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class ExtractedEntity:
+    name: str  # as written in the source language
+    type: str  # e.g. person, organization, team, service, product, location, event, code, concept
+    description: str
+
+
+@dataclass(frozen=True)
+class ExtractedRelationship:
+    source: str  # entity names as in `ExtractedEntity.name`
+    target: str
+    description: str
+    strength: float  # 1-10
+
+
+@dataclass(frozen=True)
+class ExtractedClaim:
+    subject: str
+    claim_type: str
+    description: str
+    status: str = "SUSPECTED"  # TRUE | FALSE | SUSPECTED
+
+
+@dataclass(frozen=True)
+class Extraction:
+    entities: tuple[ExtractedEntity, ...] = ()
+    relationships: tuple[ExtractedRelationship, ...] = ()
+    claims: tuple[ExtractedClaim, ...] = ()
+    errors: tuple[str, ...] = field(default=())  # recorded, never raised: the job continues
+
+
+class Extractor(Protocol):
+    """Entities and relationships of one chunk. The cache key is (content hash, name, version, model)."""
+
+    name: str
+    version: str
+    model: str  # "" for offline extractors
+
+    def extract(self, chunk: ChunkInput) -> Extraction:
+        ...
+
+
+@dataclass(frozen=True)
+class GraphEntity:
+    key: str  # merge key (graph/normalize.entity_key), unique within a level
+    name: str
+    type: str
+    description: str
+    chunk_ids: tuple[int, ...]
+    degree: int = 0
+
+
+@dataclass(frozen=True)
+class GraphRelationship:
+    source_key: str  # source_key < target_key: the graph is undirected
+    target_key: str
+    description: str
+    weight: float
+    chunk_ids: tuple[int, ...]

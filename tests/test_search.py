@@ -1,0 +1,398 @@
+"""Hybrid search against a real PostgreSQL and the real local model: ACL, languages, fusion, rerank."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from psycopg import sql
+
+from tests.conftest import unit
+from vector import search_sql, store
+from vector.bm25 import MAX_SCORED, estimate_df, select_match_terms
+from vector.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
+from vector.fusion import rrf
+from vector.ingest import ingest_documents
+from vector.search import HybridSearcher
+from vector.sources import load_source
+
+CORPUS = {
+    "payments.md": """---
+title: Payments Gateway
+acl: [staff]
+---
+# Payments Gateway
+
+## Retries
+
+Failed calls are retried with exponential backoff; `retry_max_attempts` defaults to five.
+Error ERR_2043 means the carrier rate limit was hit and the call is parked.
+""",
+    "status.md": """---
+title: Status page
+acl: [staff, public]
+---
+The status page refreshes every minute. Incident 2043 on the status page was an error in the CDN.
+""",
+    "hr/bonus.md": """---
+title: Bonus formula
+acl: [hr]
+---
+The Thornbury bonus formula multiplies the base salary by the quarterly performance factor.
+""",
+    "hr/vacation.md": """---
+title: Отпуск
+acl: [hr]
+---
+Сотрудник получает 28 календарных дней отпуска в год. Заявление подаётся за две недели.
+""",
+    "ops/backup_ru.md": """---
+title: Резервное копирование
+acl: [public]
+---
+Резервное копирование базы данных выполняется каждую ночь в два часа. Копии хранятся тридцать дней.
+""",
+    "ops/backup_en.md": """---
+title: Database backups
+acl: [public]
+---
+Database backups run every night at two o'clock. Backup copies are kept for thirty days.
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def corpus_tenant(db, settings, local_embedder, tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("search_corpus")
+    for name, text in CORPUS.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    docs, skipped = load_source(root, [], settings.max_document_bytes)
+    report = ingest_documents(db, local_embedder, settings, "t_search", docs, skipped)
+    assert report.clean and report.documents["added"] == len(CORPUS)
+    return "t_search"
+
+
+@pytest.fixture(scope="module")
+def searcher(db, local_embedder):
+    s = HybridSearcher(db, local_embedder)
+    yield s
+    s.close()
+
+
+def acl_of(db, ids) -> dict[int, list[str]]:
+    with db.connection() as conn:
+        return dict(conn.execute("SELECT id, acl FROM chunks WHERE id = ANY(%s)", (list(ids),)).fetchall())
+
+
+def every_traced_id(result) -> set[int]:
+    return {e["id"] for stage in result.trace["stages"].values() for e in stage}
+
+
+# --- pure ------------------------------------------------------------------------------------
+
+
+def test_rrf_two_lists_hand_computed():
+    fused = rrf([[1, 2, 3], [3, 1, 4]], k=60)
+    assert [i for i, _ in fused] == [1, 3, 2, 4]
+    expected = {1: 1 / 61 + 1 / 62, 3: 1 / 63 + 1 / 61, 2: 1 / 62, 4: 1 / 63}
+    assert all(math.isclose(s, expected[i]) for i, s in fused)
+
+
+def test_rrf_ties_are_broken_by_id_and_repeats_count_once():
+    assert [i for i, _ in rrf([[7, 2], [2, 7]])] == [2, 7]  # same score: smaller id first
+    assert [i for i, _ in rrf([[9], [3], [5]])] == [3, 5, 9]
+    assert rrf([[4, 4, 1]], k=0) == [(4, 1.0), (1, 1 / 3)]
+    assert rrf([]) == [] and rrf([[], []]) == []
+
+
+def test_query_pieces_keep_identifiers_and_phrases():
+    pieces = query_pieces('What does ERR_2043 mean for "dead letter" retries?', "english")
+    assert ("ERR_2043", "english") in pieces and ("ERR_2043", "simple") in pieces
+    assert ("dead letter", "english") in pieces and ("retries", "english") in pieces
+    assert query_pieces("rate limit headers", "simple") == [
+        (w, cfg) for w in ("rate", "limit", "headers") for cfg in ("english", "simple")
+    ]
+    q = build_query([("'err' <-> '2043'", ["2043", "err"]), ("", []), ("'retri'", ["retri"])])
+    assert q.lexemes == ("2043", "err", "retri") and q.phrases == ("'err' <-> '2043'",)
+    assert q.match() == "'2043' | 'err' | 'retri'"
+    assert bm25_idf(100, 1) > bm25_idf(100, 50) > 0 and bm25_idf(10, 20) > 0
+
+
+def test_candidates_come_from_the_rarest_terms_within_the_budget():
+    assert select_match_terms(("a", "b", "c"), [10, 0, 3], budget=12) == ("c",)
+    assert select_match_terms(("a", "b", "c"), [10, 0, 3], budget=13) == ("a", "c")
+    assert select_match_terms(("a", "b"), [900, 800], budget=10) == ("b",)  # always the rarest one
+    assert select_match_terms(("a",), [0], budget=10) == ()
+    assert estimate_df(12, 0.5, 100_000, cap=5000) == 12  # counted exactly
+    assert estimate_df(5000, 0.5, 100_000, cap=5000) == 50_000  # capped: table-wide share
+    assert estimate_df(5000, None, 100_000, cap=5000) == 5000
+
+
+def test_lexeme_quoting_round_trips_through_postgres(db):
+    odd = ["it's", "a\\b", "x y", "ab:*", "!&|", "отпуск"]
+    with db.connection() as conn:
+        for lexeme in odd:
+            assert conn.execute(
+                "SELECT array_to_tsvector(%s::text[]) @@ CAST(%s AS tsquery)", ([lexeme], quote_lexeme(lexeme))
+            ).fetchone()[0], lexeme
+
+
+# --- access control --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid", "hybrid+rerank"])
+def test_chunk_of_hr_never_reaches_a_user_without_hr(db, corpus_tenant, searcher, mode):
+    query = "Thornbury bonus formula"  # the words exist only in the hr document
+    outsider = searcher.search(corpus_tenant, ["staff", "public"], query, k=10, mode=mode)
+    assert all(h.doc_id != "hr/bonus.md" for h in outsider.hits + outsider.candidates)
+    assert all({"staff", "public"} & set(acl) for acl in acl_of(db, every_traced_id(outsider)).values())
+    if mode == "bm25":
+        assert outsider.hits == []  # the only match is unreadable: nothing, not the hr chunk
+    insider = searcher.search(corpus_tenant, ["hr"], query, k=10, mode=mode)
+    assert insider.hits[0].doc_id == "hr/bonus.md" and insider.hits[0].title == "Bonus formula"
+
+
+def test_no_groups_means_no_results(corpus_tenant, searcher):
+    result = searcher.search(corpus_tenant, [], "Thornbury bonus formula")
+    assert result.hits == [] and result.candidates == [] and result.trace["empty_reason"] == "no groups"
+
+
+def test_other_tenants_are_invisible(corpus_tenant, searcher):
+    assert searcher.search("t_nobody", ["hr", "staff", "public"], "Thornbury bonus formula").hits == []
+
+
+# --- full text: languages and exact tokens ---------------------------------------------------
+
+
+def test_russian_question_finds_inflected_form_through_stemming(corpus_tenant, searcher):
+    result = searcher.search(corpus_tenant, ["hr"], "Сколько дней можно быть в отпуске?", mode="bm25")
+    assert result.trace["query_lang"] == "russian" and "'отпуск'" in result.trace["tsquery"]
+    top = result.hits[0]
+    assert top.doc_id == "hr/vacation.md" and "отпуска" in top.text and "отпуске" not in top.text
+
+
+@pytest.mark.parametrize(
+    "query, token",
+    [("ERR_2043", "ERR_2043"), ("what does error ERR_2043 mean?", "ERR_2043"), ("retry_max_attempts", "retry_max_attempts")],
+)
+def test_exact_identifier_is_found_by_full_text(corpus_tenant, searcher, query, token):
+    # status.md also says "2043" and "error": the whole identifier must still rank first
+    result = searcher.search(corpus_tenant, ["staff", "public"], query, mode="bm25")
+    assert result.hits[0].doc_id == "payments.md" and token in result.hits[0].text
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("Когда выполняется резервное копирование базы данных?", "ops/backup_ru.md"),
+        ("When do the database backups run?", "ops/backup_en.md"),
+    ],
+)
+def test_mixed_corpus_each_language_finds_its_own_document_first(corpus_tenant, searcher, query, expected):
+    result = searcher.search(corpus_tenant, ["public"], query, k=5)
+    assert result.hits[0].doc_id == expected
+    assert result.hits[0].fts_rank == 1  # the full-text leg matched it in its own language
+
+
+# --- fusion, modes, trace, determinism -------------------------------------------------------
+
+
+def test_hybrid_is_rrf_of_both_legs_and_deterministic(corpus_tenant, searcher):
+    query = "how long are backup copies kept?"
+    first = searcher.search(corpus_tenant, ["public", "staff"], query, k=5)
+    again = searcher.search(corpus_tenant, ["staff", "public"], query, k=5)
+    assert [(h.id, h.score) for h in first.hits] == [(h.id, h.score) for h in again.hits]
+    vec = [e["id"] for e in first.trace["stages"]["vector"]]
+    fts = [e["id"] for e in first.trace["stages"]["fts"]]
+    assert [(h.id, h.score) for h in first.hits] == rrf([vec, fts])[:5]
+    for h in first.hits:
+        assert (h.vector_rank is None) == (h.id not in vec) and (h.fts_rank is None) == (h.id not in fts)
+        assert h.score == h.rrf_score and -1.0 <= (h.vector_score or 0.0) <= 1.0
+
+
+@pytest.mark.parametrize("mode, leg, other", [("dense", "vector", "fts"), ("bm25", "fts", "vector")])
+def test_single_leg_modes_return_that_legs_order(corpus_tenant, searcher, mode, leg, other):
+    result = searcher.search(corpus_tenant, ["public", "staff"], "status page error", k=3, mode=mode)
+    assert other not in result.trace["stages"]
+    assert [(h.id, h.score) for h in result.hits] == [(e["id"], e["score"]) for e in result.trace["stages"][leg][:3]]
+
+
+class FixedReranker:
+    """Scores the candidates in reverse RRF order (a real reranker would compute them)."""
+
+    name = "fixed"
+
+    def __init__(self, output=None, scores=None, delay=0.0):
+        self.output, self.scores, self.delay = output, scores, delay
+
+    def rerank(self, query, candidates, top_k):
+        time.sleep(self.delay)
+        if self.output is not None:
+            return self.output
+        n = len(candidates)
+        return [(i, (self.scores or 1.0) * (i + 1) / n) for i in reversed(range(n))][:top_k]
+
+
+class FailingReranker:
+    name = "failing"
+
+    def rerank(self, query, candidates, top_k):
+        raise ConnectionError("reranker API returned 500")
+
+
+def test_trace_has_every_stage_with_ranks(corpus_tenant, db, local_embedder):
+    s = HybridSearcher(db, local_embedder, reranker=FixedReranker(), ef_search=64)
+    result = s.search(corpus_tenant, ["public", "staff"], "How often does the status page refresh?", k=3, mode="hybrid+rerank")
+    s.close()
+    trace = result.trace
+    assert set(trace["stages"]) == {"vector", "fts", "rrf", "rerank", "final"}
+    for stage in trace["stages"].values():
+        assert stage and [e["rank"] for e in stage] == list(range(1, len(stage) + 1))
+        assert all(set(e) == {"id", "rank", "score"} for e in stage)
+    assert {"embed", "vector", "fts", "fetch", "rerank", "total"} <= set(trace["timings_ms"])
+    assert trace["ef_search"] == 64 and trace["query_lang"] == "english" and trace["tsquery"]
+    assert trace["reranker"] == "fixed" and not result.degraded
+    reversed_rrf = [c.id for c in reversed(result.candidates)][:3]
+    assert [h.id for h in result.hits] == reversed_rrf and [e["id"] for e in trace["stages"]["final"]] == reversed_rrf
+
+
+@pytest.mark.parametrize(
+    "reranker, timeout",
+    [
+        (FailingReranker(), None),
+        (FixedReranker(output=[(999, 1.0)]), None),  # index out of range (untrusted API output)
+        (FixedReranker(output=[(-1, 1.0)]), None),
+        (FixedReranker(output=[(0, 1.0), (0, 0.5)]), None),  # duplicate
+        (FixedReranker(output=[(0, float("nan"))]), None),
+        (FixedReranker(output=[("0", 1.0)]), None),
+        (FixedReranker(output=42), None),  # not even a list
+        (FixedReranker(delay=2.0), 0.2),  # slow
+    ],
+)
+def test_failing_reranker_gives_rrf_order_flagged_degraded(corpus_tenant, db, local_embedder, reranker, timeout):
+    s = HybridSearcher(db, local_embedder, reranker=reranker, rerank_timeout_s=timeout, rerank_threshold=0.99)
+    query = "database backups"
+    plain = s.search(corpus_tenant, ["public"], query, k=3, mode="hybrid")
+    result = s.search(corpus_tenant, ["public"], query, k=3, mode="hybrid+rerank")
+    s.close()
+    assert result.degraded and reranker.name in result.degraded_reason
+    assert [(h.id, h.score) for h in result.hits] == [(h.id, h.score) for h in plain.hits] and result.hits
+    assert not plain.degraded
+
+
+def test_threshold_that_removes_everything_gives_an_honest_empty_result(corpus_tenant, db, local_embedder):
+    s = HybridSearcher(db, local_embedder, reranker=FixedReranker(scores=0.1), rerank_threshold=0.5)
+    result = s.search(corpus_tenant, ["public"], "database backups", k=3, mode="hybrid+rerank")
+    s.close()
+    assert result.hits == [] and not result.degraded and result.candidates
+    assert result.trace["stages"]["rerank"] and result.trace["stages"]["final"] == []
+
+
+def test_without_reranker_hybrid_rerank_is_hybrid(corpus_tenant, searcher):
+    a = searcher.search(corpus_tenant, ["public"], "database backups", k=3, mode="hybrid")
+    b = searcher.search(corpus_tenant, ["public"], "database backups", k=3, mode="hybrid+rerank")
+    assert [(h.id, h.score) for h in a.hits] == [(h.id, h.score) for h in b.hits] and not b.degraded
+
+
+class BrokenEmbedder:
+    def __init__(self, inner):
+        self.model_id, self.dimension = inner.model_id, inner.dimension
+
+    def embed_query(self, text):
+        raise TimeoutError("embedding API timed out")
+
+
+def test_failed_vector_leg_degrades_hybrid_to_full_text(corpus_tenant, db, local_embedder):
+    s = HybridSearcher(db, BrokenEmbedder(local_embedder))
+    result = s.search(corpus_tenant, ["staff"], "ERR_2043", mode="hybrid")
+    assert result.degraded and "vector leg failed" in result.degraded_reason
+    assert result.hits[0].doc_id == "payments.md"
+    with pytest.raises(TimeoutError):
+        s.search(corpus_tenant, ["staff"], "ERR_2043", mode="dense")
+    s.close()
+
+
+# --- the vector leg at scale: selective filter, HNSW index -----------------------------------
+
+ROWS, RARE_EVERY = 5000, 100  # 1% of the rows are readable by group `rare`
+
+
+@pytest.fixture(scope="module")
+def synthetic_tenant(db, local_embedder) -> str:
+    """5,000 chunks with random unit vectors, written directly (no embedding), and the HNSW index."""
+    tenant, model, dim = "t_synthetic", local_embedder.model_id, local_embedder.dimension
+    rng = np.random.default_rng(7)
+    with db.connection() as conn:
+        with conn.transaction():
+            conn.execute(
+                "INSERT INTO documents (tenant_id, doc_id, lang, acl, content_hash, index_key)"
+                " VALUES (%s, 'synthetic', 'simple', '{common,rare}', 'x', 'x')", (tenant,)
+            )
+            with conn.cursor().copy(
+                "COPY chunks (tenant_id, doc_id, chunk_no, content, acl, content_hash, lang, embedding, embed_model)"
+                " FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["text", "text", "int4", "text", "text[]", "text", "text", "vector", "text"])
+                for i in range(ROWS):
+                    acl = ["rare"] if i % RARE_EVERY == 0 else ["common"]
+                    copy.write_row((tenant, "synthetic", i, f"row {i}", acl, f"h{i}", "simple", unit(rng.normal(size=dim)), model))
+        store.ensure_vector_index(conn, model, dim)
+        conn.execute("ANALYZE chunks")
+        conn.commit()
+    return tenant
+
+
+def run_vector_sql(db, model, tenant, groups, vector, *, limit, ef_search=40, iterative=True, planner=(), explain=False):
+    """The vector leg's exact statement under the leg's settings, plus planner settings for tests."""
+    with db.connection() as conn, search_sql.read_only(conn):
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
+        conn.execute("SELECT set_config('hnsw.iterative_scan', %s, true)", ("strict_order" if iterative else "off",))
+        for name, value in planner:
+            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+        statement = search_sql.vector_query(model, search_sql.model_dimension(conn, model))
+        rows = conn.execute(
+            sql.SQL("EXPLAIN ") + statement if explain else statement,
+            {"vec": vector, "tenant": tenant, "groups": groups, "limit": limit},
+        ).fetchall()
+    return "\n".join(r[0] for r in rows) if explain else [r[0] for r in rows]
+
+
+def test_explain_shows_the_hnsw_index_is_used(db, local_embedder, synthetic_tenant):
+    vector = local_embedder.embed_query("any question")
+    plan = run_vector_sql(db, local_embedder.model_id, synthetic_tenant, ["common"], vector, limit=50, explain=True)
+    assert store.vector_index_name(local_embedder.model_id) in plan, plan
+
+
+def test_selective_filter_still_returns_k_results(db, local_embedder, synthetic_tenant):
+    if not db.supports_iterative_scan:
+        pytest.skip("pgvector < 0.8 has no iterative index scans")
+    # Through the searcher: the planner may pick the HNSW walk or an exact scan of the 50 rare rows.
+    s = HybridSearcher(db, local_embedder, ef_search=40, candidates=20)
+    result = s.search(synthetic_tenant, ["rare"], "any question", k=10, mode="dense")
+    s.close()
+    vector_stage = result.trace["stages"]["vector"]
+    assert len(vector_stage) == 20 and len(result.hits) == 10
+    with db.connection() as conn:
+        chunk_nos = [r[0] for r in conn.execute("SELECT chunk_no FROM chunks WHERE id = ANY(%s)", ([e["id"] for e in vector_stage],))]
+    assert all(n % RARE_EVERY == 0 for n in chunk_nos)
+    # Through the HNSW walk itself (sorting priced out so the planner cannot take the exact path):
+    # ef_search = 40 sees ~0.4 rare rows, so only the iterative scan fills the LIMIT.
+    vector = local_embedder.embed_query("any question")
+    args = (db, local_embedder.model_id, synthetic_tenant, ["rare"], vector)
+    forced = (("enable_sort", "off"),)
+    plan = run_vector_sql(*args, limit=20, planner=forced, explain=True)
+    assert store.vector_index_name(local_embedder.model_id) in plan and "Sort" not in plan, plan
+    assert len(run_vector_sql(*args, limit=20, planner=forced)) == 20
+    assert len(run_vector_sql(*args, limit=20, planner=forced, iterative=False)) < 20
+
+
+def test_full_text_on_a_large_tenant_selects_candidates_by_the_rare_term(db, local_embedder, synthetic_tenant):
+    """'row' is in all 5,000 rows (its count stops at the cap), '17' in one: only '17' selects."""
+    s = HybridSearcher(db, local_embedder)
+    result = s.search(synthetic_tenant, ["common", "rare"], "row 17", k=3, mode="bm25")
+    s.close()
+    bm25 = result.trace["bm25"]
+    assert bm25["df"]["row"] >= MAX_SCORED and bm25["df"]["17"] == 1 and bm25["match"] == ["17"]
+    assert [h.text for h in result.hits] == ["row 17"]
