@@ -271,6 +271,10 @@ def settings_markdown() -> str:
     return "\n".join(lines)
 
 
+# Command groups defined in their own modules register themselves on `app` when imported.
+from api import cli_graph  # noqa: E402,F401
+
+
 def run() -> None:
     try:
         app()

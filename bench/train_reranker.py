@@ -51,9 +51,13 @@ class Query:
     docs: list[str]
     x: np.ndarray  # all FEATURE_NAMES columns
     y: np.ndarray  # each chunk's document grade
+    # judged by pooled qrels (BEIR), where most candidates are "relevant": good for ordering grades,
+    # not for what P(relevant) or a cut should mean, so calibration uses the gold-list datasets only
+    pooled: bool
 
 
-def collect(name: str, tenant: str, chunks: int, questions: list[tuple[str, str]], searcher, refresh: bool) -> list[dict]:
+def collect(name: str, tenant: str, chunks: int, questions: list[tuple[str, str]], searcher,
+            refresh: bool) -> list[dict]:
     """[{qid, question, candidates: [Candidate fields]}] from searching `tenant`, cached under `name`
     for as long as the tenant's chunk count and the search settings stay the same."""
     path = CACHE / f"{name}.json"
@@ -72,12 +76,14 @@ def collect(name: str, tenant: str, chunks: int, questions: list[tuple[str, str]
 
 
 def build(name: str, rows: list[dict]) -> list[Query]:
-    labels = {q.qid: q for q in load_dataset(DATA / name).scored_queries}
+    dataset = load_dataset(DATA / name)
+    labels = {q.qid: q for q in dataset.scored_queries}
     out = []
     for row in rows:
         q, cands = labels[row["qid"]], [Candidate(**c) for c in row["candidates"]]
         out.append(Query(name, q.qid, q.grades, q.multi_gold, [c.id for c in cands], [c.doc_id for c in cands],
-                         extract(row["question"], cands), np.array([q.grades.get(c.doc_id, 0) for c in cands], float)))
+                         extract(row["question"], cands), np.array([q.grades.get(c.doc_id, 0) for c in cands], float),
+                         dataset.label_source == "qrels"))
     return out
 
 
@@ -115,9 +121,10 @@ def fit(queries: list[Query], features: list[str], l2: float) -> LinearModel:
         if len(better):
             diffs.append(z[better] - z[worse])
             weights.append(np.full(len(better), share / len(better)))
-        points.append(z)
-        labels.append(q.y > 0)
-        point_w.append(np.full(len(z), share / len(z)))
+        if not q.pooled or all(other.pooled for other in queries):
+            points.append(z)
+            labels.append(q.y > 0)
+            point_w.append(np.full(len(z), share / len(z)))
     d = np.vstack(diffs)
     beta = _newton(_logistic(d, np.concatenate(weights), np.full(len(cols), l2)), len(cols))
     # Platt scaling: a monotone map of the ranking score to P(relevant), fitted pointwise
@@ -158,16 +165,16 @@ def mean_gain(report: dict, method: str, metric: str) -> float:
     return float(np.mean([r[method][metric] - r["rrf"][metric] for r in report.values()]))
 
 
-def suggest_threshold(model: LinearModel, queries: list[Query], offtopic: list[np.ndarray]) -> dict:
-    """A probability cut that keeps the best relevant chunk of THRESHOLD_KEEP of dev questions, and
+def suggest_threshold(model: LinearModel, queries: list[Query], offtopic: dict[str, list[np.ndarray]]) -> dict:
+    """A probability cut that keeps the best relevant chunk of THRESHOLD_KEEP of gold-list questions, and
     how it does on off-topic questions (another dataset's, where nothing is relevant): ideally empty."""
     best = [float(model.probabilities(q.x)[q.y > 0].max()) for q in queries if (q.y > 0).any()]
     cut = float(np.quantile(best, 1 - THRESHOLD_KEEP))
     top = [np.sort(model.probabilities(q.x))[::-1][:K] for q in queries]
-    empty = [float(model.probabilities(x).max() < cut) for x in offtopic if len(x)]
     return {"threshold": round(cut, 4), "kept_best_relevant": round(float(np.mean(np.array(best) >= cut)), 4),
             "mean_hits_kept_of_top10": round(float(np.mean([(t >= cut).sum() for t in top])), 2),
-            "offtopic_questions_left_empty": round(float(np.mean(empty)), 4) if empty else None}
+            "offtopic_left_empty": {pair: round(float(np.mean([model.probabilities(x).max() < cut for x in xs])), 2)
+                                    for pair, xs in offtopic.items()}}
 
 
 def gather(names: list[str], refresh: bool):
@@ -186,13 +193,16 @@ def gather(names: list[str], refresh: bool):
                               fts_rank=SEARCH["fts_rank"])
     ready = [n for n in names if f"eval_{n}" in present]
     questions = {n: [(q.qid, q.question) for q in load_dataset(DATA / n).scored_queries] for n in ready}
-    groups, offtopic = {}, []
+    groups, offtopic = {}, {}
     for i, name in enumerate(ready):
         tenant, chunks = f"eval_{name}", present[f"eval_{name}"]
         groups[name] = build(name, collect(name, tenant, chunks, questions[name], searcher, refresh))
         other = ready[(i + 1) % len(ready)]
-        for row in collect(f"offtopic_{other}_on_{name}", tenant, chunks, questions[other][:OFFTOPIC], searcher, refresh):
-            offtopic.append(extract(row["question"], [Candidate(**c) for c in row["candidates"]]))
+        asked = questions[other][:OFFTOPIC]
+        for row in collect(f"offtopic_{other}_on_{name}", tenant, chunks, asked, searcher, refresh):
+            candidates = [Candidate(**c) for c in row["candidates"]]
+            if candidates:
+                offtopic.setdefault(f"{other} on {name}", []).append(extract(row["question"], candidates))
         print(f"{name}: {len(groups[name])} questions, {chunks} chunks", flush=True)
     searcher.close()
     db.close()
@@ -226,7 +236,7 @@ def main() -> None:
                 f"{m}={r[method][m]:.3f}" for m in METRICS if r[method][m] is not None))
     everyone = [q for qs in groups.values() for q in qs]
     model = fit(everyone, args.features, l2)
-    threshold = suggest_threshold(model, everyone, offtopic)
+    threshold = suggest_threshold(model, [q for q in everyone if not q.pooled], offtopic)
     print(f"l2={l2:g} bias {model.bias:.3f} weights",
           {f: round(float(w), 3) for f, w in zip(model.features, model.weights)})
     print("threshold:", threshold)

@@ -158,6 +158,18 @@ def report_communities(
             progress("reports", n, len(ordered))
 
 
+def embed_reports(db: Database, tenant: str, level: str, embedder: Embedder) -> int:
+    """Vectors for reports written (or re-written) since the last build; global search ranks with them."""
+    with db.connection() as conn:
+        missing = store.reports_missing_embedding(conn, tenant, level, embedder.model_id)
+    if missing:
+        vectors = embedder.embed_documents([text for _, text in missing])
+        with db.connection() as conn:
+            store.save_report_embeddings(conn, tenant, level, embedder.model_id,
+                                         {cid: v for (cid, _), v in zip(missing, vectors)})
+    return len(missing)
+
+
 def build_level(
     db: Database, tenant: str, level: AccessLevel, extractor: Extractor, reporter: Reporter,
     embedder: Embedder | None, settings: BuildSettings, progress: Progress | None = None,
@@ -187,6 +199,8 @@ def build_level(
     started = _timed(report, "communities", started)
 
     report_communities(db, tenant, level.name, communities, entities, relationships, reporter, report, progress)
+    if embedder is not None:
+        embed_reports(db, tenant, level.name, embedder)
     _timed(report, "reports", started)
     return report
 
@@ -224,3 +238,30 @@ def build_graph(
     with db.connection() as conn:
         store.update_job(conn, job_id, status="done", stage="done", usage=usage() if usage else {})
         return store.get_job(conn, job_id)
+
+
+# Rough per-call sizes for the estimate printed before any LLM work (measured prompts, see README).
+EXTRACT_PROMPT_TOKENS = 1500
+EXTRACT_OUTPUT_TOKENS = 600
+
+
+def estimate_extraction(db: Database, tenant: str, levels: list[AccessLevel], extractor: Extractor) -> dict:
+    """Chunks still to extract (not in the cache) for these levels, and what the LLM calls would cost."""
+    from core.llm import model_prices
+
+    hashes: dict[str, int] = {}
+    with db.connection() as conn:
+        for level in levels:
+            for chunk in store.level_chunks(conn, tenant, level.groups):
+                hashes[chunk.content_hash] = len(chunk.text)
+        cached = store.cached_extractions(conn, list(hashes), extractor.name, extractor.version, extractor.model)
+    todo = {h: n for h, n in hashes.items() if h not in cached}
+    calls = len(todo) * (1 + getattr(extractor, "gleanings", 0))
+    input_tokens = calls * EXTRACT_PROMPT_TOKENS + sum(todo.values()) // 3
+    output_tokens = calls * EXTRACT_OUTPUT_TOKENS
+    prices = model_prices(extractor.model) if extractor.model else None
+    cost = (input_tokens * prices[0] + output_tokens * prices[1]) / 1e6 if prices else 0.0
+    return {"chunks": len(hashes), "to_extract": len(todo), "calls": calls if extractor.model else 0,
+            "input_tokens": input_tokens if extractor.model else 0,
+            "output_tokens": output_tokens if extractor.model else 0, "cost_usd": round(cost, 4),
+            "model": extractor.model}

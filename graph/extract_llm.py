@@ -19,6 +19,7 @@ error; nothing is raised, the job goes on):
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -77,6 +78,9 @@ class LLMExtractor:
         self.gleanings, self.with_claims = gleanings, with_claims
         self.tool = _tool_schema(self.entity_types, with_claims)
         self.system = _system_prompt(self.entity_types, with_claims)
+        # the cache key must change with anything that changes the output: prompt, types, rounds
+        fingerprint = hashlib.sha256(json.dumps([self.system, self.tool, gleanings]).encode()).hexdigest()[:10]
+        self.version = f"1-{fingerprint}"
 
     def extract(self, chunk: ChunkInput) -> Extraction:
         found, errors = _Found(), []

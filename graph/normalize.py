@@ -75,6 +75,14 @@ def _russian_part(part: str) -> str:
     return _TRAILING_VOWELS.sub("", stem)
 
 
+def _english_part(word: str) -> str:
+    if len(word) <= 3 or not word.endswith("s") or word.endswith(_NOT_PLURAL):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-2] if word.endswith("sses") else word[:-1]
+
+
 def is_russian_surname(word: str) -> bool:
     """Соколов, Кирилловой, Лебедева: a capitalised Cyrillic word in -ов/-ев/-ин/-ын (+ case ending)."""
     return word[:1].isupper() and _SURNAME.fullmatch(word.casefold().replace("ё", "е")) is not None
@@ -86,14 +94,6 @@ RU_ADJECTIVE = re.compile(r"[А-ЯЁ][а-яё]{2,}(?:ый|ий|ой|ая|ое|о
 RU_GENITIVE_PLURAL = re.compile(r"[а-яё]{3,}(?:ов|ев|ей|ий)")  # (Оптимизатор) маршрутов, (Сервис) уведомлений
 RU_LOCATIVE = re.compile(r"[А-ЯЁ][а-яё]+[еи]")  # (в) Москве
 RU_INFINITIVE = re.compile(r"[А-ЯЁ][а-яё]+(?:ть|ться|ти)")  # "Подключить Сервис ..." in a to-do list
-
-
-def _english_part(word: str) -> str:
-    if len(word) <= 3 or not word.endswith("s") or word.endswith(_NOT_PLURAL):
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    return word[:-2] if word.endswith("sses") else word[:-1]
 
 
 def display_name(variants: list[str]) -> str:

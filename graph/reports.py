@@ -71,7 +71,7 @@ def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship
     title_names = [e.name for e in ranked[:3]]
     title = title_names[0] if len(title_names) == 1 else ", ".join(title_names[:-1]) + " and " + title_names[-1]
     summary = " ".join(central_sentences([s for e in ranked[:6] for s in split_sentences(e.description)], 2))
-    rating = round(min(10.0, 2.0 * math.log2(1 + len(chunks)) + 0.5 * math.log2(1 + len(rels))), 1)
+    rating = round(min(10.0, 1.2 * math.log2(1 + len(chunks)) + 0.3 * math.log2(1 + len(rels))), 1)
     return {
         "title": title,
         "summary": summary or f"A group of {len(ents)} related entities.",

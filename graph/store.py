@@ -193,7 +193,7 @@ def upsert_report(conn: psycopg.Connection, tenant: str, level: str, community_i
             title = EXCLUDED.title, summary = EXCLUDED.summary, rating = EXCLUDED.rating,
             rating_explanation = EXCLUDED.rating_explanation, findings = EXCLUDED.findings,
             source_chunk_ids = EXCLUDED.source_chunk_ids, input_hash = EXCLUDED.input_hash,
-            model = EXCLUDED.model, generated_at = now()
+            model = EXCLUDED.model, generated_at = now(), embedding = NULL, embed_model = NULL
         """,
         (tenant, level, community_id, report["title"], report["summary"], report["rating"],
          report.get("rating_explanation", ""), Jsonb(report["findings"]), list(report["source_chunk_ids"]),
@@ -201,11 +201,38 @@ def upsert_report(conn: psycopg.Connection, tenant: str, level: str, community_i
     )
 
 
+def save_report_embeddings(conn: psycopg.Connection, tenant: str, level: str, model: str, vectors: dict[int, object]) -> None:
+    with conn.cursor() as cur:
+        cur.executemany(
+            "UPDATE community_reports SET embedding = %s, embed_model = %s"
+            " WHERE tenant_id = %s AND access_level = %s AND community_id = %s",
+            [(v, model, tenant, level, cid) for cid, v in sorted(vectors.items())],
+        )
+
+
+def reports_missing_embedding(conn: psycopg.Connection, tenant: str, level: str, model: str) -> list[tuple[int, str]]:
+    return conn.execute(
+        "SELECT community_id, title || '. ' || summary FROM community_reports"
+        " WHERE tenant_id = %s AND access_level = %s AND embed_model IS DISTINCT FROM %s ORDER BY community_id",
+        (tenant, level, model),
+    ).fetchall()
+
+
+def documents_of_chunks(conn: psycopg.Connection, tenant: str, chunk_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """chunk id -> (doc id, title), for listing the documents behind a report."""
+    rows = conn.execute(
+        "SELECT c.id, c.doc_id, d.title FROM chunks c JOIN documents d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id"
+        " WHERE c.tenant_id = %s AND c.id = ANY(%s)",
+        (tenant, chunk_ids),
+    ).fetchall()
+    return {cid: (doc, title) for cid, doc, title in rows}
+
+
 def list_reports(conn: psycopg.Connection, tenant: str, level: str) -> list[dict]:
     rows = conn.execute(
         """
         SELECT r.community_id, c.level, c.parent, r.title, r.summary, r.rating, r.rating_explanation,
-               r.findings, r.source_chunk_ids, r.model, c.members
+               r.findings, r.source_chunk_ids, r.model, c.members, r.embedding, r.embed_model
         FROM community_reports r JOIN graph_communities c
           ON c.tenant_id = r.tenant_id AND c.access_level = r.access_level AND c.community_id = r.community_id
         WHERE r.tenant_id = %s AND r.access_level = %s ORDER BY c.level, r.community_id
@@ -213,7 +240,7 @@ def list_reports(conn: psycopg.Connection, tenant: str, level: str) -> list[dict
         (tenant, level),
     ).fetchall()
     keys = ("id", "level", "parent", "title", "summary", "rating", "rating_explanation", "findings",
-            "source_chunk_ids", "model", "members")
+            "source_chunk_ids", "model", "members", "embedding", "embed_model")
     return [dict(zip(keys, r)) for r in rows]
 
 

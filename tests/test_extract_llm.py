@@ -61,7 +61,9 @@ def test_normal_extraction_maps_entities_and_relationships():
         ex = extractor(api, meter)
         result = ex.extract(chunk())
     x: Extractor = ex  # satisfies the protocol the graph build depends on
-    assert (x.name, x.version, x.model) == ("llm-tooluse", "1", "claude-haiku-4-5")
+    assert (x.name, x.model) == ("llm-tooluse", "claude-haiku-4-5") and x.version.startswith("1-")
+    other = LLMExtractor(x.llm, x.model, entity_types=("person",))
+    assert other.version != x.version  # a different prompt must not reuse cached extractions
     assert api.calls == 1 and result.errors == () and result.claims == ()
     assert result.entities[0] == ExtractedEntity("Payments", "team", "Team that owns billing.")
     assert [(e.name, e.type) for e in result.entities] == [

@@ -67,7 +67,8 @@ class _HttpReranker:
         try:
             body = response.json()
         except ValueError as exc:
-            raise RerankError(f"{self.name} rerank answered something that is not JSON: {response.text[:200]!r}") from exc
+            raise RerankError(f"{self.name} rerank answered something that is not JSON: "
+                              f"{response.text[:200]!r}") from exc
         items = body.get(self.results_key) if isinstance(body, dict) else None
         if not isinstance(items, list):
             raise RerankError(f"{self.name} rerank answer has no {self.results_key!r} list")

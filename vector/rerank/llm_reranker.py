@@ -92,7 +92,8 @@ class LLMReranker:
             raise RerankError(f"LLM reranker failed: {exc}") from exc
         ranking = (response.tool_input or {}).get("ranking")
         if not isinstance(ranking, list):
-            raise RerankError(f"LLM reranker answered without a {TOOL_NAME} ranking (stop_reason {response.stop_reason})")
+            raise RerankError(f"LLM reranker answered without a {TOOL_NAME} ranking "
+                              f"(stop_reason {response.stop_reason})")
         pairs = []
         for item in ranking:
             if not isinstance(item, dict):
