@@ -85,7 +85,8 @@ def relevance(query_stems: set[str], query_vec: np.ndarray | None, report: dict)
 
 
 def select_communities(reports: list[dict], scores: dict[int, float], threshold: float) -> list[int]:
-    """Root-down: a relevant report's children are rated too; irrelevant branches are pruned."""
+    """Root-down: every root report is mapped (a corpus-wide question may hinge on any of them);
+    only a relevant report's children are rated and descended into, irrelevant branches are pruned."""
     by_parent: dict[int | None, list[dict]] = {}
     for r in reports:
         by_parent.setdefault(r["parent"], []).append(r)
@@ -93,8 +94,10 @@ def select_communities(reports: list[dict], scores: dict[int, float], threshold:
     while frontier:
         next_frontier = []
         for r in sorted(frontier, key=lambda r: r["id"]):
-            if scores[r["id"]] >= threshold:
+            relevant = scores[r["id"]] >= threshold
+            if relevant or r["parent"] is None:
                 selected.append(r["id"])
+            if relevant:
                 next_frontier.extend(by_parent.get(r["id"], []))
         frontier = next_frontier
     return selected
