@@ -99,6 +99,23 @@ class Settings(BaseSettings):
 
     # --- search --------------------------------------------------------------------------
     hnsw_ef_search: int = Field(100, ge=1, le=1000, description="HNSW candidate list size at query time.")
+    search_candidates: int = Field(50, ge=1, le=500, description="Candidates per leg (vector, full-text) before fusion.")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant.")
+    reranker: Literal["offline", "voyage", "cohere", "llm", "none"] = Field(
+        "offline", description="Reranker of the fused candidates; a failing one degrades to RRF order."
+    )
+    rerank_timeout_s: float = Field(0.8, gt=0, description="Timeout of an API reranker call.")
+    rerank_threshold: float | None = Field(
+        None, description="Drop hits whose rerank score is below this (scale of the chosen reranker)."
+    )
+    voyage_rerank_model: str = Field("rerank-2.5", description="Voyage rerank model.")
+    cohere_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("COHERE_API_KEY", "CROSSROADS_COHERE_API_KEY", "cohere_api_key"),
+        description="Key for `reranker = cohere`.",
+    )
+    cohere_base_url: str = Field("https://api.cohere.com", description="Cohere API root.")
+    cohere_rerank_model: str = Field("rerank-v3.5", description="Cohere rerank model.")
 
     @classmethod
     def settings_customise_sources(

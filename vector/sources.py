@@ -135,6 +135,7 @@ def build_document(
         if str(lang).lower() not in _LANG_ALIASES:
             raise BadDocument(f"front matter 'lang' is {lang!r}; use one of ru, en, simple")
         lang = _LANG_ALIASES[str(lang).lower()]
+    body = body.replace("\ufeff", "")  # stray byte-order marks inside text (concatenated files) are noise
     if not body.strip():
         raise BadDocument("no text after the front matter")
     return SourceDocument(doc_id, title, body, acl, lang or detect_language(title + "\n" + body), source)

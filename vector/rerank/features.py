@@ -1,10 +1,14 @@
 """Features of (query, candidate) pairs for the offline learning-to-rank reranker. Pure: no I/O.
 
-Features are computed for a whole candidate list at once, because the informative ones are
-relative to the other candidates of the same query (a cosine of 0.82 means little on its own, 0.03
-below the best candidate means a lot), and that also makes them comparable across corpora and
-embedding models. Russian and English words are matched by Snowball stems (the script of each
-word picks the stemmer, so mixed-language text works); identifiers and numbers are matched exactly.
+Features are computed for a whole candidate list at once, because several are relative to the
+other candidates of the same query (a cosine of 0.82 means little on its own, 0.03 below the best
+candidate means a lot; a term every candidate contains does not tell them apart). The absolute ones
+(vec_sim, coverage) let the score say "nothing here is relevant"; vec_sim ties a fitted model to the
+embedding model it was fitted with (recorded in the weights' provenance). Russian and English words
+are matched by Snowball stems (each word's script picks the stemmer, so mixed-language text works);
+identifiers and numbers are matched verbatim. Also tried, and dropped because leaving each out
+raised the cross-validated gain over RRF: title/heading match (on its own; the title still counts in
+coverage), proximity of query terms, the relative full-text score and chunks per document.
 """
 from __future__ import annotations
 
@@ -25,15 +29,15 @@ FEATURES: dict[str, str] = {
     "vec_gap": "vec_sim minus the best vec_sim in the list (0 for the closest candidate, negative below it)",
     "vec_rr": "1 / rank in the vector leg, 0 when the leg did not return the candidate",
     "fts_rr": "1 / rank in the full-text leg, 0 when absent",
-    "fts_rel": "full-text score / the best full-text score in the list (log-scaled ts_rank_cd), 0 when absent",
+    "fts_rel": "full-text score / the best full-text score in the list, 0 when absent",
     "rrf": "the fused RRF score, scaled so that rank 1 in both legs is 1",
     "coverage": "share of the query's content stems found in title, heading or text, weighted by idf over the list",
     "title_cov": "the same weighted share over title and heading only",
+    "proximity": "matched distinct query stems / length of the shortest window holding them all (0 below 2 matches)",
+    "doc_support": "log(1 + other candidates from the same document): a document matching in several chunks",
     "rare": "share of the query's rare tokens (digits, underscores, CamelCase, dotted, `quoted`) found verbatim",
     "bigram": "share of the query's adjacent content-stem pairs found adjacent (stop words skipped) in the candidate",
-    "proximity": "matched distinct query stems / length of the shortest window holding them all (0 below 2 matches)",
-    "log_len": "log(1 + number of word tokens in the candidate text)",
-    "doc_support": "log(1 + other candidates from the same document): a document matching in several chunks",
+    "log_len": "log(1 + number of word tokens in title, heading and text)",
 }
 FEATURE_NAMES = tuple(FEATURES)
 
@@ -156,7 +160,7 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
     idf_total = sum(idf.values()) or 1.0
     sims = [c.vector_score for c in candidates if c.vector_score is not None]
     floor_sim, best_sim = (min(sims), max(sims)) if sims else (0.0, 0.0)
-    fts = [math.log1p(c.fts_score) for c in candidates if c.fts_score is not None]
+    fts = [c.fts_score for c in candidates if c.fts_score is not None]
     best_fts = max(fts) if fts and max(fts) > 0 else 1.0
     per_doc = Counter(c.doc_id for c in candidates)
     col = {name: i for i, name in enumerate(FEATURE_NAMES)}
@@ -169,15 +173,15 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
             "vec_gap": sim - best_sim,
             "vec_rr": 1.0 / c.vector_rank if c.vector_rank else 0.0,
             "fts_rr": 1.0 / c.fts_rank if c.fts_rank else 0.0,
-            "fts_rel": math.log1p(c.fts_score) / best_fts if c.fts_score is not None else 0.0,
+            "fts_rel": c.fts_score / best_fts if c.fts_score is not None else 0.0,
+            "title_cov": sum(idf[s] for s in heads[row]) / idf_total,
+            "proximity": len(found) / _shortest_window(matched, len(found)) if len(found) >= 2 else 0.0,
+            "doc_support": math.log1p(per_doc[c.doc_id] - 1),
             "rrf": (c.rrf_score or 0.0) * 61 / 2,  # 2 / (60 + 1) is the best score two legs can give
             "coverage": sum(idf[s] for s in found) / idf_total,
-            "title_cov": sum(idf[s] for s in heads[row]) / idf_total,
             "rare": sum(1 for p in terms.rare if p.search(texts[row])) / len(terms.rare) if terms.rare else 0.0,
             "bigram": len(hits) / len(terms.bigrams) if terms.bigrams else 0.0,
-            "proximity": len(found) / _shortest_window(matched, len(found)) if len(found) >= 2 else 0.0,
             "log_len": math.log1p(n_tokens),
-            "doc_support": math.log1p(per_doc[c.doc_id] - 1),
         }
         for name, value in values.items():
             out[row, col[name]] = value

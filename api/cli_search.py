@@ -1,0 +1,100 @@
+"""CLI: search the hybrid index, evaluate retrieval on a dataset."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from api.cli import JsonOption, TenantOption, _database, _fail, _groups, _print_json, _progress, app, out
+from core.errors import CrossroadsError
+from core.settings import Settings, get_settings
+
+MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
+
+
+def make_searcher(db, settings: Settings, reranker: str | None = None):
+    from core.embeddings import make_embedder
+    from vector.rerank import make_reranker
+    from vector.search import HybridSearcher
+
+    return HybridSearcher(
+        db, make_embedder(settings), ef_search=settings.hnsw_ef_search, candidates=settings.search_candidates,
+        rrf_k=settings.rrf_k, reranker=make_reranker(settings, reranker),
+        rerank_threshold=settings.rerank_threshold, rerank_timeout_s=settings.rerank_timeout_s,
+    )
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="The question or keywords."),
+    tenant: str = TenantOption,
+    groups: str = typer.Option(..., "--groups", "-g", help="The reader's groups (comma-separated); ACLs are applied in SQL."),
+    k: int = typer.Option(10, "--k", min=1, max=100, help="Hits to return."),
+    mode: str = typer.Option("hybrid+rerank", "--mode", help="dense | bm25 | hybrid | hybrid+rerank."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Hybrid search (vector + full-text, RRF, rerank) as the given reader sees the corpus."""
+    if mode not in MODES:
+        _fail(CrossroadsError(f"--mode must be one of {', '.join(MODES)}"))
+    settings = get_settings()
+    with _database(settings) as db, make_searcher(db, settings) as searcher:
+        result = searcher.search(tenant, _groups(groups), query, k=k, mode=mode)
+    hits = [{"id": h.id, "doc_id": h.doc_id, "title": h.title, "heading": h.heading, "text": h.text,
+             "score": round(h.score, 6)} for h in result.hits]
+    if json_out:
+        _print_json({"hits": hits, "degraded": result.degraded, "degraded_reason": result.degraded_reason,
+                     "trace": result.trace})
+        return
+    if not hits:
+        out.print("nothing relevant found")
+    for n, h in enumerate(hits, start=1):
+        out.print(f"[bold]{n}. {h['title']}[/bold] — {h['heading']} ({h['doc_id']}, score {h['score']:.4f})")
+        out.print("   " + " ".join(h["text"].split())[:300])
+    if result.degraded:
+        out.print(f"[yellow]degraded:[/yellow] {result.degraded_reason}")
+
+
+@app.command("eval")
+def eval_command(
+    dataset_dir: Path = typer.Argument(..., help="A folder with corpus.jsonl, queries.jsonl and optionally qrels.tsv."),
+    config: str = typer.Option("all", "--config", help="dense | bm25 | hybrid | hybrid+rerank | all."),
+    k: int = typer.Option(10, "--k", min=1, max=100),
+    json_out: bool = JsonOption,
+) -> None:
+    """Retrieval quality per configuration: recall@k, precision@k, MRR, nDCG@k, evidence recall, latency."""
+    from core.embeddings import make_embedder
+    from vector.evaluation.datasets import DatasetError, load_dataset
+    from vector.evaluation.runner import CONFIGS, evaluate, index_dataset
+
+    configs = CONFIGS if config == "all" else tuple(c.strip() for c in config.split(","))
+    if not set(configs) <= set(CONFIGS):
+        _fail(CrossroadsError(f"--config must be 'all' or among {', '.join(CONFIGS)}"))
+    try:
+        dataset = load_dataset(dataset_dir)
+    except (DatasetError, FileNotFoundError) as exc:
+        _fail(CrossroadsError(str(exc)))
+    if not dataset.labelled:
+        _fail(CrossroadsError(f"{dataset_dir} has no relevance labels (gold or qrels.tsv): nothing to measure"))
+    settings = get_settings()
+    with _database(settings) as db:
+        with _progress(f"indexing {dataset.name}") as progress:
+            ingest = index_dataset(db, make_embedder(settings), settings, dataset, progress)
+        with make_searcher(db, settings) as searcher, _progress(f"evaluating {dataset.name}") as progress:
+            results = evaluate(searcher, dataset, configs, k, progress)
+    payload = {"dataset": dataset.name, "k": k, "queries": len(dataset.scored_queries),
+               "unjudged": dataset.unjudged, "ingest": {"documents": ingest["documents"],
+                                                        "embeddings_computed": ingest["embeddings_computed"]},
+               "results": results}
+    if json_out:
+        _print_json(payload)
+        return
+    table = Table(title=f"{dataset.name}: {payload['queries']} questions, k={k}")
+    for col in ("config", "recall", "precision", "MRR", "nDCG", "evidence", "p50 ms", "p95 ms", "misses"):
+        table.add_column(col, justify="right")
+    for name, s in results.items():
+        ev = f"{s['evidence_recall']:.3f}" if s["evidence_recall"] is not None else "—"
+        table.add_row(name, f"{s['recall']:.3f}", f"{s['precision']:.3f}", f"{s['mrr']:.3f}", f"{s['ndcg']:.3f}",
+                      ev, f"{s['p50_ms']:.0f}", f"{s['p95_ms']:.0f}", str(len(s["misses"])))
+    out.print(table)

@@ -1,0 +1,66 @@
+"""`crossroads eval`: retrieval quality of each search configuration on one dataset, in one run.
+
+The corpus is indexed once into its own tenant (`eval_<dataset>`, group `public`); later runs only
+query, since the sync makes re-ingesting an unchanged corpus free. Metrics are at document level:
+hits are mapped to their documents and the first k distinct documents are scored, so several chunks
+of one document neither fill the top k nor count twice.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+from core.database import Database
+from core.embeddings import Embedder
+from core.settings import Settings
+from vector.evaluation.datasets import Dataset
+from vector.evaluation.metrics import score_query, summarise
+from vector.ingest import ingest_documents
+from vector.search import HybridSearcher
+from vector.sources import load_source
+
+CONFIGS = ("dense", "bm25", "hybrid", "hybrid+rerank")
+EVAL_GROUP = "public"
+CHUNKS_PER_DOC_SLACK = 3  # chunk hits fetched per document slot, so k distinct documents survive dedupe
+
+
+def eval_tenant(dataset: Dataset) -> str:
+    return f"eval_{dataset.name}"
+
+
+def index_dataset(db: Database, embedder: Embedder, settings: Settings, dataset: Dataset, progress=None) -> dict:
+    docs, skipped = load_source(dataset.corpus_path, [EVAL_GROUP], settings.max_document_bytes)
+    report = ingest_documents(db, embedder, settings, eval_tenant(dataset), docs, skipped, progress=progress)
+    return report.to_dict()
+
+
+def evaluate(
+    searcher: HybridSearcher,
+    dataset: Dataset,
+    configs: Sequence[str],
+    k: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, dict]:
+    """config -> summary (means, latency percentiles, misses with what was found instead)."""
+    results = {}
+    queries = dataset.scored_queries
+    total, done = len(queries) * len(configs), 0
+    for config in configs:
+        per_query = []
+        for query in queries:
+            started = time.perf_counter()
+            result = searcher.search(eval_tenant(dataset), [EVAL_GROUP], query.question,
+                                     k=k * CHUNKS_PER_DOC_SLACK, mode=config)
+            latency = (time.perf_counter() - started) * 1000
+            per_query.append(score_query(query.qid, [h.doc_id for h in result.hits], query.grades, k,
+                                         multi_gold=query.multi_gold, latency_ms=latency))
+            done += 1
+            if progress:
+                progress(done, total)
+        summary = summarise(per_query)
+        summary["miss_details"] = [
+            {"qid": q.qid, "missing": list(q.missing), "found": list(q.found[:3])}
+            for q in per_query if q.recall < 1.0
+        ][:20]
+        results[config] = summary
+    return results
