@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test bench-ingest readme-config db-stop clean
+.PHONY: install demo test eval bench-ingest bench-search bench-graph readme-config db-stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,12 +18,25 @@ demo: install
 	$(BIN)/crossroads db start
 	$(BIN)/crossroads ingest fixtures/corpus --tenant demo --prune
 	$(BIN)/crossroads documents list --tenant demo
+	$(BIN)/crossroads levels set demo staff public,staff
+	$(BIN)/crossroads graph build --tenant demo
+	$(BIN)/crossroads search "What does ERR_2043 mean?" --tenant demo --groups public,staff --k 3
+	$(BIN)/crossroads communities list --tenant demo --level staff
 
 test: install
 	$(BIN)/pytest
 
+eval: install
+	$(BIN)/python -m bench.eval_readme
+
 bench-ingest: install
 	$(BIN)/python -m bench.ingest
+
+bench-search: install
+	$(BIN)/python -m bench.search
+
+bench-graph: install
+	$(BIN)/python -m bench.graph
 
 readme-config: install
 	$(BIN)/python -m bench.update_readme_config

@@ -272,7 +272,7 @@ def settings_markdown() -> str:
 
 
 # Command groups defined in their own modules register themselves on `app` when imported.
-from api import cli_graph, cli_search  # noqa: E402,F401
+from api import cli_embeddings, cli_graph, cli_search  # noqa: E402,F401
 
 
 def run() -> None:
@@ -284,4 +284,8 @@ def run() -> None:
 
 
 if __name__ == "__main__":
-    run()
+    # `python -m api.cli` runs this file as `__main__`, a second copy of the module: the command
+    # groups above registered themselves on `api.cli.app`, so run that one.
+    from api.cli import run as _run
+
+    _run()

@@ -76,14 +76,17 @@ def graph_build(
     from core.embeddings import make_embedder
     from core.llm import UsageMeter, make_llm
     from graph import store
-    from graph.build import BuildSettings, OfflineReporter, build_graph, estimate_extraction
+    from graph.build import (BuildSettings, OfflineReporter, build_graph, communities_to_report, estimate_extraction,
+                             estimate_reports)
     from graph.extract_llm import LLMExtractor
+    from graph.reports_llm import LLMReporter
     from graph.extract_offline import OfflineExtractor
 
     settings = get_settings()
     meter = UsageMeter()
     llm = make_llm(settings, meter)
     extractor = LLMExtractor(llm, settings.llm_model_fast) if llm else OfflineExtractor()
+    reporter = LLMReporter(llm, settings.llm_model_answer) if llm else OfflineReporter()
     with _database(settings) as db:
         with db.connection() as conn:
             levels = [lvl for lvl in store.list_levels(conn, tenant) if level in (None, lvl.name)]
@@ -91,6 +94,13 @@ def graph_build(
         err.print(f"estimate: {estimate['to_extract']} of {estimate['chunks']} chunks to extract, "
                   f"{estimate['calls']} LLM calls, ~{estimate['input_tokens']:,} input / {estimate['output_tokens']:,} "
                   f"output tokens, ~${estimate['cost_usd']} ({estimate['model'] or 'offline extractor, no LLM'})")
+        # Communities exist only after clustering: counted from the previous build (see communities_to_report).
+        to_report = communities_to_report(db, tenant, levels, reporter.model, estimate["to_extract"] > 0) if llm else 0
+        reports = estimate_reports(to_report, reporter.model)
+        err.print(f"estimate: up to {reports['calls']} report LLM calls, ~{reports['input_tokens']:,} input / "
+                  f"{reports['output_tokens']:,} output tokens, ~${reports['cost_usd']} "
+                  f"({reports['model'] or 'offline reports, no LLM'})")
+        estimate = {**estimate, "reports": reports, "cost_usd": round(estimate["cost_usd"] + reports["cost_usd"], 4)}
         if estimate["cost_usd"] > max_cost:
             _fail(CrossroadsError(f"estimated ${estimate['cost_usd']} is over --max-cost {max_cost}; raise it to proceed"))
 
@@ -101,7 +111,7 @@ def graph_build(
 
         with _progress("graph build") as progress:
             try:
-                job = build_graph(db, tenant, level, extractor, OfflineReporter(), make_embedder(settings),
+                job = build_graph(db, tenant, level, extractor, reporter, make_embedder(settings),
                                   BuildSettings(), lambda stage, done, total: progress(done, total), usage)
             except CrossroadsError as exc:
                 _fail(exc)

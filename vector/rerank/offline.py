@@ -1,8 +1,9 @@
-"""The offline reranker: a logistic model over `vector.rerank.features`, fitted by `bench/train_reranker.py`.
+"""The offline reranker: a logistic model over `vector.rerank.features`, fitted by `bench/train_reranker.py`
+with `fit_weights` and `platt` below (pure numpy, no I/O).
 
 No cross-encoder ships in any package, so the default reranker is a small learning-to-rank model:
-a linear function of standardised features, trained pairwise (relevant above non-relevant) on the
-dev split of ../shared/data, then scaled so its sigmoid is a calibrated probability of relevance.
+a linear function of standardised features, trained listwise on the dev split of ../shared/data,
+then scaled so that its sigmoid is a calibrated probability of relevance.
 The weights, the features they use and where they came from live in `offline_weights.json`; a
 file that does not match the code raises here rather than ranking with misaligned weights.
 """
@@ -71,6 +72,57 @@ class LinearModel:
                               "`python -m bench.train_reranker`") from exc
 
 
+def _newton(grad_hess, dim: int) -> np.ndarray:
+    """Minimise a smooth convex loss given its (gradient, Hessian) function."""
+    beta = np.zeros(dim)
+    for _ in range(50):
+        grad, hess = grad_hess(beta)
+        step = np.linalg.solve(hess, grad)
+        beta -= step
+        if np.max(np.abs(step)) < 1e-9:
+            break
+    return beta
+
+
+def _logistic_terms(x: np.ndarray, weight: np.ndarray, beta: np.ndarray):
+    """Gradient and Hessian of sum weight * log(1 + exp(-x @ beta))."""
+    p = 1 / (1 + np.exp(np.clip(x @ beta, -50, 50)))  # sigmoid(-margin)
+    return -(x.T @ (weight * p)), (x.T * (weight * p * (1 - p))) @ x + 1e-12 * np.eye(len(beta))
+
+
+def fit_weights(lists: list[tuple[np.ndarray, np.ndarray, float]], pairs: np.ndarray, pair_weight: np.ndarray,
+                l2: float) -> np.ndarray:
+    """Weights minimising, for each (features, gains, weight) list, weight * the cross-entropy between
+    softmax(features @ w) and gains / sum(gains) (ListNet: a loss on the whole ranking, as nDCG and
+    MRR are), plus sum pair_weight * log(1 + exp(-pairs @ w)) (rows: better minus worse), plus
+    l2 / 2 * |w|^2. Convex, so Newton's method finds the one optimum: training is deterministic."""
+    sizes = np.array([len(g) for _, g, _ in lists])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    z = np.vstack([x for x, _, _ in lists])
+    target = np.concatenate([g / g.sum() for _, g, _ in lists])
+    list_weight = np.array([w for _, _, w in lists])
+    row_weight = np.repeat(list_weight, sizes)
+
+    def grad_hess(w: np.ndarray):
+        s = z @ w
+        e = np.exp(s - np.repeat(np.maximum.reduceat(s, starts), sizes))
+        soft = e / np.repeat(np.add.reduceat(e, starts), sizes)
+        mean_z = np.add.reduceat(z * soft[:, None], starts)  # per list: expected features under the softmax
+        grad = z.T @ (row_weight * (soft - target)) + l2 * w
+        hess = (z.T * (row_weight * soft)) @ z - (mean_z.T * list_weight) @ mean_z + l2 * np.eye(len(w))
+        g_pairs, h_pairs = _logistic_terms(pairs, pair_weight, w)
+        return grad + g_pairs, hess + h_pairs
+
+    return _newton(grad_hess, z.shape[1])
+
+
+def platt(scores: np.ndarray, positive: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
+    """(a, b) such that sigmoid(a * score + b) estimates P(positive): weighted logistic regression."""
+    x = np.column_stack([scores, np.ones_like(scores)]) * np.where(positive, 1.0, -1.0)[:, None]
+    a, b = _newton(lambda ab: _logistic_terms(x, weight, ab), 2)
+    return float(a), float(b)
+
+
 def load_weights(path: Path = WEIGHTS_PATH) -> dict[str, Any]:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -79,7 +131,7 @@ def load_weights(path: Path = WEIGHTS_PATH) -> dict[str, Any]:
 
 
 class OfflineReranker:
-    """Deterministic: equal scores are ordered by chunk id. About a millisecond for 50 candidates."""
+    """Deterministic: equal scores are ordered by chunk id. A few milliseconds for 50 candidates."""
 
     name = "offline"
 

