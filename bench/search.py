@@ -35,6 +35,7 @@ import math
 import os
 import re
 import statistics
+import threading
 import time
 import uuid
 from collections import Counter
@@ -417,6 +418,45 @@ def vector_plan(db: Database, groups: list[str], vector: np.ndarray, ef: int, li
     return "exact: " + " > ".join(n.replace(" on chunks", "") for n in nodes)
 
 
+class StepTimer:
+    """Times the full-text leg's two SQL steps (document frequencies, BM25 scoring) by wrapping
+    `vector.search_sql`'s functions for the duration of a measurement; queries run one at a time."""
+
+    STEPS = {"document_frequencies": "fts_df", "bm25_leg": "fts_score", "corpus_stats": "fts_corpus_stats"}
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.current: dict[str, float] = {}
+        self.originals = {name: getattr(search_sql, name) for name in self.STEPS}
+
+    def _wrap(self, name: str):
+        original, label = self.originals[name], self.STEPS[name]
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.current[label] = self.current.get(label, 0.0) + (time.perf_counter() - t0) * 1000
+
+        return timed
+
+    def __enter__(self) -> "StepTimer":
+        for name in self.STEPS:
+            setattr(search_sql, name, self._wrap(name))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name, original in self.originals.items():
+            setattr(search_sql, name, original)
+
+    def take(self) -> dict[str, float]:
+        with self.lock:
+            out, self.current = self.current, {}
+        return out
+
+
 def measure(db: Database, embedder: PrecomputedQueryEmbedder, queries: dict[str, list[QuerySpec]], ef_values: list[int],
             exact: dict[str, list[list[int]]], warmup: int, candidates: int) -> list[dict]:
     results = []
@@ -426,16 +466,19 @@ def measure(db: Database, embedder: PrecomputedQueryEmbedder, queries: dict[str,
                 groups = PROFILES[profile]
                 for spec in specs[:warmup]:
                     searcher.search(TENANT, groups, spec.text, k=10, mode="hybrid")
-                hybrid, legs = [], {"vector": [], "fts": [], "fetch": []}
-                degraded = 0
-                for spec in specs:
-                    t0 = time.perf_counter()
-                    result = searcher.search(TENANT, groups, spec.text, k=10, mode="hybrid")
-                    hybrid.append((time.perf_counter() - t0) * 1000)
-                    degraded += result.degraded
-                    timings = result.trace["timings_ms"]
-                    for name in legs:
-                        legs[name].append(timings.get(name, 0.0))
+                hybrid, legs = [], {"vector": [], "fts": [], "fetch": [], "fts_df": [], "fts_score": []}
+                degraded, stats_refreshes = 0, 0
+                with StepTimer() as steps:
+                    for spec in specs:
+                        steps.take()
+                        t0 = time.perf_counter()
+                        result = searcher.search(TENANT, groups, spec.text, k=10, mode="hybrid")
+                        hybrid.append((time.perf_counter() - t0) * 1000)
+                        degraded += result.degraded
+                        timings = {**result.trace["timings_ms"], **steps.take()}
+                        stats_refreshes += "fts_corpus_stats" in timings
+                        for name in legs:
+                            legs[name].append(timings.get(name, 0.0))
                 vector_ms, r10, r50, short = [], [], [], 0
                 for i, spec in enumerate(specs):
                     t0 = time.perf_counter()
@@ -459,6 +502,7 @@ def measure(db: Database, embedder: PrecomputedQueryEmbedder, queries: dict[str,
                     "recall_at_10": round(statistics.fmean(r10), 4) if r10 else None,
                     "recall_at_50": round(statistics.fmean(r50), 4) if r50 else None,
                     "recall_queries": len(r10), "short_results": short, "degraded": degraded,
+                    "bm25_stats_refreshes": stats_refreshes,
                     "plan": vector_plan(db, groups, specs[0].vector, ef, candidates),
                 }
                 results.append(row)
@@ -531,15 +575,18 @@ def build_index(db: Database, build_memory: str | None) -> dict:
 def print_table(results: list[dict], default_ef: int) -> None:
     print()
     print(f"{'ef':>4} {'profile':<12} {'hybrid p50':>10} {'p95':>7} {'p99':>7} | {'vector p50':>10} {'p95':>7} {'p99':>7}"
-          f" | {'fts p95':>7} | {'R@10':>6} {'R@50':>6} | plan")
+          f" | {'fts p50':>7} {'p95':>7} {'df p50':>6} {'bm25 p50':>8} | {'R@10':>6} {'R@50':>6} | plan")
     for r in results:
-        h, v = r["hybrid_ms"], r["vector_leg_ms"]
+        h, v, legs = r["hybrid_ms"], r["vector_leg_ms"], r["hybrid_legs_ms"]
         mark = "*" if r["ef_search"] == default_ef else " "
+        recall = [f"{x:>6.3f}" if x is not None else f"{'-':>6}" for x in (r["recall_at_10"], r["recall_at_50"])]
         print(f"{r['ef_search']:>3}{mark} {r['profile']:<12} {h['p50']:>10.1f} {h['p95']:>7.1f} {h['p99']:>7.1f} |"
-              f" {v['p50']:>10.1f} {v['p95']:>7.1f} {v['p99']:>7.1f} | {r['hybrid_legs_ms']['fts']['p95']:>7.1f} |"
-              f" {r['recall_at_10'] if r['recall_at_10'] is not None else '-':>6} {r['recall_at_50'] if r['recall_at_50'] is not None else '-':>6} | {r['plan']}")
+              f" {v['p50']:>10.1f} {v['p95']:>7.1f} {v['p99']:>7.1f} | {legs['fts']['p50']:>7.1f} {legs['fts']['p95']:>7.1f}"
+              f" {legs.get('fts_df', {}).get('p50', 0):>6.1f} {legs.get('fts_score', {}).get('p50', 0):>8.1f} |"
+              f" {recall[0]} {recall[1]} | {r['plan']}")
     print("(ms; * = the default hnsw_ef_search; hybrid = HybridSearcher.search, mode hybrid, no rerank, k=10;"
-          " vector = the vector leg alone; R@k = the vector leg's recall against exact search, same filter)")
+          " vector = the vector leg alone; fts = the full-text leg inside the hybrid search, df = its document-frequency"
+          " counts, bm25 = its scoring query; R@k = the vector leg's recall against exact search, same filter)")
 
 
 def main() -> None:
@@ -549,7 +596,7 @@ def main() -> None:
     parser.add_argument("--ef-search", type=int, nargs="+", default=None,
                         help="hnsw.ef_search values (default: the configured one, then 200 and 400)")
     parser.add_argument("--recall-queries", type=int, default=None,
-                        help="queries per profile checked against exact search (default: all)")
+                        help="queries per profile checked against exact search (default: all; 50 above 200k rows)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed queries before each measurement")
     parser.add_argument("--batch", type=int, default=20_000, help="rows generated and copied per batch")
     parser.add_argument("--copy-workers", type=int, default=2, help="parallel COPY connections")
@@ -598,7 +645,9 @@ def main() -> None:
 
         started = time.perf_counter()
         exact: dict[str, list[list[int]]] = {}
-        limit = args.recall_queries if args.recall_queries is not None else args.queries
+        # exact search scans every readable row (seconds per query at 1M): a sample there
+        limit = args.recall_queries if args.recall_queries is not None else (
+            args.queries if args.rows <= 200_000 else min(args.queries, 50))
         exact_ms: dict[str, list[float]] = {}
         for profile, specs in queries.items():
             exact[profile], exact_ms[profile] = [], []
@@ -610,9 +659,11 @@ def main() -> None:
         print(f"exact search: {steps['exact_search_s']:.1f} s (p50 per query: "
               + ", ".join(f"{p} {percentiles(v).get('p50', 0):.0f} ms" for p, v in exact_ms.items()) + ")", flush=True)
 
+        load_before = os.getloadavg()
         started = time.perf_counter()
         results = measure(db, embedder, queries, ef_values, exact, args.warmup, settings.search_candidates)
         steps["measure_s"] = time.perf_counter() - started
+        load_after = os.getloadavg()
 
     steps = {k: round(v, 1) for k, v in steps.items()}
     print_table(results, settings.hnsw_ef_search)
@@ -626,11 +677,15 @@ def main() -> None:
         print(f"\nat the default ef_search={settings.hnsw_ef_search}: worst hybrid p95 {worst_p95:.1f} ms (goal <= 30 at 1M),"
               f" worst recall@10 {worst_recall:.3f} (goal >= 0.95)")
     print(f"steps (s): {steps}; total {time.perf_counter() - wall:.0f} s")
+    # other work on the machine inflates latency: the load average says how busy it was
+    print(f"load average (1/5/15 min) before measuring {tuple(round(x, 1) for x in load_before)},"
+          f" after {tuple(round(x, 1) for x in load_after)} on {os.cpu_count()} cores")
     print(json.dumps({
         "rows": args.rows, "documents": int(len(layout.doc_acl)), "dimension": DIM, "queries_per_profile": args.queries,
         "cores": os.cpu_count(), "group_shares": shares, "profile_selectivity": selectivity, "vocabulary": len(vocabulary),
         "vocabulary_source": vocab_origin, "steps_s": steps, "index": index, "results": results, "goal": goal,
         "exact_search_ms": {p: percentiles(v) for p, v in exact_ms.items()},
+        "load_average": {"before_measure": [round(x, 2) for x in load_before], "after_measure": [round(x, 2) for x in load_after]},
         "total_s": round(time.perf_counter() - wall, 1),
     }))
 

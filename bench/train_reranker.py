@@ -116,7 +116,8 @@ def fit(queries: list[Query], offtopic: list[OffTopic], features: list[str], l2:
         pair_weights.append(np.full(len(diffs[-1]), OFFTOPIC_WEIGHT / (len(per_dataset) * len(diffs[-1]))))
     beta = fit_weights(lists, np.vstack(diffs), np.concatenate(pair_weights), l2)
     calibration = [q for q in queries if not q.pooled] or queries
-    a, b = platt(np.concatenate([norm(q.x) @ beta for q in calibration]), np.concatenate([q.y > 0 for q in calibration]),
+    a, b = platt(np.concatenate([norm(q.x) @ beta for q in calibration]),
+                 np.concatenate([q.y > 0 for q in calibration]),
                  np.concatenate([np.full(len(q.y), share[q.dataset] / len(q.y)) for q in calibration]))
     return LinearModel(tuple(features), means, scales, a * beta, b)
 

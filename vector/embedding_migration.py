@@ -79,7 +79,8 @@ def migrate(db: Database, embedder: Embedder, tenant: str, *, batch_size: int = 
         if not report.chunks:
             raise CrossroadsError(f"tenant {tenant!r} has no chunks: ingest its documents first")
         _check_dimension(conn, target, embedder.dimension)
-        report.to_do = msql.count_missing(conn, tenant, target)
+        ids = msql.missing_ids(conn, tenant, target)
+        report.to_do = len(ids)
         if report.to_do == 0 and set(served) == {target}:
             report.seconds = round(time.perf_counter() - started, 3)
             return report  # already served by this model: nothing to stage, nothing to log
@@ -88,7 +89,7 @@ def migrate(db: Database, embedder: Embedder, tenant: str, *, batch_size: int = 
     if progress:
         progress(0, report.to_do)
     try:
-        _run_batches(db, embedder, tenant, batch_size, report, progress)
+        _run_batches(db, embedder, tenant, ids, batch_size, report, progress)
     except Exception as exc:  # noqa: BLE001 - record why it stopped, then let the caller report it
         with db.connection() as conn:
             msql.update_migration(conn, tenant, target, counts=_counts(report), error=f"{type(exc).__name__}: {exc}")
@@ -111,16 +112,15 @@ def _counts(report: MigrateReport) -> dict:
     return {k: getattr(report, k) for k in ("chunks", "to_do", "embedded", "reused", "written", "mismatches")}
 
 
-def _run_batches(db: Database, embedder: Embedder, tenant: str, batch_size: int, report: MigrateReport,
-                 progress: Progress | None) -> None:
-    target, after, done = embedder.model_id, 0, 0
-    while True:
+def _run_batches(db: Database, embedder: Embedder, tenant: str, ids: list[int], batch_size: int,
+                 report: MigrateReport, progress: Progress | None) -> None:
+    target = embedder.model_id
+    for start in range(0, len(ids), batch_size):
         # Reads and writes each take a pooled connection only briefly: none is held while embedding.
         with db.connection() as conn:
-            rows = msql.missing_batch(conn, tenant, target, after, batch_size)
-        if not rows:
-            return
-        after = rows[-1][0]
+            rows = msql.batch_rows(conn, tenant, target, ids[start:start + batch_size])
+        if not rows:  # deleted, or covered by a concurrent run, since the list was made
+            continue
         texts: dict[str, str] = {}
         for chunk_id, doc_id, context, heading, content, content_hash in rows:
             text = embed_text(context, heading, content)
@@ -140,9 +140,8 @@ def _run_batches(db: Database, embedder: Embedder, tenant: str, batch_size: int,
             report.embedded += len(needed)
         _write(db, tenant, target, [(r[0], r[5], vectors[r[5]]) for r in rows], report)
         report.batches += 1
-        done += len(rows)
         if progress:
-            progress(done, max(report.to_do, done))
+            progress(min(start + batch_size, len(ids)), len(ids))
 
 
 def _embed(embedder: Embedder, texts: list[str]) -> np.ndarray:

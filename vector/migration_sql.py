@@ -95,16 +95,19 @@ def count_missing(conn: psycopg.Connection, tenant: str, model: str) -> int:
     return conn.execute("SELECT count(*) " + _MISSING, {"tenant": tenant, "model": model}).fetchone()[0]
 
 
-def missing_batch(conn: psycopg.Connection, tenant: str, model: str, after_id: int, limit: int) -> list[tuple]:
-    """(id, doc_id, context, heading, content, content_hash) of uncovered chunks, by id after `after_id`.
+def missing_ids(conn: psycopg.Connection, tenant: str, model: str) -> list[int]:
+    """Ids of the uncovered chunks, listed once per run: one pass over the tenant, where paging
+    through it batch by batch would rescan it for every batch."""
+    return [r[0] for r in conn.execute("SELECT c.id " + _MISSING + " ORDER BY c.id", {"tenant": tenant, "model": model})]
 
-    Keyset order: a chunk that cannot be written this run (deleted meanwhile) is passed over
-    instead of being fetched again forever.
-    """
+
+def batch_rows(conn: psycopg.Connection, tenant: str, model: str, ids: Sequence[int]) -> list[tuple]:
+    """(id, doc_id, context, heading, content, content_hash) of those chunks still uncovered now
+    (a chunk deleted, or covered by a concurrent run, since the list was made is left out)."""
     return conn.execute(
         "SELECT c.id, c.doc_id, c.context, c.heading, c.content, c.content_hash " + _MISSING
-        + " AND c.id > %(after)s ORDER BY c.id LIMIT %(limit)s",
-        {"tenant": tenant, "model": model, "after": after_id, "limit": limit},
+        + " AND c.id = ANY(%(ids)s) ORDER BY c.id",
+        {"tenant": tenant, "model": model, "ids": list(ids)},
     ).fetchall()
 
 

@@ -148,7 +148,7 @@ def paraphrases(llm: LLM, question: str, n: int = 3, *, usage: Usage | None = No
             continue
         text = " ".join(item.split())
         # another script than the question's means a translation: its full-text leg would miss
-        if not text or len(text) > limit or _cyrillic(text) != _cyrillic(question) or _key(text) in seen:
+        if not _key(text) or len(text) > limit or _cyrillic(text) != _cyrillic(question) or _key(text) in seen:
             continue
         seen.add(_key(text))
         out.append(text)

