@@ -14,17 +14,34 @@ from core.settings import Settings, get_settings
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 
 
-def make_searcher(db, settings: Settings, reranker: str | None = None, *, embedder=None, vectors: str = "served"):
-    """`embedder`/`vectors="staged"`: search another model's staged vectors (eval --embeddings)."""
+def make_searcher(db, settings: Settings, reranker: str | None = None, *, embedder=None, vectors: str = "served",
+                  threshold: bool = True):
+    """The configured searcher. `threshold=False` keeps every reranked hit (ranking evaluation);
+    `embedder`/`vectors="staged"` searches another model's staged vectors (eval --embeddings)."""
     from core.embeddings import make_embedder
     from vector.rerank import make_reranker
     from vector.search import HybridSearcher
 
+    chosen = make_reranker(settings, reranker)
+    cutoff = settings.rerank_threshold if settings.rerank_threshold is not None else getattr(chosen, "suggested_threshold", None)
+    timeout = settings.rerank_llm_timeout_s if (reranker or settings.reranker) == "llm" else settings.rerank_timeout_s
     return HybridSearcher(
         db, embedder or make_embedder(settings), ef_search=settings.hnsw_ef_search,
-        candidates=settings.search_candidates, rrf_k=settings.rrf_k, reranker=make_reranker(settings, reranker),
-        rerank_threshold=settings.rerank_threshold, rerank_timeout_s=settings.rerank_timeout_s, vectors=vectors,
+        candidates=settings.search_candidates, rrf_k=settings.rrf_k, reranker=chosen,
+        rerank_threshold=cutoff if threshold else None, rerank_timeout_s=timeout, vectors=vectors,
     )
+
+
+def with_transforms(searcher, settings: Settings):
+    """Multi-query / HyDE when switched on and an LLM is configured; otherwise the searcher itself."""
+    from core.llm import make_llm
+    from vector.transforms import TransformingSearcher
+
+    llm = make_llm(settings) if (settings.query_multi_query or settings.query_hyde) else None
+    if llm is None:
+        return searcher
+    return TransformingSearcher(searcher, llm, multi_query=settings.query_multi_query, hyde=settings.query_hyde,
+                                n_paraphrases=settings.query_paraphrases)
 
 
 @app.command()
@@ -41,7 +58,7 @@ def search(
         _fail(CrossroadsError(f"--mode must be one of {', '.join(MODES)}"))
     settings = get_settings()
     with _database(settings) as db, make_searcher(db, settings) as searcher:
-        result = searcher.search(tenant, _groups(groups), query, k=k, mode=mode)
+        result = with_transforms(searcher, settings).search(tenant, _groups(groups), query, k=k, mode=mode)
     hits = [{"id": h.id, "doc_id": h.doc_id, "title": h.title, "heading": h.heading, "text": h.text,
              "score": round(h.score, 6)} for h in result.hits]
     if json_out:
@@ -86,7 +103,7 @@ def eval_command(
         base = make_embedder(settings)
         with _progress(f"indexing {dataset.name}") as progress:
             ingest = index_dataset(db, base, settings, dataset, progress)
-        with make_searcher(db, settings, embedder=base) as searcher, _progress(f"evaluating {dataset.name}") as progress:
+        with make_searcher(db, settings, embedder=base, threshold=False) as searcher, _progress(f"evaluating {dataset.name}") as progress:
             results = evaluate(searcher, dataset, configs, k, progress)
         compared = None
         if embeddings:
@@ -126,7 +143,7 @@ def _compare_embeddings(db, settings: Settings, dataset, spec: str, configs, k: 
     with _progress(f"embedding {dataset.name} with {candidate.model_id}") as progress:
         report = migrate(db, candidate, eval_tenant(dataset), progress=progress)
     vectors = "served" if set(report.served) == {candidate.model_id} else "staged"
-    with make_searcher(db, settings, embedder=candidate, vectors=vectors) as searcher, \
+    with make_searcher(db, settings, embedder=candidate, vectors=vectors, threshold=False) as searcher, \
             _progress(f"evaluating {dataset.name} with {candidate.model_id}") as progress:
         results = evaluate(searcher, dataset, [c for c in configs if c != "bm25"], k, progress)
     info = {"served": base_model, "candidate": candidate.model_id, "vectors": vectors,

@@ -36,7 +36,7 @@ def main() -> int:
                 continue
             ingest = index_dataset(db, make_embedder(settings), settings, dataset)
             print(f"{dataset.name}: {ingest['embeddings_computed']} embeddings computed", flush=True)
-            with make_searcher(db, settings) as searcher:
+            with make_searcher(db, settings, threshold=False) as searcher:
                 results[dataset.name] = evaluate(searcher, dataset, CONFIGS, K)
             for config, s in results[dataset.name].items():
                 print(f"  {config:14} recall {s['recall']:.3f}  MRR {s['mrr']:.3f}  nDCG {s['ndcg']:.3f}", flush=True)

@@ -597,6 +597,8 @@ def main() -> None:
                         help="hnsw.ef_search values (default: the configured one, then 200 and 400)")
     parser.add_argument("--recall-queries", type=int, default=None,
                         help="queries per profile checked against exact search (default: all; 50 above 200k rows)")
+    parser.add_argument("--profiles", nargs="+", choices=list(PROFILES), default=list(PROFILES),
+                        help="ACL profiles to measure (default: all)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed queries before each measurement")
     parser.add_argument("--batch", type=int, default=20_000, help="rows generated and copied per batch")
     parser.add_argument("--copy-workers", type=int, default=2, help="parallel COPY connections")
@@ -641,6 +643,7 @@ def main() -> None:
               + (f"; notices: {index['notices']}" if index["notices"] else ""), flush=True)
 
         queries = build_queries(layout, space, words, plan, args.queries, args.seed)
+        queries = {p: specs for p, specs in queries.items() if p in args.profiles}
         embedder = PrecomputedQueryEmbedder(MODEL, {s.text: s.vector for specs in queries.values() for s in specs})
 
         started = time.perf_counter()

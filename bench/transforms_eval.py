@@ -70,7 +70,7 @@ def main() -> int:
             index_dataset(db, embedder, settings, dataset)
             if args.limit:
                 dataset = dataclasses.replace(dataset, queries=dataset.scored_queries[: args.limit])
-            with make_searcher(db, settings, embedder=embedder) as searcher:
+            with make_searcher(db, settings, embedder=embedder, threshold=False) as searcher:
                 for variant in args.variants:
                     meter = UsageMeter()  # per variant, so each line shows what it cost
                     with TransformingSearcher(searcher, make_llm(settings, meter), n_paraphrases=args.paraphrases,

@@ -9,7 +9,7 @@
    reports, and through their source chunks, documents.
 
 Offline (no LLM) the rating and the map are lexical + vector similarity and the answer is
-extractive, labelled offline. The LLM map / reduce plug in through `GlobalAnswerer`.
+extractive, labelled offline. The LLM rating / map / reduce live in graph/global_llm.py.
 """
 from __future__ import annotations
 
@@ -66,6 +66,7 @@ class GlobalResult:
     selected: list[int] = field(default_factory=list)
     offline: bool = True
     trace: dict = field(default_factory=dict)
+    degraded: bool = False  # the LLM path fell back (API error, bad citations): trace["degraded"] says why
 
 
 NO_LEVEL = "No graph is available for your access groups, so this corpus-wide question cannot be answered."

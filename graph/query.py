@@ -5,12 +5,16 @@ from dataclasses import asdict
 
 from core.database import Database
 from core.embeddings import Embedder
+from core.llm import LLM
 from graph import store
+from graph.global_llm import LLMGlobalSearch
 from graph.global_search import GlobalResult, global_search
 
 
-def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: list[str], question: str) -> dict:
-    """The answer, cited reports with the documents behind them, and a trace. Groups come from auth."""
+def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: list[str], question: str,
+               llm: LLM | None = None) -> dict:
+    """The answer, cited reports with the documents behind them, and a trace. Groups come from auth.
+    With an `llm` the LLM map-reduce answers (falling back offline itself, `degraded`); else offline."""
     with db.connection() as conn:
         levels = store.list_levels(conn, tenant)
 
@@ -18,8 +22,11 @@ def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: lis
         with db.connection() as conn:
             return store.list_reports(conn, tenant, level)
 
-    vector = embedder.embed_query(question) if embedder else None
-    result: GlobalResult = global_search(levels, set(groups), load, question, vector)
+    if llm is not None:  # the LLM rates reports itself: no question embedding needed
+        result: GlobalResult = LLMGlobalSearch(llm).search(levels, set(groups), load, question)
+    else:
+        vector = embedder.embed_query(question) if embedder else None
+        result = global_search(levels, set(groups), load, question, vector)
     chunk_ids = sorted({c for r in result.reports for c in r["chunk_ids"]})
     with db.connection() as conn:
         docs = store.documents_of_chunks(conn, tenant, chunk_ids) if chunk_ids else {}
@@ -30,6 +37,7 @@ def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: lis
         "answer": result.answer,
         "level": result.level,
         "offline": result.offline,
+        "degraded": result.degraded,
         "reports": result.reports,
         "points": [asdict(p) for p in result.points],
         "trace": result.trace,

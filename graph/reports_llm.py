@@ -184,7 +184,8 @@ def parse_report(response: LLMResponse, ctx: Context) -> dict:
         if not (ents or rels or subs):
             continue  # nothing sent backs it: an unsupported finding is worse than none
         keys = [e.key for e in ents] + [k for r in rels for k in (r.source_key, r.target_key)]
-        chunks = [c for x in ents + rels for c in x.chunk_ids] + [c for s in subs for c in s.get("source_chunk_ids", ())]
+        chunks = [c for x in ents + rels for c in x.chunk_ids]
+        chunks += [c for s in subs for c in s.get("source_chunk_ids", ())]
         findings.append({"summary": _text(f, "summary"), "explanation": _text(f, "explanation"),
                          "entity_keys": list(dict.fromkeys(keys)),
                          "chunk_ids": list(dict.fromkeys(chunks))[:CHUNKS_PER_FINDING]})

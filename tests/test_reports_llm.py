@@ -137,7 +137,8 @@ def test_api_error_falls_back_with_the_error():
     with FakeAnthropic(error(500, "boom"), GOOD) as api:
         result = reporter(api).report(LEAF, ENTS, RELS, [])
     assert api.calls == 1  # llm_max_retries=0, and an LLMError is not retried by the reporter
-    assert result["fallback"] == "offline" and "Anthropic API error 500" in result["error"] and "boom" in result["error"]
+    assert result["fallback"] == "offline"
+    assert "Anthropic API error 500" in result["error"] and "boom" in result["error"]
     assert result["findings"] == offline_report(ENTS, RELS)["findings"]
 
 

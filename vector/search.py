@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 Mode = Literal["dense", "bm25", "hybrid", "hybrid+rerank"]
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 FTS_RANKINGS = ("bm25", *search_sql.FTS_RANKS)
+# Up to this many readable chunks the vector leg computes exact distances (tens of ms at most);
+# above it the HNSW index with iterative scan. Measured: see README "Measured" (bench-search).
+EXACT_SCAN_MAX_ROWS = 20_000
+READABLE_TTL_S = 60.0
 
 
 @dataclass
@@ -119,6 +123,7 @@ class HybridSearcher:
         self.reranker, self.rerank_threshold, self.rerank_timeout_s = reranker, rerank_threshold, rerank_timeout_s
         self.fts_rank = fts_rank
         self._bm25 = Bm25Leg(candidates)
+        self._readable_rows: dict[tuple, tuple[float, int]] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="search-leg")
 
     def close(self) -> None:
@@ -142,14 +147,26 @@ class HybridSearcher:
         timings["embed"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         with self.db.connection() as conn:
+            exact = self._readable(conn, tenant, groups) <= EXACT_SCAN_MAX_ROWS
             found = search_sql.vector_leg(
                 conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
                 fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,
                 ef_search=self.ef_search, iterative_scan=self.db.supports_iterative_scan,
-                staged=self.vectors == "staged",
+                staged=self.vectors == "staged", exact=exact,
             )
+        timings["vector_exact"] = exact
         timings["vector"] = (time.perf_counter() - start) * 1000
         return sorted(found, key=lambda p: (-p[1], p[0]))
+
+    def _readable(self, conn, tenant: str, groups: list[str]) -> int:
+        """Chunks the reader may see (capped), cached briefly: it decides exact vs HNSW search."""
+        key = (tenant, tuple(sorted(groups)))
+        cached = self._readable_rows.get(key)
+        if cached is None or time.monotonic() - cached[0] > READABLE_TTL_S:
+            cached = (time.monotonic(), search_sql.readable_rows(conn, tenant=tenant, groups=groups,
+                                                                  cap=EXACT_SCAN_MAX_ROWS + 1))
+            self._readable_rows[key] = cached
+        return cached[1]
 
     def _fts_leg(self, tenant: str, groups: list[str], query: str, trace: dict, timings: dict):
         start = time.perf_counter()

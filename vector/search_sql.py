@@ -103,6 +103,14 @@ def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, s
         )
 
 
+def readable_rows(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], cap: int) -> int:
+    """How many chunks the reader may see, counted up to `cap` (so a huge tenant costs `cap` rows)."""
+    return conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE tenant_id = %s AND acl && %s LIMIT %s) AS t",
+        (tenant, list(groups), cap),
+    ).fetchone()[0]
+
+
 def vector_leg(
     conn: psycopg.Connection,
     *,
@@ -115,6 +123,7 @@ def vector_leg(
     ef_search: int,
     iterative_scan: bool,
     staged: bool = False,
+    exact: bool = False,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) best first, in a read-only transaction.
 
@@ -125,7 +134,12 @@ def vector_leg(
     """
     with read_only(conn):
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
-        if iterative_scan:
+        if exact:
+            # The model's HNSW graph spans every tenant: under a filter that keeps a small share of
+            # it, the approximate walk loses recall, while exact distances over a few thousand rows
+            # cost milliseconds.
+            conn.execute("SELECT set_config('enable_indexscan', 'off', true)")
+        elif iterative_scan:
             # pgvector >= 0.8: keep walking the graph until LIMIT rows pass the tenant/ACL filter,
             # instead of returning fewer rows when the filter is selective.
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
