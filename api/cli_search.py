@@ -23,10 +23,15 @@ def make_searcher(db, settings: Settings, reranker: str | None = None, *, embedd
     from vector.search import HybridSearcher
 
     chosen = make_reranker(settings, reranker)
-    cutoff = settings.rerank_threshold if settings.rerank_threshold is not None else getattr(chosen, "suggested_threshold", None)
+    embedder = embedder or make_embedder(settings)
+    cutoff = settings.rerank_threshold
+    calibrated_for = str(getattr(chosen, "provenance", {}).get("embedder", ""))
+    if cutoff is None and embedder.model_id.startswith(calibrated_for or "\0"):
+        # the calibrated cut is only meaningful for the embedding model it was fitted with
+        cutoff = getattr(chosen, "suggested_threshold", None)
     timeout = settings.rerank_llm_timeout_s if (reranker or settings.reranker) == "llm" else settings.rerank_timeout_s
     return HybridSearcher(
-        db, embedder or make_embedder(settings), ef_search=settings.hnsw_ef_search,
+        db, embedder, ef_search=settings.hnsw_ef_search,
         candidates=settings.search_candidates, rrf_k=settings.rrf_k, reranker=chosen,
         rerank_threshold=cutoff if threshold else None, rerank_timeout_s=timeout, vectors=vectors,
     )
