@@ -98,7 +98,12 @@ class Settings(BaseSettings):
     )
 
     # --- search --------------------------------------------------------------------------
-    hnsw_ef_search: int = Field(100, ge=1, le=1000, description="HNSW candidate list size at query time.")
+    hnsw_ef_search: int = Field(
+        400,
+        ge=1,
+        le=1000,
+        description="HNSW candidate list size at query time (bench-search at 100k: 100 -> recall@10 0.92, 400 -> 0.98).",
+    )
     search_candidates: int = Field(50, ge=1, le=500, description="Candidates per leg (vector, full-text) before fusion.")
     rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant.")
     reranker: Literal["offline", "voyage", "cohere", "llm", "none"] = Field(
