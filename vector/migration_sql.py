@@ -14,6 +14,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from vector.store import create_hnsw_index
+
 # Chunks of the tenant not yet covered for `model`: neither served by it nor staged with a current vector.
 _MISSING = """
 FROM chunks c
@@ -66,12 +68,7 @@ def ensure_staged_index(conn: psycopg.Connection, model: str, dimension: int) ->
         return False
     name = staged_index_name(model)
     with conn.transaction():
-        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
-        conn.execute(sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {name} ON chunk_vectors_staged"
-            " USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
-            " WITH (m = 16, ef_construction = 64) WHERE embed_model = {model}"
-        ).format(name=sql.Identifier(name), dim=sql.Literal(dimension), model=sql.Literal(model)))
+        create_hnsw_index(conn, "chunk_vectors_staged", name, model, dimension)
         conn.execute(
             "INSERT INTO staged_embedding_models (embed_model, dimension, index_name) VALUES (%s, %s, %s)"
             " ON CONFLICT (embed_model) DO NOTHING",

