@@ -97,7 +97,7 @@ class PrecomputedQueryEmbedder:
         return self._vectors[text]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError("the benchmark writes corpus vectors directly")
+        raise TypeError("PrecomputedQueryEmbedder only answers queries: the benchmark writes corpus vectors directly")
 
 
 # --- vocabulary ---------------------------------------------------------------------------------

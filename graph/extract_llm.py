@@ -49,8 +49,8 @@ def _from_example(*names: str) -> bool:  # substring: also catches "Quillon Marc
     return any(k in n.casefold() for n in names for k in EXAMPLE_KEYS)
 
 
-class _Malformed(ValueError):  # the reply does not fit the schema and cannot be repaired
-    pass
+class _Malformed(ValueError):
+    """The reply does not fit the schema and cannot be repaired."""
 
 
 @dataclass

@@ -56,7 +56,7 @@ MAP_SCHEMA = _tool(MAP_TOOL, "Record the points that help answer the question.",
 
 
 class _Malformed(ValueError):
-    pass
+    """The reply does not fit the schema and cannot be repaired."""
 
 
 def _tokens(text: str) -> int:

@@ -150,7 +150,7 @@ def _render(head: tuple[str, ...], blocks: list, es: list, rs: list) -> Context:
 
 
 class _Malformed(ValueError):
-    pass
+    """The reply does not fit the schema and cannot be repaired."""
 
 
 def _text(data: dict, key: str) -> str:

@@ -8,6 +8,8 @@ every index and score is checked by `checked_ranking`.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from typing import Any, Sequence
 
 import httpx
@@ -25,7 +27,7 @@ def document_text(c: Candidate) -> str:
     return text[:MAX_DOCUMENT_CHARS]
 
 
-class _HttpReranker:
+class _HttpReranker(ABC):
     name = "http"
     key_hint = ""
     results_key = ""
@@ -41,11 +43,13 @@ class _HttpReranker:
         # One pooled client: a TLS handshake per query would eat a good part of the budget.
         self._client = httpx.Client(headers={"Authorization": f"Bearer {api_key}"}, timeout=httpx.Timeout(timeout_s))
 
+    @abstractmethod
     def _endpoint(self, base: str) -> str:
-        raise NotImplementedError
+        """The provider's rerank URL under `base`."""
 
+    @abstractmethod
     def _payload(self, query: str, documents: list[str], top_k: int) -> dict[str, Any]:
-        raise NotImplementedError
+        """The provider's request body."""
 
     def close(self) -> None:
         self._client.close()
