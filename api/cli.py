@@ -272,7 +272,7 @@ def settings_markdown() -> str:
 
 
 # Command groups defined in their own modules register themselves on `app` when imported.
-from api import cli_embeddings, cli_graph, cli_search  # noqa: E402,F401
+from api import cli_ask, cli_embeddings, cli_graph, cli_search  # noqa: E402,F401
 
 
 def run() -> None:

@@ -53,7 +53,7 @@ def main() -> int:
         print("ANTHROPIC_API_KEY is not set: query transforms need an LLM, nothing to measure (exit 0).")
         return 0
 
-    from api.cli_search import make_searcher
+    from vector.factory import make_searcher
     from core.database import open_database
     from core.embeddings import make_embedder
     from core.llm import UsageMeter, make_llm

@@ -128,6 +128,38 @@ class Settings(BaseSettings):
     cohere_base_url: str = Field("https://api.cohere.com", description="Cohere API root.")
     cohere_rerank_model: str = Field("rerank-v3.5", description="Cohere rerank model.")
 
+    # --- HTTP API ------------------------------------------------------------------------
+    api_max_question_chars: int = Field(
+        4000, ge=1, le=100_000, description="Longest question `/v1/ask` and `/v1/route` accept (characters)."
+    )
+    api_max_query_chars: int = Field(2000, ge=1, le=100_000, description="Longest `/v1/search` query (characters).")
+    api_max_body_bytes: int = Field(
+        20_000_000, ge=1024,
+        description="Largest request body; larger ones get 413. Single documents are also capped by "
+        "`CROSSROADS_MAX_DOCUMENT_BYTES`.",
+    )
+    api_max_batch_documents: int = Field(100, ge=1, le=10_000, description="Most documents in one `/v1/documents:batch`.")
+    jwt_secret: SecretStr | None = Field(
+        None, description="Accept HS256 JWTs signed with this secret (claims `tenant`, `groups`, `role`, `exp`) "
+        "besides the API tokens of `crossroads token create`."
+    )
+    jwt_public_key: str | None = Field(
+        None, description="Accept RS256 JWTs verified with this PEM public key (the PEM text or a path to a file)."
+    )
+    jwt_audience: str | None = Field(None, description="Required `aud` claim of JWTs (unset: `aud` is not checked).")
+    jwt_issuer: str | None = Field(None, description="Required `iss` claim of JWTs (unset: `iss` is not checked).")
+
+    # --- router and answers
+    router_llm_classifier: bool = Field(
+        True, description="Classify questions with the fast LLM when a key is set (else the offline heuristic)."
+    )
+    answer_passages: int = Field(5, ge=1, le=20, description="Passages (reranked hits) the local route answers from.")
+    agentic_max_iterations: int = Field(3, ge=1, le=10, description="Multi-hop: rounds of search -> 'enough?'.")
+    agentic_max_searches: int = Field(8, ge=1, le=30, description="Multi-hop: searches per question.")
+    agentic_k: int = Field(5, ge=1, le=50, description="Multi-hop: hits per search.")
+    agentic_max_evidence: int = Field(24, ge=1, le=100, description="Multi-hop: distinct passages collected at most.")
+    agentic_max_context: int = Field(10, ge=1, le=30, description="Multi-hop: passages in the final answer's context.")
+
     @classmethod
     def settings_customise_sources(
         cls,

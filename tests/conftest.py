@@ -22,7 +22,8 @@ from core.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 FIXTURES = ROOT / "fixtures"
-TEST_PG_DIR = ROOT / ".crossroads" / "test-pg"
+# CROSSROADS_TEST_PG_DIR gives a concurrent test run its own server (one run stops its server at the end)
+TEST_PG_DIR = Path(os.environ.get("CROSSROADS_TEST_PG_DIR") or ROOT / ".crossroads" / "test-pg").resolve()
 
 
 def _with_dbname(url: str, dbname: str) -> str:
@@ -109,3 +110,24 @@ def embedder(local_embedder) -> CountingEmbedder:
 def unit(v) -> np.ndarray:
     v = np.asarray(v, dtype=np.float32)
     return v / np.linalg.norm(v)
+
+
+@pytest.fixture(scope="session")
+def demo_tenant(db, settings, local_embedder) -> str:
+    """The fixtures corpus indexed once per session with its offline graph (levels `all` and `staff`).
+
+    Shared by many modules: treat it as read-only (tests that edit documents make their own tenant).
+    """
+    from graph import store
+    from graph.build import BuildSettings, OfflineReporter, build_graph
+    from graph.extract_offline import OfflineExtractor
+    from vector.ingest import ingest_documents
+    from vector.sources import load_source
+
+    tenant = "demo_shared"
+    docs, skipped = load_source(FIXTURES / "corpus", [], settings.max_document_bytes)
+    ingest_documents(db, local_embedder, settings, tenant, docs, skipped)
+    with db.connection() as conn:
+        store.set_level(conn, tenant, "staff", ["public", "staff"])
+    build_graph(db, tenant, None, OfflineExtractor(), OfflineReporter(), local_embedder, BuildSettings())
+    return tenant

@@ -6,22 +6,16 @@ The handler answers each phase by the request's tool: rate_reports (selection), 
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
 from core.llm import make_llm
 from core.settings import Settings
 from graph import store
-from graph.build import BuildSettings, OfflineReporter, build_graph
-from graph.extract_offline import OfflineExtractor
 from graph.global_llm import LLMGlobalSearch
 from graph.levels import AccessLevel
 from graph.query import ask_global
-from tests.conftest import FIXTURES
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
-from vector.ingest import ingest_documents
-from vector.sources import load_source
 
 HR_ONLY = "Sandpiper"
 LEVELS = [AccessLevel("staff", ("public", "staff"), 10)]
@@ -137,17 +131,8 @@ def json_text(body: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def demo(db, settings, local_embedder, tmp_path_factory):
-    """The fixtures as their own tenant, with a `staff` level next to `all` (as tests/test_graph_build.py)."""
-    root = tmp_path_factory.mktemp("global_llm") / "corpus"
-    shutil.copytree(FIXTURES / "corpus", root)
-    tenant = "graph_llm_demo"
-    docs, skipped = load_source(root, [], settings.max_document_bytes)
-    ingest_documents(db, local_embedder, settings, tenant, docs, skipped)
-    with db.connection() as conn:
-        store.set_level(conn, tenant, "staff", ["public", "staff"])
-    build_graph(db, tenant, None, OfflineExtractor(), OfflineReporter(), local_embedder, BuildSettings())
-    return tenant
+def demo(demo_tenant):
+    return demo_tenant
 
 
 def cite_all(body: dict) -> str:

@@ -1,0 +1,220 @@
+"""The router: classify a question, answer it by its route, and return one `Answer` for all routes.
+
+local    -> hybrid search + rerank -> answer over the top passages;
+global   -> the graph's map-reduce over the community reports of the user's access level;
+multihop -> the agentic loop (search -> "enough?" -> new queries, within budgets) -> answer.
+
+`tenant` and `groups` come from the caller's verified identity (CLI flags, an API token); every
+search and graph read below filters by them in SQL. With an LLM the answer is written by the model
+and its citations are checked; without one (or when the model fails or cites out of range) the
+answer is extractive and says so (`offline`, `degraded`).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from typing import Iterator
+
+from core.database import Database
+from core.embeddings import Embedder
+from core.llm import LLM, LLMError, LLMResponse, Usage, make_llm
+from core.settings import Settings
+from graph.query import ask_global
+from router.agentic import Limits, LLMPlanner, OfflinePlanner, agentic_search, select_context
+from router.classify import classify
+from router.evidence_search import HybridPassageSearcher
+from router.extractive import extractive_answer
+from router.generate import CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence
+from router.types import ROUTES, Answer, Citation, Passage, RouteDecision
+from vector.language import detect_language
+from vector.factory import make_searcher, with_transforms
+from vector.search import HybridSearcher
+
+log = logging.getLogger(__name__)
+
+STREAM_PIECE_CHARS = 24
+
+
+class MeteredLLM:
+    """Sums the usage of every call made for one question (classifier, planner, map-reduce, answer)."""
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+        self.usage = Usage()
+
+    def complete(self, **params) -> LLMResponse:
+        response = self.llm.complete(**params)
+        self.usage = self.usage + response.usage
+        return response
+
+
+class Router:
+    def __init__(self, db: Database, settings: Settings, *, searcher: HybridSearcher | None = None,
+                 embedder: Embedder | None = None, llm: LLM | None = None, use_llm: bool | None = None):
+        """`searcher`/`embedder`/`llm` default to what `settings` configures; `use_llm=False` forces offline."""
+        self.db, self.settings = db, settings
+        self.searcher = searcher or make_searcher(db, settings, embedder=embedder)
+        self.embedder = self.searcher.embedder
+        # query transforms (multi-query, HyDE) apply to the local route when switched on
+        self.local_searcher = with_transforms(self.searcher, settings)
+        self.llm = None if use_llm is False else (llm or make_llm(settings))
+
+    def close(self) -> None:
+        if self.local_searcher is not self.searcher:
+            self.local_searcher.close()
+        self.searcher.close()
+
+    def __enter__(self) -> "Router":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- classification
+    def classify(self, question: str, route: str = "auto", llm: LLM | None = None) -> RouteDecision:
+        question = _check_question(question)
+        forced = None if route in (None, "auto") else route
+        if forced is not None and forced not in ROUTES:
+            raise ValueError(f"route must be auto, {', '.join(ROUTES)}; got {route!r}")
+        use = llm if llm is not None else (self.llm if self.settings.router_llm_classifier else None)
+        return classify(question, llm=use, forced=forced)
+
+    # --- answering
+    def ask(self, tenant: str, groups: list[str], question: str, route: str = "auto") -> Answer:
+        started = time.perf_counter()
+        metered = MeteredLLM(self.llm) if self.llm is not None else None
+        decision = self.classify(question, route, llm=metered)
+        return self._answer_route(tenant, groups, question, decision, metered, started)
+
+    def ask_events(self, tenant: str, groups: list[str], question: str, route: str = "auto") -> Iterator[tuple[str, dict]]:
+        """Events for streaming: route, token..., citations, usage, done (or error).
+
+        Tokens are sent once the whole answer passed its citation check: an answer citing a passage
+        that was not sent must never reach the user, not even its first half.
+        """
+        started = time.perf_counter()
+        metered = MeteredLLM(self.llm) if self.llm is not None else None
+        try:
+            decision = self.classify(question, route, llm=metered)
+        except ValueError as exc:
+            yield "error", {"title": "Invalid question", "detail": str(exc)}
+            return
+        yield "route", asdict(decision)
+        try:
+            answer = self._answer_route(tenant, groups, question, decision, metered, started)
+        except Exception as exc:  # noqa: BLE001 - a stream cannot turn into an HTTP error any more
+            log.exception("answering failed")
+            yield "error", {"title": "Answering failed", "detail": f"{type(exc).__name__}: the answer could not be produced; see the server log."}
+            return
+        text = answer.answer
+        for start in range(0, len(text), STREAM_PIECE_CHARS):
+            yield "token", {"text": text[start:start + STREAM_PIECE_CHARS]}
+        yield "citations", {"citations": [asdict(c) for c in answer.citations]}
+        yield "usage", {**answer.usage, "latency_ms": answer.latency_ms}
+        yield "done", answer.to_dict()
+
+    def _answer_route(self, tenant, groups, question, decision, metered, started) -> Answer:
+        groups = sorted({g for g in groups if g})
+        if decision.route == "global":
+            answer = self._global(tenant, groups, question, decision, metered)
+        elif decision.route == "multihop":
+            answer = self._multihop(tenant, groups, question, decision, metered)
+        else:
+            answer = self._local(tenant, groups, question, decision, metered)
+        answer.usage = _usage_dict(metered.usage if metered else Usage())
+        answer.latency_ms = round((time.perf_counter() - started) * 1000, 1)
+        answer.trace["classifier"] = {"classifier": decision.classifier, "features": decision.features}
+        log.info("route=%s offline=%s degraded=%s partial=%s citations=%d latency_ms=%.0f", decision.route,
+                 answer.offline, answer.degraded, answer.partial, len(answer.citations), answer.latency_ms)
+        return answer
+
+    def _local(self, tenant, groups, question, decision, llm) -> Answer:
+        result = self.local_searcher.search(tenant, groups, question, k=self.settings.answer_passages, mode="hybrid+rerank")
+        passages = [Passage(h.id, h.doc_id, h.title, h.heading, h.text) for h in result.hits]
+        answer = self._write(question, passages, decision, llm, partial=False)
+        answer.trace.update({"queries": [question], "search": result.trace})
+        if result.degraded:
+            answer.degraded = True
+            answer.degraded_reasons.insert(0, f"search: {result.degraded_reason}")
+        return answer
+
+    def _multihop(self, tenant, groups, question, decision, llm) -> Answer:
+        s = self.settings
+        limits = Limits(max_iterations=s.agentic_max_iterations, max_searches=s.agentic_max_searches,
+                        k=s.agentic_k, max_evidence=s.agentic_max_evidence, max_context=s.agentic_max_context)
+        planner = LLMPlanner(llm) if llm is not None else OfflinePlanner()
+        evidence_searcher = HybridPassageSearcher(self.searcher, tenant, groups)
+        result = agentic_search(evidence_searcher, planner, question, limits)
+        context = select_context(question, result.evidence, limits.max_context)
+        answer = self._write(question, context, decision, llm, partial=result.partial)
+        answer.partial = result.partial
+        answer.trace.update({"queries": [q for r in result.rounds for q in r["queries"]], "agentic": result.trace,
+                             "evidence": [p.id for p in result.evidence], "context": [p.id for p in context],
+                             "searches": evidence_searcher.traces})
+        failed = [t["degraded_reason"] for t in evidence_searcher.traces if t.get("degraded_reason")]
+        if failed:
+            answer.degraded = True
+            answer.degraded_reasons.insert(0, f"search: {failed[0]}")
+        return answer
+
+    def _global(self, tenant, groups, question, decision, llm) -> Answer:
+        result = ask_global(self.db, self.embedder, tenant, groups, question, llm=llm)
+        points_of: dict[int, list[str]] = {}
+        for point in result["points"]:
+            points_of.setdefault(point["report_id"], []).append(point["text"])
+        citations = [Citation(r["number"], "report", r["id"], None, r["title"], f"community report, rating {r['rating']}",
+                              " ".join(points_of.get(r["id"], [])), r.get("documents", []))
+                     for r in sorted(result["reports"], key=lambda r: r["number"])]
+        degraded = result["trace"].get("degraded")
+        return Answer(question, result["answer"], citations, decision, offline=result["offline"],
+                      degraded=result["degraded"], degraded_reasons=[str(degraded)] if result["degraded"] else [],
+                      no_answer=not citations,
+                      trace={"level": result["level"], "global": result["trace"], "points": result["points"]})
+
+    def _write(self, question: str, passages: list[Passage], decision: RouteDecision, llm, *, partial: bool) -> Answer:
+        """The answer over `passages` (best first): the LLM's, citations checked, else extractive."""
+        language = detect_language(question)
+        trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
+        errors, reasons = [], []
+        if not passages:
+            return Answer(question, no_answer_sentence(language), [], decision, offline=llm is None,
+                          no_answer=True, trace=trace)
+        if llm is not None:
+            try:
+                generated = llm_answer(llm, question, passages, language, partial=partial)
+                trace["prompt_chars"] = generated.prompt_chars
+                return Answer(question, generated.text, citations_for(generated.numbers, passages), decision,
+                              offline=False, no_answer=generated.no_answer, trace=trace)
+            except CitationError as exc:
+                log.warning("LLM answer withheld: %s", exc)
+                errors.append(f"LLM answer withheld: {exc}")
+                reasons.append("the LLM answer failed its citation check; extractive answer instead")
+                trace["withheld_answer"] = exc.answer
+            except LLMError as exc:
+                log.warning("LLM answer failed: %s", exc)
+                reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
+        text, picked = extractive_answer(question, passages)
+        trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in picked]
+        if not picked:
+            return Answer(question, no_answer_sentence(language), [], decision, offline=True, degraded=bool(reasons),
+                          degraded_reasons=reasons, no_answer=True, errors=errors, trace=trace)
+        quotes: dict[int, str] = {}
+        for p in picked:
+            quotes[p.passage] = f"{quotes[p.passage]} {p.text}" if p.passage in quotes else p.text
+        return Answer(question, text, citations_for(sorted(quotes), passages, quotes), decision, offline=True,
+                      degraded=bool(reasons), degraded_reasons=reasons, no_answer=is_no_answer(text),
+                      errors=errors, trace=trace)
+
+
+def _check_question(question: str) -> str:
+    question = (question or "").strip()
+    if not question:
+        raise ValueError("the question is empty; ask something, e.g. \"What does ERR_2043 mean?\"")
+    return question
+
+
+def _usage_dict(usage: Usage) -> dict:
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens, "cache_write_tokens": usage.cache_write_tokens,
+            "llm_calls": usage.calls, "cost_usd": round(usage.cost_usd, 6)}

@@ -1,0 +1,61 @@
+"""What every route returns: the route decision, the answer with its checked citations, and a trace."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Route = Literal["local", "global", "multihop"]
+ROUTES: tuple[Route, ...] = ("local", "global", "multihop")
+
+
+@dataclass
+class RouteDecision:
+    route: Route
+    confidence: float  # 0..1
+    reason: str  # one human-readable sentence: which cues decided
+    classifier: str  # "heuristic", "llm" or "forced"
+    features: dict = field(default_factory=dict)  # the cues measured, for the trace
+
+
+@dataclass
+class Passage:
+    """One numbered item sent to the answer model: a chunk (local, multihop) or a community report."""
+    id: int  # chunk id or report id
+    doc_id: str | None
+    title: str
+    heading: str
+    text: str
+    kind: Literal["chunk", "report"] = "chunk"
+    documents: list[dict] = field(default_factory=list)  # for a report: the documents behind it
+
+
+@dataclass
+class Citation:
+    number: int  # the [N] in the answer
+    kind: Literal["chunk", "report"]
+    id: int
+    doc_id: str | None
+    title: str
+    heading: str
+    quote: str  # the passage (or the part of it the answer relies on)
+    documents: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Answer:
+    question: str
+    answer: str
+    citations: list[Citation]
+    route: RouteDecision
+    offline: bool  # no LLM wrote this: an extractive answer
+    degraded: bool = False  # a provider failed and a fallback answered (see degraded_reasons)
+    degraded_reasons: list[str] = field(default_factory=list)
+    partial: bool = False  # the multi-hop loop stopped on a budget, not because it had enough
+    no_answer: bool = False  # the corpus (as this user may read it) does not answer the question
+    errors: list[str] = field(default_factory=list)  # e.g. an LLM answer withheld for a bad citation
+    usage: dict = field(default_factory=dict)  # input/output/cache tokens and cost_usd, summed per query
+    latency_ms: float = 0.0
+    trace: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
