@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test eval bench-ingest bench-search bench-graph readme-config db-stop clean
+.PHONY: install demo test eval eval-router eval-answers eval-agentic bench-ingest bench-search bench-graph readme-config db-stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,12 +22,25 @@ demo: install
 	$(BIN)/crossroads graph build --tenant demo
 	$(BIN)/crossroads search "What does ERR_2043 mean?" --tenant demo --groups public,staff --k 3
 	$(BIN)/crossroads communities list --tenant demo --level staff
+	@echo "--- one question per route (local, global, multihop) ---"
+	$(BIN)/crossroads ask "What does error ERR_2043 mean in the Carrier Connector?" --tenant demo --groups public,staff
+	$(BIN)/crossroads ask "What are the main recurring themes across all incident reviews?" --tenant demo --groups public,staff
+	$(BIN)/crossroads ask "In which office does the lead of the team that owns the Payments Gateway work?" --tenant demo --groups public,staff
 
 test: install
 	$(BIN)/pytest
 
 eval: install
 	$(BIN)/python -m bench.eval_readme
+
+eval-router: install
+	$(BIN)/python -m bench.router_eval
+
+eval-answers: install
+	$(BIN)/python -m bench.answer_eval
+
+eval-agentic: install
+	$(BIN)/python -m bench.multihop_agentic
 
 bench-ingest: install
 	$(BIN)/python -m bench.ingest

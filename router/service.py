@@ -21,7 +21,7 @@ from core.embeddings import Embedder
 from core.llm import LLM, LLMError, LLMResponse, Usage, make_llm
 from core.settings import Settings
 from graph.query import ask_global
-from router.agentic import Limits, LLMPlanner, OfflinePlanner, agentic_search, select_context
+from router.agentic import Limits, LLMPlanner, OfflinePlanner, agentic_search
 from router.classify import classify
 from router.evidence_search import HybridPassageSearcher
 from router.extractive import extractive_answer
@@ -146,16 +146,15 @@ class Router:
         planner = LLMPlanner(llm) if llm is not None else OfflinePlanner()
         evidence_searcher = HybridPassageSearcher(self.searcher, tenant, groups)
         result = agentic_search(evidence_searcher, planner, question, limits)
-        context = select_context(question, result.evidence, limits.max_context)
+        context = result.context()
         answer = self._write(question, context, decision, llm, partial=result.partial)
         answer.partial = result.partial
-        answer.trace.update({"queries": [q for r in result.rounds for q in r["queries"]], "agentic": result.trace,
+        answer.trace.update({"queries": result.asked, "agentic": result.trace,
                              "evidence": [p.id for p in result.evidence], "context": [p.id for p in context],
-                             "searches": evidence_searcher.traces})
-        failed = [t["degraded_reason"] for t in evidence_searcher.traces if t.get("degraded_reason")]
-        if failed:
+                             "searches": evidence_searcher.trace()})
+        if evidence_searcher.degraded:
             answer.degraded = True
-            answer.degraded_reasons.insert(0, f"search: {failed[0]}")
+            answer.degraded_reasons[:0] = [f"search: {r}" for r in evidence_searcher.degraded_reasons]
         return answer
 
     def _global(self, tenant, groups, question, decision, llm) -> Answer:
