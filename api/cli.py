@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +27,19 @@ from core.settings import Settings, get_settings
 
 app = typer.Typer(
     help="Crossroads: answer questions over a private, access-controlled corpus.\n\n"
-    "Start with `crossroads ingest fixtures/corpus --tenant demo`, then search and ask.",
+    "Each question is routed: local and factual ones to hybrid search (pgvector + full text, RRF, rerank), "
+    "corpus-wide ones to the entity graph's community reports, multi-hop and comparison ones to an agentic "
+    "search loop. Every answer carries checked citations; without ANTHROPIC_API_KEY answers are extractive "
+    "and labelled offline.\n\n"
+    "A first session (the embedded PostgreSQL lives under .crossroads/):\n\n"
+    "  crossroads db start\n\n"
+    "  crossroads ingest fixtures/corpus --tenant demo\n\n"
+    "  crossroads levels set demo staff public,staff\n\n"
+    "  crossroads graph build --tenant demo\n\n"
+    "  crossroads ask \"What does ERR_2043 mean?\" --tenant demo --groups public,staff\n\n"
+    "  crossroads token create --tenant demo --groups public,staff && crossroads serve\n\n"
+    "Every command takes --json for scripts; `crossroads COMMAND --help` explains each one. "
+    "Settings: `crossroads config` (environment variables CROSSROADS_*, .env, crossroads.toml).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -251,12 +264,28 @@ def documents_acl(
 
 
 @app.command()
-def config(markdown: bool = typer.Option(False, "--markdown", help="Print the README's table of every option.")) -> None:
-    """Show the effective settings (secrets masked), or the Markdown table of all options."""
+def config(
+    markdown: bool = typer.Option(False, "--markdown", help="Print the README's table of every option."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Show the effective settings (secrets masked), or the Markdown table of all options.
+
+    Settings come from, in order: CROSSROADS_* environment variables (and DATABASE_URL,
+    ANTHROPIC_API_KEY, VOYAGE_API_KEY, COHERE_API_KEY), a .env file, then crossroads.toml.
+    """
     if markdown:
         out.print(settings_markdown(), markup=False, soft_wrap=True)
         return
-    _print_json(get_settings().model_dump(mode="json"))
+    values = get_settings().model_dump(mode="json")
+    if values.get("database_url"):  # a URL may carry a password
+        values["database_url"] = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1********@", values["database_url"])
+    if json_out:
+        _print_json(values)
+        return
+    table = Table("setting", "value", "environment variable")
+    for name, value in values.items():
+        table.add_row(name, str(value), f"CROSSROADS_{name.upper()}")
+    out.print(table)
 
 
 def settings_markdown() -> str:
@@ -272,7 +301,7 @@ def settings_markdown() -> str:
 
 
 # Command groups defined in their own modules register themselves on `app` when imported.
-from api import cli_ask, cli_embeddings, cli_graph, cli_search  # noqa: E402,F401
+from api import cli_ask, cli_embeddings, cli_graph, cli_search, cli_serve  # noqa: E402,F401
 
 
 def run() -> None:

@@ -4,16 +4,19 @@ Entities merge on their normalised key (inflected Russian forms, quotes and case
 display name is the most frequent surface form, the type the most frequent type. Descriptions from
 many chunks are reduced to the most central sentences (the ones sharing most words with the rest),
 so a description stays short however often an entity is mentioned.
+
+`assemble_with_descriptions` also returns each entity's distinct raw descriptions (the input of an
+LLM summary, graph/summarize.py); `assemble` is the same graph without them.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from graph.normalize import display_name, entity_key
-from graph.types import ChunkInput, Extraction, GraphEntity, GraphRelationship
+from graph.types import ChunkInput, Extraction, GraphClaim, GraphEntity, GraphRelationship
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -50,6 +53,21 @@ def assemble(
     *,
     description_sentences: int = 4,
 ) -> tuple[list[GraphEntity], list[GraphRelationship]]:
+    entities, relationships, _ = assemble_with_descriptions(extractions, description_sentences=description_sentences)
+    return entities, relationships
+
+
+def distinct_descriptions(descriptions: Iterable[str]) -> tuple[str, ...]:
+    """Non-empty descriptions, whitespace collapsed, each once, in first-seen order."""
+    return tuple(dict.fromkeys(d for d in (" ".join(x.split()) for x in descriptions) if d))
+
+
+def assemble_with_descriptions(
+    extractions: Iterable[tuple[ChunkInput, Extraction]],
+    *,
+    description_sentences: int = 4,
+) -> tuple[list[GraphEntity], list[GraphRelationship], dict[str, tuple[str, ...]]]:
+    """`assemble`, plus entity key -> its distinct raw descriptions (what the stored description was reduced from)."""
     entities: dict[str, _EntityAcc] = defaultdict(_EntityAcc)
     relations: dict[tuple[str, str], _RelAcc] = defaultdict(_RelAcc)
     for chunk, extraction in extractions:
@@ -96,7 +114,8 @@ def assemble(
                           tuple(sorted(acc.chunk_ids)))
         for (a, b), acc in sorted(relations.items())
     ]
-    return out_entities, out_relations
+    descriptions = {key: distinct_descriptions(acc.descriptions) for key, acc in sorted(entities.items())}
+    return out_entities, out_relations, descriptions
 
 
 def drop_entities(
@@ -111,3 +130,35 @@ def drop_entities(
     kept = [GraphEntity(e.key, e.name, e.type, e.description, e.chunk_ids, degree[e.key])
             for e in entities if e.key not in dropped]
     return kept, kept_rel
+
+
+def gather_claims(
+    extractions: Iterable[tuple[ChunkInput, Extraction]], merges: Mapping[str, str], keep: Iterable[str]
+) -> dict[str, tuple[GraphClaim, ...]]:
+    """Claims per final entity key: the subject normalised as `assemble` normalises entity names (with
+    the chunk's language), then mapped through resolution `merges` (old key -> surviving key).
+
+    A claim whose subject is not one of the `keep` keys (never an entity, or pruned as noise) is
+    dropped: reports are written per community of entities. The same claim (same entity, type and
+    description up to case and whitespace, same status) stated in several chunks is one claim citing
+    all of them; it keeps the spelling first seen in chunk order. Claims of a key are sorted by type,
+    description, status, then chunks, so the result depends only on the input.
+    """
+    kept = set(keep)
+    found: dict[tuple[str, str, str, str], tuple[str, str, set[int]]] = {}
+    for chunk, extraction in extractions:
+        for claim in extraction.claims:
+            key = entity_key(claim.subject, chunk.lang)
+            key = merges.get(key, key)
+            description = " ".join(claim.description.split())
+            claim_type = " ".join(claim.claim_type.split())
+            if not key or key not in kept or not (description or claim_type):
+                continue
+            dedupe = (key, claim_type.casefold(), description.casefold(), claim.status)
+            found.setdefault(dedupe, (claim_type, description, set()))[2].add(chunk.chunk_id)
+    out: dict[str, list[GraphClaim]] = defaultdict(list)
+    for (key, _, _, status), (claim_type, description, chunks) in found.items():
+        out[key].append(GraphClaim(key, claim_type, description, status, tuple(sorted(chunks))))
+    return {key: tuple(sorted(claims, key=lambda c: (c.claim_type.casefold(), c.description.casefold(), c.status,
+                                                     c.chunk_ids)))
+            for key, claims in sorted(out.items())}

@@ -1,29 +1,36 @@
-"""`crossroads graph build`: extraction -> graph -> resolution -> communities -> reports, per access level.
+"""`crossroads graph build`: extraction -> graph -> resolution -> (description summaries) -> communities
+-> reports, per access level.
 
 A thin runner around pure steps, tracked as a job. Every expensive result is kept where a re-run
-finds it: extractions in a cache keyed by chunk text (shared by all levels), reports keyed by a
-hash of their inputs. So a second run after no change makes no LLM call, a changed document
-re-extracts only its changed chunks, and only the communities whose inputs changed are re-reported.
+finds it: extractions in a cache keyed by chunk text (shared by all levels), entity description
+summaries in the same cache keyed by their inputs, reports keyed by a hash of their inputs. So a
+second run after no change makes no LLM call, a changed document re-extracts only its changed
+chunks, and only the entities and communities whose inputs changed are re-summarised / re-reported.
+
+Claims extracted with the entities (LLMExtractor(with_claims=True)) reach the community reports:
+each community's members' claims go to the reporter and into the report's input hash.
 """
 from __future__ import annotations
 
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import Callable, Protocol
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable, Mapping, Protocol, Sequence
 
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError
+from core.llm import LLMError
 from graph import store
-from graph.assemble import assemble, drop_entities
+from graph.assemble import assemble_with_descriptions, drop_entities, gather_claims
 from graph.communities import Community, detect_communities, match_communities, membership_hash, relabel
 from graph.extract_offline import prune_entities
 from graph.levels import AccessLevel
-from graph.reports import community_inputs, input_hash, offline_report
-from graph.resolve import resolve
-from graph.types import ChunkInput, Extraction, Extractor, GraphEntity, GraphRelationship
+from graph.reports import community_claims, community_inputs, input_hash, offline_report
+from graph.resolve import merge_descriptions, resolve
+from graph.summarize import SUMMARY_MIN_CHARS, DescriptionSummarizer, SummaryError, summary_requests
+from graph.types import ChunkInput, Extraction, Extractor, GraphClaim, GraphEntity, GraphRelationship
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +38,20 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 class Reporter(Protocol):
+    """`claims`: the members' claims (graph.reports.community_claims order); empty without claim extraction."""
+
     model: str  # "" for the offline extractive report
 
     def report(self, community: Community, ents: list[GraphEntity], rels: list[GraphRelationship],
-               sub_reports: list[dict]) -> dict:
+               sub_reports: list[dict], claims: Sequence[GraphClaim] = ()) -> dict:
         ...
 
 
 class OfflineReporter:
     model = ""
 
-    def report(self, community, ents, rels, sub_reports) -> dict:
-        return offline_report(ents, rels)
+    def report(self, community, ents, rels, sub_reports, claims=()) -> dict:
+        return offline_report(ents, rels, claims)
 
 
 @dataclass
@@ -52,6 +61,8 @@ class BuildSettings:
     iterations: int = 2
     resolution_threshold: float = 0.93
     concurrency: int = 4
+    # an entity is summarised (with a summarizer) from >= 2 distinct descriptions joined longer than this
+    summary_min_chars: int = SUMMARY_MIN_CHARS
 
 
 @dataclass
@@ -65,6 +76,10 @@ class LevelReport:
     entities: int = 0
     relationships: int = 0
     merged_entities: int = 0
+    claims: int = 0  # distinct claims attached to the level's entities
+    summaries_computed: int = 0  # entity descriptions summarised by the LLM in this build
+    summaries_cached: int = 0  # ... taken from the cache
+    summary_errors: int = 0  # ... that failed: central sentences kept, retried next build
     communities: int = 0
     communities_per_level: dict[int, int] = field(default_factory=dict)
     reports_generated: int = 0
@@ -111,16 +126,85 @@ def extract_missing(
     return found
 
 
-def build_level_graph(
+@dataclass
+class LevelGraph:
+    """A level's graph and what its stored rows do not keep, all by final (post-resolution) key."""
+
+    entities: list[GraphEntity]
+    relationships: list[GraphRelationship]
+    descriptions: dict[str, tuple[str, ...]]  # the distinct raw descriptions behind each entity
+    claims: dict[str, tuple[GraphClaim, ...]]  # the claims about each entity
+    merges: dict[str, str]  # resolution: old key -> surviving key
+
+
+def assemble_level(
     chunks: list[ChunkInput], extractions: dict[str, Extraction], embed, threshold: float, report: LevelReport
-) -> tuple[list[GraphEntity], list[GraphRelationship]]:
-    entities, relationships = assemble((c, extractions[c.content_hash]) for c in chunks)
+) -> LevelGraph:
+    pairs = [(c, extractions[c.content_hash]) for c in chunks]
+    entities, relationships, descriptions = assemble_with_descriptions(pairs)
     noise = prune_entities(entities, total_chunks=len(chunks))
     entities, relationships = drop_entities(entities, relationships, noise)
     entities, relationships, merges = resolve(entities, relationships, embed, threshold)
+    keys = [e.key for e in entities]
+    claims = gather_claims(pairs, merges, keys)
     report.merged_entities = len(merges)
     report.entities, report.relationships = len(entities), len(relationships)
-    return entities, relationships
+    report.claims = sum(map(len, claims.values()))
+    return LevelGraph(entities, relationships, merge_descriptions(descriptions, merges, keys), claims, merges)
+
+
+def build_level_graph(
+    chunks: list[ChunkInput], extractions: dict[str, Extraction], embed, threshold: float, report: LevelReport
+) -> tuple[list[GraphEntity], list[GraphRelationship]]:
+    graph = assemble_level(chunks, extractions, embed, threshold, report)
+    return graph.entities, graph.relationships
+
+
+def summarize_descriptions(
+    db: Database, entities: list[GraphEntity], descriptions: Mapping[str, Sequence[str]],
+    summarizer: DescriptionSummarizer, concurrency: int, min_chars: int, report: LevelReport,
+    progress: Progress | None,
+) -> list[GraphEntity]:
+    """Entities whose descriptions need a summary (graph.summarize.summary_requests) get the LLM's,
+    cached like extractions; the rest, and any whose summary fails, keep their central sentences.
+    Chunk ids, keys, names and degrees never change. A failure is counted, logged and not cached:
+    the next build retries it."""
+    requests = summary_requests(entities, descriptions, min_chars)
+    if not requests:
+        return entities
+    with db.connection() as conn:
+        found = store.cached_summaries(conn, sorted({r.content_hash for r in requests}), summarizer.name,
+                                       summarizer.version, summarizer.model)
+    report.summaries_cached = sum(1 for r in requests if r.content_hash in found)
+    todo = {}
+    for r in requests:
+        if r.content_hash not in found:
+            todo.setdefault(r.content_hash, r)
+    if progress:
+        progress("summaries", 0, len(todo))
+
+    def run(request) -> tuple[str, str | None]:
+        try:
+            summary = summarizer.summarize(request.name, request.type, list(request.descriptions))
+        except (LLMError, SummaryError) as err:  # degraded, not down: this entity keeps central sentences
+            log.warning("entity %r: description summary failed (%s); kept the central sentences", request.key, err)
+            return request.content_hash, None
+        with db.connection() as conn:  # saved one by one: an interrupted build resumes where it stopped
+            store.save_summary(conn, request.content_hash, summarizer.name, summarizer.version, summarizer.model,
+                               summary)
+        return request.content_hash, summary
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for n, (content_hash, summary) in enumerate(pool.map(run, todo.values()), start=1):
+            if summary is None:
+                report.summary_errors += 1
+            else:
+                found[content_hash] = summary
+                report.summaries_computed += 1
+            if progress:
+                progress("summaries", n, len(todo))
+    summaries = {r.key: found[r.content_hash] for r in requests if r.content_hash in found}
+    return [replace(e, description=summaries[e.key]) if e.key in summaries else e for e in entities]
 
 
 def cluster(
@@ -135,8 +219,10 @@ def cluster(
 def report_communities(
     db: Database, tenant: str, level: str, communities: list[Community], entities: list[GraphEntity],
     relationships: list[GraphRelationship], reporter: Reporter, report: LevelReport, progress: Progress | None,
+    claims: Mapping[str, Sequence[GraphClaim]] | None = None,
 ) -> None:
-    """Bottom-up, so a parent's report can lean on its children's; unchanged inputs keep their report."""
+    """Bottom-up, so a parent's report can lean on its children's; unchanged inputs keep their report.
+    `claims`: entity key -> its claims (LevelGraph.claims); each report gets its members' claims."""
     by_key = {e.key: e for e in entities}
     with db.connection() as conn:
         stored = store.report_input_hashes(conn, tenant, level)
@@ -146,12 +232,13 @@ def report_communities(
     ordered = sorted(communities, key=lambda c: (-c.level, c.id))
     for n, community in enumerate(ordered, start=1):
         ents, rels = community_inputs(community, by_key, relationships)
-        digest = input_hash(ents, rels)
+        members_claims = community_claims(community, claims or {})
+        digest = input_hash(ents, rels, members_claims)
         if stored.get(community.id) == (digest, reporter.model):
             report.reports_kept += 1
         else:
             subs = [written[c] for c in community.children if c in written]
-            result = reporter.report(community, ents, rels, subs)
+            result = reporter.report(community, ents, rels, subs, members_claims)
             written[community.id] = {**result, "id": community.id, "members": list(community.members)}
             # A fallback (offline) report is stored as offline (model ""), so the next build retries the LLM.
             model = "" if result.get("fallback") else reporter.model
@@ -177,7 +264,9 @@ def embed_reports(db: Database, tenant: str, level: str, embedder: Embedder) -> 
 def build_level(
     db: Database, tenant: str, level: AccessLevel, extractor: Extractor, reporter: Reporter,
     embedder: Embedder | None, settings: BuildSettings, progress: Progress | None = None,
+    summarizer: DescriptionSummarizer | None = None,
 ) -> LevelReport:
+    """`summarizer`: None keeps every entity's central-sentences description (no LLM)."""
     report = LevelReport(level.name, list(level.groups))
     started = time.perf_counter()
     with db.connection() as conn:
@@ -187,10 +276,16 @@ def build_level(
     started = _timed(report, "extract", started)
 
     embed = embedder.embed_documents if embedder else None
-    entities, relationships = build_level_graph(chunks, extractions, embed, settings.resolution_threshold, report)
+    graph = assemble_level(chunks, extractions, embed, settings.resolution_threshold, report)
+    entities, relationships = graph.entities, graph.relationships
+    stage = "graph"
+    if summarizer is not None:
+        started, stage = _timed(report, "graph", started), "summaries"
+        entities = summarize_descriptions(db, entities, graph.descriptions, summarizer, settings.concurrency,
+                                          settings.summary_min_chars, report, progress)
     with db.connection() as conn:
         store.replace_graph(conn, tenant, level.name, entities, relationships)
-    started = _timed(report, "graph", started)
+    started = _timed(report, stage, started)
 
     with db.connection() as conn:
         old = store.load_communities(conn, tenant, level.name)
@@ -202,7 +297,8 @@ def build_level(
         report.communities_per_level[c.level] = report.communities_per_level.get(c.level, 0) + 1
     started = _timed(report, "communities", started)
 
-    report_communities(db, tenant, level.name, communities, entities, relationships, reporter, report, progress)
+    report_communities(db, tenant, level.name, communities, entities, relationships, reporter, report, progress,
+                       graph.claims)
     if embedder is not None:
         embed_reports(db, tenant, level.name, embedder)
     _timed(report, "reports", started)
@@ -212,13 +308,15 @@ def build_level(
 def build_graph(
     db: Database, tenant: str, level_name: str | None, extractor: Extractor, reporter: Reporter,
     embedder: Embedder | None, settings: BuildSettings, progress: Progress | None = None,
-    usage: Callable[[], dict] | None = None,
+    usage: Callable[[], dict] | None = None, summarizer: DescriptionSummarizer | None = None,
 ) -> dict:
     """Build one level (or all of them) as a job; returns the job's final record."""
     with db.connection() as conn:
         levels = store.list_levels(conn, tenant)
-        job_id = store.create_job(conn, "graph-build", tenant, {"level": level_name, "extractor": extractor.name,
-                                                              "model": extractor.model or reporter.model})
+        params = {"level": level_name, "extractor": extractor.name, "model": extractor.model or reporter.model}
+        if summarizer is not None:
+            params["summarizer"] = summarizer.name
+        job_id = store.create_job(conn, "graph-build", tenant, params)
     chosen = [lvl for lvl in levels if level_name in (None, lvl.name)]
     if not chosen:
         names = ", ".join(lvl.name for lvl in levels)
@@ -231,7 +329,8 @@ def build_graph(
                 continue
             with db.connection() as conn:
                 store.update_job(conn, job_id, stage=f"level {level.name}")
-            results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings, progress)))
+            results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings, progress,
+                                              summarizer)))
             with db.connection() as conn:
                 store.update_job(conn, job_id, counts={"levels": results}, usage=usage() if usage else {})
     except Exception as exc:

@@ -1,22 +1,25 @@
-"""Community reports. Pure: inputs are a community's entities and relationships, output a report dict.
+"""Community reports. Pure: inputs are a community's entities, relationships and claims, output a report dict.
 
 The offline report is extractive and labelled as such (`model` = ""): its title names the most
 connected entities, its summary is the most central sentences of their descriptions, and each
-finding is an entity or a strong relationship with the chunks it comes from.
+finding is an entity, a claim about one (when claims were extracted) or a strong relationship,
+with the chunks it comes from.
 """
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from core.sentences import split_sentences
 from graph.assemble import central_sentences
 from graph.communities import Community
-from graph.types import GraphEntity, GraphRelationship
+from graph.types import GraphClaim, GraphEntity, GraphRelationship
 
 MAX_FINDINGS = 8
+MAX_CLAIM_FINDINGS = 2
 CHUNKS_PER_FINDING = 5
+_STATUS_RANK = {"TRUE": 0, "SUSPECTED": 1, "FALSE": 2}
 
 
 def community_inputs(
@@ -28,18 +31,31 @@ def community_inputs(
     return ents, rels
 
 
-def input_hash(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship]) -> str:
-    """Changes exactly when what a report is written from changes: members, descriptions, relations."""
+def community_claims(community: Community, claims: Mapping[str, Sequence[GraphClaim]]) -> list[GraphClaim]:
+    """The members' claims, in member order, each member's in its given (deterministic) order."""
+    return [c for k in community.members for c in claims.get(k, ())]
+
+
+def input_hash(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship],
+               claims: Sequence[GraphClaim] = ()) -> str:
+    """Changes exactly when what a report is written from changes: members, descriptions, relations,
+    claims. Without claims it is the hash of before claims were reported (stored reports stay valid)."""
     h = hashlib.sha256()
     for e in sorted(ents, key=lambda e: e.key):
         h.update(f"E\x1f{e.key}\x1f{e.name}\x1f{e.type}\x1f{e.description}\x1f{e.chunk_ids}\n".encode())
     for r in sorted(rels, key=lambda r: (r.source_key, r.target_key)):
         h.update(f"R\x1f{r.source_key}\x1f{r.target_key}\x1f{r.description}\x1f{r.weight}\n".encode())
+    for c in sorted(claims, key=lambda c: (c.subject_key, c.claim_type, c.description, c.status, c.chunk_ids)):
+        h.update(f"C\x1f{c.subject_key}\x1f{c.claim_type}\x1f{c.status}\x1f{c.description}\x1f{c.chunk_ids}\n"
+                 .encode())
     return h.hexdigest()
 
 
-def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship]) -> dict:
-    """An extractive report: no LLM, every finding cites the chunks it was taken from."""
+def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship],
+                   claims: Sequence[GraphClaim] = ()) -> dict:
+    """An extractive report: no LLM, every finding cites the chunks it was taken from. Up to
+    MAX_CLAIM_FINDINGS claims (stated as fact first, then suspected, then refuted; the best-attested
+    first) follow the top entities; without claims the report is what it was before claims existed."""
     strength = {e.key: 0.0 for e in ents}
     for r in rels:
         strength[r.source_key] += r.weight
@@ -56,6 +72,17 @@ def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship
             "explanation": e.description or f"{e.name} is mentioned in {len(e.chunk_ids)} passages.",
             "entity_keys": [e.key],
             "chunk_ids": list(e.chunk_ids[:CHUNKS_PER_FINDING]),
+        })
+    members = {e.key for e in ents}
+    best_claims = sorted((c for c in claims if c.subject_key in members),
+                         key=lambda c: (_STATUS_RANK.get(c.status, 3), -len(c.chunk_ids), c.subject_key,
+                                        c.claim_type, c.description))[:MAX_CLAIM_FINDINGS]
+    for c in best_claims:
+        findings.append({
+            "summary": f"{names[c.subject_key]}: {c.claim_type} ({c.status.lower()})",
+            "explanation": c.description or f"A {c.claim_type} claim about {names[c.subject_key]}.",
+            "entity_keys": [c.subject_key],
+            "chunk_ids": list(c.chunk_ids[:CHUNKS_PER_FINDING]),
         })
     for r in strong:
         if len(findings) >= MAX_FINDINGS:

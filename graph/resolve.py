@@ -8,11 +8,11 @@ types agree. Codes (ERR_2043 vs ERR_2044) never merge: one character is a differ
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from graph.assemble import central_sentences, drop_entities
+from graph.assemble import central_sentences, distinct_descriptions, drop_entities
 from graph.types import GraphEntity, GraphRelationship
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -80,6 +80,21 @@ def resolve(
     if not merges:
         return entities, relationships, {}
     return (*_apply(entities, relationships, merges), merges)
+
+
+def merge_descriptions(
+    descriptions: Mapping[str, Sequence[str]], merges: Mapping[str, str], keep: Iterable[str]
+) -> dict[str, tuple[str, ...]]:
+    """The raw descriptions behind each final entity (`keep`): its own, then those of the keys merged
+    into it (alphabetically), each once. What `resolve` reduced to central sentences, kept for a summary."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for key in descriptions:
+        groups[merges.get(key, key)].append(key)
+    out = {}
+    for key in sorted(set(keep)):
+        members = sorted(groups.get(key, ()), key=lambda k: (k != key, k))  # the survivor's own first
+        out[key] = distinct_descriptions(d for k in members for d in descriptions[k])
+    return out
 
 
 def _apply(entities, relationships, merges):

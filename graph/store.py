@@ -101,6 +101,27 @@ def save_extraction(
     )
 
 
+def cached_summaries(
+    conn: psycopg.Connection, hashes: list[str], summarizer: str, version: str, model: str
+) -> dict[str, str]:
+    """Entity description summaries share the extraction cache: content_hash = graph.summarize.summary_hash."""
+    rows = conn.execute(
+        "SELECT content_hash, result->>'summary' FROM extraction_cache"
+        " WHERE content_hash = ANY(%s) AND extractor = %s AND version = %s AND model = %s",
+        (hashes, summarizer, version, model),
+    ).fetchall()
+    return {h: text for h, text in rows if text}
+
+
+def save_summary(conn: psycopg.Connection, content_hash: str, summarizer: str, version: str, model: str,
+                 summary: str) -> None:
+    conn.execute(
+        "INSERT INTO extraction_cache (content_hash, extractor, version, model, result)"
+        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (content_hash, summarizer, version, model, Jsonb({"summary": summary})),
+    )
+
+
 # --- entities and relationships ------------------------------------------------------------------
 
 

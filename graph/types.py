@@ -77,3 +77,14 @@ class GraphRelationship:
     description: str
     weight: float
     chunk_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GraphClaim:
+    """A claim about one entity of a level's graph, deduplicated over the chunks that state it."""
+
+    subject_key: str  # the final (post-resolution) key of the entity the claim is about
+    claim_type: str
+    description: str
+    status: str  # TRUE | FALSE | SUSPECTED
+    chunk_ids: tuple[int, ...]

@@ -1,0 +1,85 @@
+"""CLI: `crossroads serve` (the HTTP API) and `crossroads token create|revoke|list`."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from api.cli import JsonOption, _database, _fail, _groups, _print_json, app, err, out
+from core.errors import CrossroadsError
+from core.settings import get_settings
+
+token_app = typer.Typer(help="API tokens: each maps to a tenant, its groups and a role.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0 for every interface)."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level: debug, info, warning, error."),
+) -> None:
+    """Run the HTTP API (FastAPI + uvicorn). Docs at /docs; every /v1 call needs a bearer token."""
+    import uvicorn
+
+    from api.app import create_app
+
+    settings = get_settings()
+    with _database(settings):  # fail here, with a clear message, when the database is unusable
+        pass
+    err.print(f"Crossroads API on http://{host}:{port} (docs: /docs, health: /healthz, metrics: /metrics)")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, proxy_headers=True)
+
+
+@token_app.command("create")
+def token_create(
+    tenant: str = typer.Option(..., "--tenant", "-t", help="Tenant the token reads and writes."),
+    groups: str = typer.Option(..., "--groups", "-g", help="Comma-separated groups; the token sees documents of these."),
+    role: str = typer.Option("reader", "--role", help="reader (ask, search, browse), writer (+ documents), "
+                                                      "admin (+ graph builds)."),
+    name: str = typer.Option("", "--name", help="A note saying who or what uses the token."),
+) -> None:
+    """Create a token and print it (only once: just its hash is stored)."""
+    from api import tokens
+
+    with _database(get_settings()) as db, db.connection() as conn:
+        try:
+            token, _ = tokens.create_token(conn, tenant, _groups(groups), role, name)
+        except ValueError as exc:
+            _fail(CrossroadsError(str(exc)))
+    print(token)
+
+
+@token_app.command("revoke")
+def token_revoke(token_or_id: str = typer.Argument(..., help="The token, or its id from `crossroads token list`.")) -> None:
+    """Revoke a token at once: the next request with it gets 401."""
+    from api import tokens
+
+    with _database(get_settings()) as db, db.connection() as conn:
+        revoked = tokens.revoke_token(conn, token_or_id)
+    if revoked is None:
+        _fail(CrossroadsError("no live token matches; see `crossroads token list`"))
+    out.print(f"revoked token {revoked}")
+
+
+@token_app.command("list")
+def token_list(
+    tenant: Optional[str] = typer.Option(None, "--tenant", "-t", help="Only this tenant's tokens."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Tokens by id (never the secret), with tenant, groups, role and whether revoked."""
+    from api import tokens
+
+    with _database(get_settings()) as db, db.connection() as conn:
+        records = tokens.list_tokens(conn, tenant)
+    if json_out:
+        _print_json({"tokens": [r.to_dict() for r in records]})
+        return
+    table = Table(title=f"{len(records)} tokens")
+    for col in ("id", "tenant", "groups", "role", "name", "created", "revoked"):
+        table.add_column(col)
+    for r in records:
+        table.add_row(r.id, r.tenant, ",".join(r.groups), r.role, r.name, f"{r.created_at:%Y-%m-%d %H:%M}",
+                      f"{r.revoked_at:%Y-%m-%d %H:%M}" if r.revoked_at else "")
+    out.print(table)

@@ -1,0 +1,201 @@
+"""Documents: upsert one, a batch, delete, change groups (role: writer); list (reader).
+
+A document is indexed exactly as `crossroads ingest` indexes it (same chunking, contexts, vectors),
+so re-sending an unchanged document costs nothing. A writer may create documents for any groups but
+may change or delete only documents its token's groups can read.
+"""
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Depends, Query, Response
+from pydantic import ValidationError
+
+from api import store as api_store
+from api.app import Services, services
+from api.auth import Principal, reader, writer
+from api.problems import ApiProblem, field_errors, validation_problem
+from api.schemas import (
+    AclRequest, AclResult, BatchDocument, BatchRequest, BatchResponse, Deleted, DocumentBody, DocumentList,
+    DocumentResult, check_doc_id, doc_id_error, document_size_error,
+)
+from api.routes_query import ERRORS
+from vector.sources import BadDocument, SourceDocument, build_document, parse_acl
+
+log = logging.getLogger("crossroads.api")
+
+router = APIRouter(prefix="/v1", tags=["documents"])
+
+ACTIONS = ("added", "changed", "metadata_updated", "unchanged")
+
+
+def _source(doc_id: str, body: DocumentBody) -> SourceDocument:
+    """The document as the ingest pipeline takes it; BadDocument / ValueError say what is wrong."""
+    if not body.text.strip():
+        raise ValueError("text: is blank")
+    acl = parse_acl(list(body.acl))
+    if not acl:
+        raise ValueError("acl: needs at least one non-blank group name (a document is never public)")
+    meta = {"acl": list(acl)}
+    if body.title is not None and body.title.strip():
+        meta["title"] = body.title
+    if body.lang is not None:
+        meta["lang"] = body.lang
+    return build_document(doc_id, body.text, meta, (), body.source or "api", doc_id)
+
+
+def _ingest(svc: Services, tenant: str, documents: list[SourceDocument]):
+    from core.llm import UsageMeter, make_llm
+    from vector.contextualize import make_contextualizer
+    from vector.ingest import ingest_documents
+
+    meter = UsageMeter()
+    contextualizer = make_contextualizer(svc.settings, make_llm(svc.settings, meter))
+    try:
+        return ingest_documents(svc.db(), svc.embedder(), svc.settings, tenant, documents,
+                                contextualizer=contextualizer)
+    finally:
+        total = meter.total
+        svc.metrics.usage({"input_tokens": total.input_tokens, "output_tokens": total.output_tokens,
+                           "cache_read_tokens": total.cache_read_tokens,
+                           "cache_write_tokens": total.cache_write_tokens, "cost_usd": total.cost_usd})
+
+
+def _not_readable(doc_id: str) -> ApiProblem:
+    return ApiProblem(404, "document-not-found", "Document not found",
+                      f"No document {doc_id!r} that this token's groups can read.")
+
+
+@router.put("/documents/{doc_id:path}", response_model=DocumentResult, status_code=200,
+            responses={**ERRORS, 201: {"description": "Created", "model": DocumentResult}},
+            summary="Create or replace one document (only changed chunks are re-embedded)")
+def put_document(doc_id: str, body: DocumentBody, response: Response, principal: Principal = Depends(writer),
+                 svc: Services = Depends(services)):
+    check_doc_id(doc_id)
+    too_big = document_size_error(body.text, svc.settings.max_document_bytes)
+    if too_big:
+        raise validation_problem([{"loc": ("body", "text"), "msg": too_big, "type": "too_long"}])
+    try:
+        document = _source(doc_id, body)
+    except (BadDocument, ValueError) as exc:
+        field, _, message = str(exc).partition(": ") if str(exc).startswith(("acl: ", "text: ")) else ("text", "", str(exc))
+        raise validation_problem([{"loc": ("body", field), "msg": message, "type": "value_error"}]) from None
+    with svc.db().connection() as conn:
+        access = api_store.document_access(conn, principal.tenant, doc_id, list(principal.groups))
+    if access is False:
+        raise ApiProblem(403, "forbidden", "Forbidden",
+                         f"Document {doc_id!r} exists with groups this token does not hold; it cannot be replaced with it.")
+    report = _ingest(svc, principal.tenant, [document])
+    if report.errors:
+        log.error("PUT %s failed: %s", doc_id, report.errors)
+        raise ApiProblem(503, "not-indexed", "Document not indexed",
+                         f"Document {doc_id!r} could not be indexed; the index keeps its previous version. "
+                         "Try again; the server log has the cause.", headers={"Retry-After": "5"})
+    status = next((a for a in ACTIONS if report.documents[a]), "unchanged")
+    if status == "added":
+        response.status_code = 201
+    return {"doc_id": doc_id, "status": status, "chunks": report.chunks,
+            "embeddings_computed": report.embeddings_computed}
+
+
+@router.post("/documents:batch", response_model=BatchResponse, responses=ERRORS,
+             summary="Create or replace many documents; a bad item is reported by its index and the rest still land")
+def batch_documents(body: BatchRequest, principal: Principal = Depends(writer), svc: Services = Depends(services)):
+    limit = svc.settings.api_max_batch_documents
+    if len(body.documents) > limit:
+        raise validation_problem([{"loc": ("body", "documents"), "type": "too_long",
+                                   "msg": f"has {len(body.documents)} items; the limit is {limit} per request "
+                                          "(CROSSROADS_API_MAX_BATCH_DOCUMENTS)"}])
+    results: list[dict] = []
+    accepted: dict[str, int] = {}  # doc_id -> index
+    documents: list[SourceDocument] = []
+    for index, item in enumerate(body.documents):
+        raw_id = item.get("doc_id") if isinstance(item, dict) else None
+        result = {"index": index, "doc_id": raw_id if isinstance(raw_id, str) else None, "status": "rejected",
+                  "error": None}
+        results.append(result)
+        try:
+            parsed = BatchDocument.model_validate(item)
+        except ValidationError as exc:
+            result["error"] = "; ".join(f"{f['field']}: {f['message']}" for f in field_errors(exc.errors()))
+            continue
+        error = doc_id_error(parsed.doc_id)
+        if error:
+            result["error"] = f"doc_id: {error}"
+            continue
+        if parsed.doc_id in accepted:
+            result["error"] = f"doc_id: {parsed.doc_id!r} is also item {accepted[parsed.doc_id]} of this batch"
+            continue
+        too_big = document_size_error(parsed.text, svc.settings.max_document_bytes)
+        if too_big:
+            result["error"] = f"text: {too_big}"
+            continue
+        try:
+            document = _source(parsed.doc_id, parsed)
+        except (BadDocument, ValueError) as exc:
+            result["error"] = str(exc) if str(exc).startswith(("acl: ", "text: ")) else f"text: {exc}"
+            continue
+        accepted[parsed.doc_id] = index
+        documents.append(document)
+    if documents:
+        with svc.db().connection() as conn:
+            for document in list(documents):
+                if api_store.document_access(conn, principal.tenant, document.doc_id, list(principal.groups)) is False:
+                    results[accepted.pop(document.doc_id)]["error"] = (
+                        "doc_id: exists with groups this token does not hold; not replaced")
+                    documents.remove(document)
+    report = _ingest(svc, principal.tenant, documents) if documents else None
+    failed = {e["doc_id"] for e in report.errors} if report else set()
+    if failed:
+        log.error("batch items failed: %s", report.errors)
+    for doc_id, index in accepted.items():
+        if doc_id in failed:
+            results[index].update(status="failed", error="not indexed (the index keeps its previous version); try again")
+        else:
+            results[index].update(status="indexed")
+    counts = report.documents if report else {a: 0 for a in (*ACTIONS, "deleted", "skipped", "failed")}
+    return {"results": results, "documents": counts,
+            "chunks": report.chunks if report else {"added": 0, "changed": 0, "deleted": 0},
+            "embeddings_computed": report.embeddings_computed if report else 0,
+            "errors": sum(1 for r in results if r["status"] != "indexed")}
+
+
+@router.delete("/documents/{doc_id:path}", response_model=Deleted, responses=ERRORS,
+               summary="Remove a document and all its chunks")
+def delete_document(doc_id: str, principal: Principal = Depends(writer), svc: Services = Depends(services)):
+    from vector import store
+
+    check_doc_id(doc_id)
+    with svc.db().connection() as conn:
+        if not api_store.document_access(conn, principal.tenant, doc_id, list(principal.groups)):
+            raise _not_readable(doc_id)
+        _, chunks = store.delete_documents(conn, principal.tenant, [doc_id])
+    return {"doc_id": doc_id, "chunks_deleted": chunks}
+
+
+@router.patch("/documents/{doc_id:path}/acl", response_model=AclResult, responses=ERRORS,
+              summary="Replace a document's groups (nothing is re-embedded)")
+def set_document_acl(doc_id: str, body: AclRequest, principal: Principal = Depends(writer),
+                     svc: Services = Depends(services)):
+    from vector import store
+
+    check_doc_id(doc_id)
+    groups = list(parse_acl(list(body.acl)))
+    if not groups:
+        raise validation_problem([{"loc": ("body", "acl"), "type": "value_error",
+                                   "msg": "needs at least one non-blank group name (a document is never public)"}])
+    with svc.db().connection() as conn:
+        if not api_store.document_access(conn, principal.tenant, doc_id, list(principal.groups)):
+            raise _not_readable(doc_id)
+        if not store.set_acl(conn, principal.tenant, doc_id, groups):
+            raise _not_readable(doc_id)
+    return {"doc_id": doc_id, "acl": groups}
+
+
+@router.get("/documents", response_model=DocumentList, responses=ERRORS,
+            summary="Documents the caller's groups can read")
+def list_documents(limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=10_000_000),
+                   principal: Principal = Depends(reader), svc: Services = Depends(services)):
+    with svc.db().connection() as conn:
+        rows = api_store.readable_documents(conn, principal.tenant, list(principal.groups), limit, offset)
+    return {"documents": rows, "limit": limit, "offset": offset}

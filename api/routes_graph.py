@@ -1,0 +1,72 @@
+"""Communities and entities (role: reader), only ever from the caller's access level.
+
+The level is the one `graph.levels.choose_level` picks: all of its groups are among the token's
+groups, so every chunk behind its graph is readable by the caller. No other level is consulted, so
+an entity found only in `hr` documents never reaches a caller without `hr`.
+"""
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Path, Query
+
+from api import store as api_store
+from api.app import Services, services
+from api.auth import Principal, reader
+from api.problems import ApiProblem
+from api.routes_query import ERRORS
+from api.schemas import CommunityDetail, CommunityList, EntityList
+from graph import store
+from graph.levels import choose_level
+
+router = APIRouter(prefix="/v1", tags=["graph"])
+
+
+def _level(conn, principal: Principal):
+    return choose_level(store.list_levels(conn, principal.tenant), set(principal.groups))
+
+
+@router.get("/communities", response_model=CommunityList, responses=ERRORS,
+            summary="Communities (with report titles) of the caller's access level")
+def list_communities(level: int | None = Query(None, ge=0, le=100, description="Only this hierarchy level (0 = root)."),
+                     principal: Principal = Depends(reader), svc: Services = Depends(services)):
+    with svc.db().connection() as conn:
+        access = _level(conn, principal)
+        reports = store.list_reports(conn, principal.tenant, access.name) if access else []
+    rows = [{"id": r["id"], "level": r["level"], "parent": r["parent"], "title": r["title"],
+             "rating": float(r["rating"]), "size": len(r["members"])}
+            for r in reports if level is None or r["level"] == level]
+    return {"access_level": access.name if access else None, "communities": rows}
+
+
+@router.get("/communities/{community_id}", response_model=CommunityDetail, responses=ERRORS,
+            summary="One community's report and member entities")
+def get_community(community_id: int = Path(..., ge=0, le=2**31 - 1), principal: Principal = Depends(reader),
+                  svc: Services = Depends(services)):
+    with svc.db().connection() as conn:
+        access = _level(conn, principal)
+        report = None
+        if access is not None:
+            report = next((r for r in store.list_reports(conn, principal.tenant, access.name)
+                           if r["id"] == community_id), None)
+        if report is None:
+            raise ApiProblem(404, "community-not-found", "Community not found",
+                             f"No community {community_id} in the graph this token is served from.")
+        members = api_store.entities_by_key(conn, principal.tenant, access.name, list(report["members"]))
+        documents = api_store.readable_documents_of_chunks(conn, principal.tenant, list(principal.groups),
+                                                           list(report["source_chunk_ids"]))
+    return {"access_level": access.name, "id": report["id"], "level": report["level"], "parent": report["parent"],
+            "title": report["title"], "summary": report["summary"], "rating": float(report["rating"]),
+            "rating_explanation": report["rating_explanation"], "findings": report["findings"],
+            "model": report["model"], "members": members, "documents": documents}
+
+
+@router.get("/entities", response_model=EntityList, responses=ERRORS,
+            summary="Entities of the caller's access level whose name contains `q`")
+def list_entities(q: str | None = Query(None, max_length=200, description="Part of the name (case-insensitive)."),
+                  limit: int = Query(50, ge=1, le=500), principal: Principal = Depends(reader),
+                  svc: Services = Depends(services)):
+    if q is not None and "\x00" in q:
+        q = q.replace("\x00", "")
+    with svc.db().connection() as conn:
+        access = _level(conn, principal)
+        entities = api_store.find_entities(conn, principal.tenant, access.name, q, limit) if access else []
+    return {"access_level": access.name if access else None, "entities": entities}

@@ -1,0 +1,142 @@
+"""POST /v1/ask, /v1/route, /v1/search (role: reader). Tenant and groups come from the token only."""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict
+
+from api.app import Services, services
+from api.auth import Principal, reader
+from api.problems import ApiProblem, validation_problem
+from api.schemas import AskRequest, RouteRequest, RouteResponse, SearchRequest, SearchResponse, check_text
+
+log = logging.getLogger("crossroads.api")
+
+router = APIRouter(prefix="/v1", tags=["query"])
+
+ERRORS = {code: {"description": text, "content": {"application/problem+json": {}}} for code, text in (
+    (401, "Missing or invalid bearer token"), (403, "The token's role is too low"),
+    (422, "Invalid request (the fields are named)"), (503, "A dependency is down"))}
+
+
+class AskAnswer(BaseModel):
+    """The answer with its checked citations, the route taken and a trace (see router/types.py)."""
+    model_config = ConfigDict(extra="allow")
+    question: str
+    answer: str
+    citations: list[dict]
+    route: dict
+    offline: bool
+    degraded: bool
+    degraded_reasons: list[str]
+    partial: bool
+    no_answer: bool
+    usage: dict
+    latency_ms: float
+
+
+def _default(value):
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def to_json(data) -> str:
+    return json.dumps(data, ensure_ascii=False, default=_default)
+
+
+def public_reason(reason: str | None) -> str | None:
+    """What degraded, without exception messages (they may carry hosts or internals)."""
+    if not reason:
+        return None
+    parts = []
+    for part in reason.split("; "):
+        pieces = part.split(": ")
+        parts.append(": ".join(pieces[:2]) if len(pieces) > 1 and re.fullmatch(r"[A-Za-z_.]+", pieces[1]) else pieces[0])
+    return "; ".join(parts)
+
+
+def _finite(x) -> float:
+    x = float(x or 0.0)
+    return x if math.isfinite(x) else 0.0
+
+
+@router.post("/search", response_model=SearchResponse, responses=ERRORS,
+             summary="Hybrid search (vector + full text, RRF, rerank) over what the caller may read")
+def search(body: SearchRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
+    check_text("query", body.query, svc.settings.api_max_query_chars)
+    try:
+        result = svc.query_searcher().search(principal.tenant, list(principal.groups), body.query, k=body.k,
+                                       mode="hybrid+rerank")
+    except RuntimeError as exc:  # every leg failed
+        log.error("search failed: %s", exc)
+        raise ApiProblem(503, "search-unavailable", "Search unavailable",
+                         "Both search legs failed; try again shortly.", headers={"Retry-After": "5"}) from None
+    hits = [{"id": h.id, "doc_id": h.doc_id, "title": h.title, "heading": h.heading, "text": h.text,
+             "score": round(_finite(h.score), 6)} for h in result.hits]
+    if result.degraded:
+        log.warning("degraded search: %s", result.degraded_reason)
+    svc.metrics.result("search", empty=not hits, degraded=result.degraded)
+    return {"hits": hits, "degraded": result.degraded, "degraded_reason": public_reason(result.degraded_reason)}
+
+
+@router.post("/route", response_model=RouteResponse, responses=ERRORS,
+             summary="Which route a question would take, and why")
+def route(body: RouteRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
+    check_text("question", body.question, svc.settings.api_max_question_chars)
+    router_ = svc.router()
+    try:
+        decision = router_.classify(body.question)
+    except ValueError as exc:
+        raise validation_problem([{"loc": ("body", "question"), "msg": str(exc), "type": "value_error"}]) from None
+    return {"route": decision.route, "confidence": round(_finite(decision.confidence), 4), "reason": decision.reason,
+            "classifier": decision.classifier}
+
+
+@router.post("/ask", response_model=None, summary="Answer a question with citations (JSON, or server-sent events)",
+             responses={**ERRORS, 200: {"description": "The answer; with `stream`: `text/event-stream` frames "
+                                                      "`route`, `token`..., `citations`, `usage`, `done` (or `error`)",
+                                        "model": AskAnswer,
+                                        "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
+def ask(body: AskRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
+    check_text("question", body.question, svc.settings.api_max_question_chars)
+    router_ = svc.router()
+    groups = list(principal.groups)
+    if body.stream:
+        return StreamingResponse(_events(svc, router_, principal.tenant, groups, body.question, body.route),
+                                 media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    try:
+        answer = router_.ask(principal.tenant, groups, body.question, route=body.route)
+    except ValueError as exc:
+        raise validation_problem([{"loc": ("body", "question"), "msg": str(exc), "type": "value_error"}]) from None
+    _record(svc, answer.to_dict())
+    return JSONResponse(json.loads(to_json(answer.to_dict())))
+
+
+def _record(svc: Services, answer: dict) -> None:
+    svc.metrics.result("ask", empty=bool(answer.get("no_answer")), degraded=bool(answer.get("degraded")))
+    svc.metrics.usage(answer.get("usage"))
+
+
+def _frame(name: str, data) -> str:
+    return f"event: {name}\ndata: {to_json(data)}\n\n"
+
+
+def _events(svc: Services, router_, tenant: str, groups: list[str], question: str, route: str):
+    try:
+        for name, data in router_.ask_events(tenant, groups, question, route=route):
+            if name == "done":
+                _record(svc, data)
+            yield _frame(name, data)
+    except Exception:  # noqa: BLE001 - the status line is sent: report the failure as an event
+        log.exception("streaming answer failed")
+        yield _frame("error", {"title": "Answering failed",
+                               "detail": "The answer could not be produced; the server log has the cause."})

@@ -1,0 +1,259 @@
+"""Request and response bodies. Fixed limits sit in the fields; limits an operator can change
+(question, query and document sizes, batch size) are checked by `check_*` against the settings and
+answered with the same 422 shape, naming the field."""
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from api.problems import validation_problem
+
+Route = Literal["auto", "local", "global", "multihop"]
+DOC_ID_MAX = 512
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _storable(value: str) -> str:
+    """PostgreSQL text holds neither NUL nor lone surrogates (JSON can carry both as escapes)."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (it contains a lone surrogate escape)") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_storable)]
+Group = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_storable)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- query ------------------------------------------------------------------------------------------
+
+
+class AskRequest(Strict):
+    question: Text = Field(..., min_length=1, description="The question, in Russian or English.")
+    route: Route = Field("auto", description="`auto` lets the router classify; the others force a route.")
+    stream: bool = Field(False, description="Answer as server-sent events: route, token..., citations, usage, done.")
+
+
+class RouteRequest(Strict):
+    question: Text = Field(..., min_length=1)
+
+
+class RouteResponse(BaseModel):
+    route: Literal["local", "global", "multihop"]
+    confidence: float
+    reason: str
+    classifier: str
+
+
+class SearchRequest(Strict):
+    query: Text = Field(..., min_length=1)
+    k: int = Field(10, ge=1, le=100, description="Hits to return (1..100).")
+
+
+class Hit(BaseModel):
+    id: int
+    doc_id: str
+    title: str
+    heading: str
+    text: str
+    score: float
+
+
+class SearchResponse(BaseModel):
+    hits: list[Hit]
+    degraded: bool
+    degraded_reason: str | None = None
+
+
+# --- documents ----------------------------------------------------------------------------------------
+
+
+class DocumentBody(Strict):
+    """A document's content for PUT (its id is in the path)."""
+    text: Text = Field(..., min_length=1, description="Markdown or plain text.")
+    acl: list[Group] = Field(..., min_length=1, max_length=100, description="Groups that may read it (at least one).")
+    title: Text | None = Field(None, max_length=1000, description="Default: the first `# ` heading, else the id.")
+    lang: Literal["ru", "en", "russian", "english", "simple"] | None = Field(
+        None, description="Full-text language; detected when absent.")
+    source: Text | None = Field(None, max_length=2000, description="Where the document came from (shown to users).")
+
+
+class BatchDocument(DocumentBody):
+    doc_id: Text = Field(..., min_length=1, max_length=DOC_ID_MAX)
+
+
+class BatchRequest(Strict):
+    # items are validated one by one, so one bad item is reported without rejecting the others
+    documents: list[Any] = Field(..., min_length=1, description="Each item: doc_id, text, acl, title?, lang?, source?.")
+
+
+class AclRequest(Strict):
+    acl: list[Group] = Field(..., min_length=1, max_length=100, description="The new groups (replace the old ones).")
+
+
+class DocumentResult(BaseModel):
+    doc_id: str
+    status: Literal["added", "changed", "unchanged", "metadata_updated"]
+    chunks: dict[str, int]
+    embeddings_computed: int
+
+
+class BatchItemResult(BaseModel):
+    index: int
+    doc_id: str | None
+    status: Literal["indexed", "rejected", "failed"]
+    error: str | None = None
+
+
+class BatchResponse(BaseModel):
+    results: list[BatchItemResult]
+    documents: dict[str, int]
+    chunks: dict[str, int]
+    embeddings_computed: int
+    errors: int
+
+
+class DocumentInfo(BaseModel):
+    doc_id: str
+    title: str
+    lang: str
+    acl: list[str]
+    version: int
+    updated_at: datetime
+    chunks: int
+
+
+class DocumentList(BaseModel):
+    documents: list[DocumentInfo]
+    limit: int
+    offset: int
+
+
+class Deleted(BaseModel):
+    doc_id: str
+    chunks_deleted: int
+
+
+class AclResult(BaseModel):
+    doc_id: str
+    acl: list[str]
+
+
+# --- graph and jobs -----------------------------------------------------------------------------------
+
+
+class CommunitySummary(BaseModel):
+    id: int
+    level: int
+    parent: int | None
+    title: str
+    rating: float
+    size: int
+
+
+class CommunityList(BaseModel):
+    access_level: str | None
+    communities: list[CommunitySummary]
+
+
+class Entity(BaseModel):
+    key: str
+    name: str
+    type: str
+    description: str
+    degree: int
+
+
+class CommunityDetail(BaseModel):
+    access_level: str
+    id: int
+    level: int
+    parent: int | None
+    title: str
+    summary: str
+    rating: float
+    rating_explanation: str
+    findings: list[dict]
+    model: str
+    members: list[Entity]
+    documents: list[dict]
+
+
+class EntityList(BaseModel):
+    access_level: str | None
+    entities: list[Entity]
+
+
+class GraphBuildRequest(Strict):
+    level: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="Only this access level (default: all).")
+    max_cost: float = Field(5.0, ge=0, le=10_000, description="Refuse LLM work estimated above this many dollars.")
+
+
+class JobAccepted(BaseModel):
+    job_id: int
+    status: str
+    href: str
+    estimate: dict = Field(default_factory=dict)
+
+
+class Job(BaseModel):
+    id: int
+    kind: str
+    status: str
+    stage: str
+    params: dict
+    progress: dict
+    counts: dict
+    errors: list
+    usage: dict
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+# --- checks against the settings ----------------------------------------------------------------------
+
+
+def check_text(field: str, value: str, max_chars: int) -> str:
+    if not value.strip():
+        raise validation_problem([{"loc": ("body", field), "msg": "must not be blank", "type": "string_blank"}])
+    if len(value) > max_chars:
+        raise validation_problem([{"loc": ("body", field), "type": "string_too_long",
+                                   "msg": f"is {len(value):,} characters; the limit is {max_chars:,}"}])
+    return value
+
+
+def doc_id_error(doc_id: str) -> str | None:
+    if not doc_id or not doc_id.strip():
+        return "must not be empty"
+    if len(doc_id) > DOC_ID_MAX:
+        return f"is {len(doc_id)} characters; the limit is {DOC_ID_MAX}"
+    if _CONTROL.search(doc_id):
+        return "must not contain control characters"
+    if doc_id != doc_id.strip():
+        return "must not start or end with whitespace"
+    return None
+
+
+def check_doc_id(doc_id: str) -> str:
+    error = doc_id_error(doc_id)
+    if error:
+        raise validation_problem([{"loc": ("path", "doc_id"), "msg": error, "type": "value_error"}])
+    return doc_id
+
+
+def document_size_error(text: str, max_bytes: int) -> str | None:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        return f"is {size:,} bytes; the limit is {max_bytes:,} (CROSSROADS_MAX_DOCUMENT_BYTES)"
+    return None
