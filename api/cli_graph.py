@@ -70,49 +70,41 @@ def graph_build(
     tenant: str = TenantOption,
     level: Optional[str] = typer.Option(None, "--level", "-l", help="Only this level (default: every level)."),
     max_cost: float = typer.Option(5.0, "--max-cost", help="Stop before LLM work estimated above this many dollars."),
+    claims: Optional[bool] = typer.Option(None, "--claims/--no-claims",
+                                          help="With an LLM, also extract claims about entities and give them to the "
+                                               "community reports (default: CROSSROADS_GRAPH_EXTRACT_CLAIMS; a "
+                                               "different extraction, so cached chunks are extracted once more)."),
     json_out: bool = JsonOption,
 ) -> None:
-    """Extract entities (cached per chunk), cluster with Leiden, write community reports. Resumable."""
+    """Extract entities (cached per chunk), summarise merged descriptions, cluster with Leiden, write
+    community reports. Resumable. With ANTHROPIC_API_KEY the LLM does the extraction, summaries and
+    reports, after printing an estimate (stops above --max-cost); without, offline methods do (no
+    summaries: the most central sentences)."""
     from core.embeddings import make_embedder
     from core.llm import UsageMeter, make_llm
     from graph import store
-    from graph.build import (BuildSettings, OfflineReporter, build_graph, communities_to_report, estimate_extraction,
-                             estimate_reports)
-    from graph.extract_llm import LLMExtractor
-    from graph.reports_llm import LLMReporter
-    from graph.extract_offline import OfflineExtractor
+    from graph.build import BuildSettings, build_graph
+    from graph.estimate import estimate_build
+    from graph.pipeline import make_pipeline
 
     settings = get_settings()
     meter = UsageMeter()
-    llm = make_llm(settings, meter)
-    extractor = LLMExtractor(llm, settings.llm_model_fast) if llm else OfflineExtractor()
-    reporter = LLMReporter(llm, settings.llm_model_answer) if llm else OfflineReporter()
+    pipeline = make_pipeline(settings, make_llm(settings, meter), claims=claims)
+    build_settings = BuildSettings()
     with _database(settings) as db:
         with db.connection() as conn:
             levels = [lvl for lvl in store.list_levels(conn, tenant) if level in (None, lvl.name)]
-        estimate = estimate_extraction(db, tenant, levels, extractor)
-        err.print(f"estimate: {estimate['to_extract']} of {estimate['chunks']} chunks to extract, "
-                  f"{estimate['calls']} LLM calls, ~{estimate['input_tokens']:,} input / {estimate['output_tokens']:,} "
-                  f"output tokens, ~${estimate['cost_usd']} ({estimate['model'] or 'offline extractor, no LLM'})")
-        # Communities exist only after clustering: counted from the previous build (see communities_to_report).
-        to_report = communities_to_report(db, tenant, levels, reporter.model, estimate["to_extract"] > 0) if llm else 0
-        reports = estimate_reports(to_report, reporter.model)
-        err.print(f"estimate: up to {reports['calls']} report LLM calls, ~{reports['input_tokens']:,} input / "
-                  f"{reports['output_tokens']:,} output tokens, ~${reports['cost_usd']} "
-                  f"({reports['model'] or 'offline reports, no LLM'})")
-        estimate = {**estimate, "reports": reports, "cost_usd": round(estimate["cost_usd"] + reports["cost_usd"], 4)}
+        estimate = estimate_build(db, tenant, levels, pipeline.extractor, pipeline.reporter, pipeline.summarizer,
+                                  build_settings.summary_min_chars)
+        _print_estimate(estimate, pipeline)
         if estimate["cost_usd"] > max_cost:
             _fail(CrossroadsError(f"estimated ${estimate['cost_usd']} is over --max-cost {max_cost}; raise it to proceed"))
 
-        def usage() -> dict:
-            total = meter.total
-            return {"calls": total.calls, "input_tokens": total.prompt_tokens, "output_tokens": total.output_tokens,
-                    "cost_usd": round(total.cost_usd, 6)}
-
         with _progress("graph build") as progress:
             try:
-                job = build_graph(db, tenant, level, extractor, reporter, make_embedder(settings),
-                                  BuildSettings(), lambda stage, done, total: progress(done, total), usage)
+                job = build_graph(db, tenant, level, pipeline.extractor, pipeline.reporter, make_embedder(settings),
+                                  build_settings, lambda stage, done, total: progress(done, total), meter.summary,
+                                  summarizer=pipeline.summarizer)
             except CrossroadsError as exc:
                 _fail(exc)
     job["estimate"] = estimate
@@ -123,8 +115,26 @@ def graph_build(
         out.print(f"level {lvl['level']}: {lvl['chunks']} chunks, {lvl['entities']} entities, "
                   f"{lvl['relationships']} relationships, {lvl['communities']} communities "
                   f"{lvl['communities_per_level']}, reports {lvl['reports_generated']} written / {lvl['reports_kept']} kept, "
-                  f"{lvl['extracted']} chunks extracted ({lvl['extraction_cached']} cached), {sum(lvl['seconds'].values()):.1f} s")
+                  f"{lvl['extracted']} chunks extracted ({lvl['extraction_cached']} cached), "
+                  + (f"summaries {lvl['summaries_computed']} written / {lvl['summaries_cached']} cached / "
+                     f"{lvl['summary_errors']} failed, " if pipeline.summarizer is not None else "")
+                  + (f"{lvl['claims']} claims, " if lvl["claims"] else "")
+                  + f"{sum(lvl['seconds'].values()):.1f} s")
     out.print(f"job {job['id']}: {job['status']}; LLM usage {job['usage']}")
+
+
+def _print_estimate(estimate: dict, pipeline) -> None:
+    err.print(f"estimate: {estimate['to_extract']} of {estimate['chunks']} chunks to extract, "
+              f"{estimate['calls']} LLM calls, ~{estimate['input_tokens']:,} input / {estimate['output_tokens']:,} "
+              f"output tokens, ~${estimate['extraction_cost_usd']} ({estimate['model'] or 'offline extractor, no LLM'})")
+    summaries, reports = estimate["summaries"], estimate["reports"]
+    if pipeline.summarizer is not None:
+        err.print(f"estimate: ~{summaries['calls']} description summary LLM calls ({summaries['cached']} cached), "
+                  f"~{summaries['input_tokens']:,} input / {summaries['output_tokens']:,} output tokens, "
+                  f"~${summaries['cost_usd']} ({summaries['model']}; an estimate, not a bound)")
+    err.print(f"estimate: up to {reports['calls']} report LLM calls, ~{reports['input_tokens']:,} input / "
+              f"{reports['output_tokens']:,} output tokens, ~${reports['cost_usd']} "
+              f"({reports['model'] or 'offline reports, no LLM'})")
 
 
 @graph_app.command("status")

@@ -39,20 +39,27 @@ def token_create(
     role: str = typer.Option("reader", "--role", help="reader (ask, search, browse), writer (+ documents), "
                                                       "admin (+ graph builds)."),
     name: str = typer.Option("", "--name", help="A note saying who or what uses the token."),
+    json_out: bool = typer.Option(False, "--json", help="Print {token, id, tenant, groups, role} instead of the bare token."),
 ) -> None:
     """Create a token and print it (only once: just its hash is stored)."""
     from api import tokens
 
     with _database(get_settings()) as db, db.connection() as conn:
         try:
-            token, _ = tokens.create_token(conn, tenant, _groups(groups), role, name)
+            token, record = tokens.create_token(conn, tenant, _groups(groups), role, name)
         except ValueError as exc:
             _fail(CrossroadsError(str(exc)))
+    if json_out:
+        _print_json({"token": token, **record.to_dict()})
+        return
     print(token)
 
 
 @token_app.command("revoke")
-def token_revoke(token_or_id: str = typer.Argument(..., help="The token, or its id from `crossroads token list`.")) -> None:
+def token_revoke(
+    token_or_id: str = typer.Argument(..., help="The token, or its id from `crossroads token list`."),
+    json_out: bool = JsonOption,
+) -> None:
     """Revoke a token at once: the next request with it gets 401."""
     from api import tokens
 
@@ -60,6 +67,9 @@ def token_revoke(token_or_id: str = typer.Argument(..., help="The token, or its 
         revoked = tokens.revoke_token(conn, token_or_id)
     if revoked is None:
         _fail(CrossroadsError("no live token matches; see `crossroads token list`"))
+    if json_out:
+        _print_json({"revoked": revoked})
+        return
     out.print(f"revoked token {revoked}")
 
 

@@ -11,7 +11,6 @@ import logging
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import ValidationError
 
-from api import store as api_store
 from api.app import Services, services
 from api.auth import Principal, reader, writer
 from api.problems import ApiProblem, field_errors, validation_problem
@@ -20,6 +19,7 @@ from api.schemas import (
     DocumentResult, check_doc_id, doc_id_error, document_size_error,
 )
 from api.routes_query import ERRORS
+from vector import store
 from vector.sources import BadDocument, SourceDocument, build_document, parse_acl
 
 log = logging.getLogger("crossroads.api")
@@ -81,7 +81,7 @@ def put_document(doc_id: str, body: DocumentBody, response: Response, principal:
         field, _, message = str(exc).partition(": ") if str(exc).startswith(("acl: ", "text: ")) else ("text", "", str(exc))
         raise validation_problem([{"loc": ("body", field), "msg": message, "type": "value_error"}]) from None
     with svc.db().connection() as conn:
-        access = api_store.document_access(conn, principal.tenant, doc_id, list(principal.groups))
+        access = store.document_access(conn, principal.tenant, doc_id, list(principal.groups))
     if access is False:
         raise ApiProblem(403, "forbidden", "Forbidden",
                          f"Document {doc_id!r} exists with groups this token does not hold; it cannot be replaced with it.")
@@ -140,7 +140,7 @@ def batch_documents(body: BatchRequest, principal: Principal = Depends(writer), 
     if documents:
         with svc.db().connection() as conn:
             for document in list(documents):
-                if api_store.document_access(conn, principal.tenant, document.doc_id, list(principal.groups)) is False:
+                if store.document_access(conn, principal.tenant, document.doc_id, list(principal.groups)) is False:
                     results[accepted.pop(document.doc_id)]["error"] = (
                         "doc_id: exists with groups this token does not hold; not replaced")
                     documents.remove(document)
@@ -163,11 +163,10 @@ def batch_documents(body: BatchRequest, principal: Principal = Depends(writer), 
 @router.delete("/documents/{doc_id:path}", response_model=Deleted, responses=ERRORS,
                summary="Remove a document and all its chunks")
 def delete_document(doc_id: str, principal: Principal = Depends(writer), svc: Services = Depends(services)):
-    from vector import store
 
     check_doc_id(doc_id)
     with svc.db().connection() as conn:
-        if not api_store.document_access(conn, principal.tenant, doc_id, list(principal.groups)):
+        if not store.document_access(conn, principal.tenant, doc_id, list(principal.groups)):
             raise _not_readable(doc_id)
         _, chunks = store.delete_documents(conn, principal.tenant, [doc_id])
     return {"doc_id": doc_id, "chunks_deleted": chunks}
@@ -177,7 +176,6 @@ def delete_document(doc_id: str, principal: Principal = Depends(writer), svc: Se
               summary="Replace a document's groups (nothing is re-embedded)")
 def set_document_acl(doc_id: str, body: AclRequest, principal: Principal = Depends(writer),
                      svc: Services = Depends(services)):
-    from vector import store
 
     check_doc_id(doc_id)
     groups = list(parse_acl(list(body.acl)))
@@ -185,7 +183,7 @@ def set_document_acl(doc_id: str, body: AclRequest, principal: Principal = Depen
         raise validation_problem([{"loc": ("body", "acl"), "type": "value_error",
                                    "msg": "needs at least one non-blank group name (a document is never public)"}])
     with svc.db().connection() as conn:
-        if not api_store.document_access(conn, principal.tenant, doc_id, list(principal.groups)):
+        if not store.document_access(conn, principal.tenant, doc_id, list(principal.groups)):
             raise _not_readable(doc_id)
         if not store.set_acl(conn, principal.tenant, doc_id, groups):
             raise _not_readable(doc_id)
@@ -197,5 +195,5 @@ def set_document_acl(doc_id: str, body: AclRequest, principal: Principal = Depen
 def list_documents(limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=10_000_000),
                    principal: Principal = Depends(reader), svc: Services = Depends(services)):
     with svc.db().connection() as conn:
-        rows = api_store.readable_documents(conn, principal.tenant, list(principal.groups), limit, offset)
+        rows = store.readable_documents(conn, principal.tenant, list(principal.groups), limit, offset)
     return {"documents": rows, "limit": limit, "offset": offset}

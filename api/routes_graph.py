@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Query
 
-from api import store as api_store
 from api.app import Services, services
 from api.auth import Principal, reader
 from api.problems import ApiProblem
@@ -50,8 +49,8 @@ def get_community(community_id: int = Path(..., ge=0, le=2**31 - 1), principal: 
         if report is None:
             raise ApiProblem(404, "community-not-found", "Community not found",
                              f"No community {community_id} in the graph this token is served from.")
-        members = api_store.entities_by_key(conn, principal.tenant, access.name, list(report["members"]))
-        documents = api_store.readable_documents_of_chunks(conn, principal.tenant, list(principal.groups),
+        members = store.entities_by_key(conn, principal.tenant, access.name, list(report["members"]))
+        documents = store.readable_documents_of_chunks(conn, principal.tenant, list(principal.groups),
                                                            list(report["source_chunk_ids"]))
     return {"access_level": access.name, "id": report["id"], "level": report["level"], "parent": report["parent"],
             "title": report["title"], "summary": report["summary"], "rating": float(report["rating"]),
@@ -68,5 +67,5 @@ def list_entities(q: str | None = Query(None, max_length=200, description="Part 
         q = q.replace("\x00", "")
     with svc.db().connection() as conn:
         access = _level(conn, principal)
-        entities = api_store.find_entities(conn, principal.tenant, access.name, q, limit) if access else []
+        entities = store.find_entities(conn, principal.tenant, access.name, q, limit) if access else []
     return {"access_level": access.name if access else None, "entities": entities}

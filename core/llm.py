@@ -99,6 +99,13 @@ class UsageMeter:
         with self._lock:
             return sum(self._by_model.values(), Usage())
 
+    def summary(self) -> dict:
+        """The total as JSON-ready numbers (job rows, API responses)."""
+        t = self.total
+        return {"calls": t.calls, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
+                "cache_read_tokens": t.cache_read_tokens, "cache_write_tokens": t.cache_write_tokens,
+                "prompt_tokens": t.prompt_tokens, "cost_usd": round(t.cost_usd, 6)}
+
     @property
     def by_model(self) -> dict[str, Usage]:
         with self._lock:

@@ -149,6 +149,12 @@ class Settings(BaseSettings):
     jwt_audience: str | None = Field(None, description="Required `aud` claim of JWTs (unset: `aud` is not checked).")
     jwt_issuer: str | None = Field(None, description="Required `iss` claim of JWTs (unset: `iss` is not checked).")
 
+    # --- graph
+    graph_extract_claims: bool = Field(
+        False, description="With an LLM, extract claims about entities too and give them to community reports "
+        "(a different extraction: cached chunks are extracted once more)."
+    )
+
     # --- router and answers
     router_llm_classifier: bool = Field(
         True, description="Classify questions with the fast LLM when a key is set (else the offline heuristic)."

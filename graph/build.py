@@ -305,23 +305,56 @@ def build_level(
     return report
 
 
+def create_build_job(db: Database, tenant: str, level_name: str | None, extractor: Extractor, reporter: Reporter,
+                     summarizer: DescriptionSummarizer | None = None) -> int:
+    """The job row of a build about to run (checked first: an unknown level raises, leaving no row)."""
+    with db.connection() as conn:
+        levels = store.list_levels(conn, tenant)
+        if not any(level_name in (None, lvl.name) for lvl in levels):
+            names = ", ".join(lvl.name for lvl in levels)
+            raise CrossroadsError(f"no access level {level_name!r} in tenant {tenant!r} (levels: {names}); "
+                                  "create it with `crossroads levels set`")
+        params = {"level": level_name, "extractor": extractor.name, "model": extractor.model or reporter.model}
+        if summarizer is not None:
+            params["summarizer"] = summarizer.name
+        return store.create_job(conn, "graph-build", tenant, params)
+
+
+class JobProgress:
+    """Records (stage, done, total) on the job row, at most once a second, and passes it on."""
+
+    def __init__(self, db: Database, job_id: int, forward: Progress | None, every_s: float = 1.0):
+        self.db, self.job_id, self.forward, self.every_s = db, job_id, forward, every_s
+        self._last = 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.forward:
+            self.forward(stage, done, total)
+        now = time.monotonic()
+        if now - self._last < self.every_s and done < total:
+            return
+        self._last = now
+        try:
+            with self.db.connection() as conn:
+                store.update_job(conn, self.job_id, progress={"stage": stage, "done": done, "total": total})
+        except Exception:  # noqa: BLE001 - progress is informative; the build goes on
+            log.warning("could not record the progress of job %s", self.job_id, exc_info=True)
+
+
 def build_graph(
     db: Database, tenant: str, level_name: str | None, extractor: Extractor, reporter: Reporter,
     embedder: Embedder | None, settings: BuildSettings, progress: Progress | None = None,
     usage: Callable[[], dict] | None = None, summarizer: DescriptionSummarizer | None = None,
+    job_id: int | None = None,
 ) -> dict:
-    """Build one level (or all of them) as a job; returns the job's final record."""
+    """Build one level (or all of them) as a job; returns the job's final record. `job_id`: a row made
+    by `create_build_job` (the API hands its id out before the build starts); else one is made here."""
+    if job_id is None:
+        job_id = create_build_job(db, tenant, level_name, extractor, reporter, summarizer)
     with db.connection() as conn:
         levels = store.list_levels(conn, tenant)
-        params = {"level": level_name, "extractor": extractor.name, "model": extractor.model or reporter.model}
-        if summarizer is not None:
-            params["summarizer"] = summarizer.name
-        job_id = store.create_job(conn, "graph-build", tenant, params)
     chosen = [lvl for lvl in levels if level_name in (None, lvl.name)]
-    if not chosen:
-        names = ", ".join(lvl.name for lvl in levels)
-        raise CrossroadsError(f"no access level {level_name!r} in tenant {tenant!r} (levels: {names}); "
-                              "create it with `crossroads levels set`")
+    tracked = JobProgress(db, job_id, progress)
     results = []
     try:
         for level in chosen:
@@ -329,7 +362,7 @@ def build_graph(
                 continue
             with db.connection() as conn:
                 store.update_job(conn, job_id, stage=f"level {level.name}")
-            results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings, progress,
+            results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings, tracked,
                                               summarizer)))
             with db.connection() as conn:
                 store.update_job(conn, job_id, counts={"levels": results}, usage=usage() if usage else {})
@@ -341,77 +374,3 @@ def build_graph(
     with db.connection() as conn:
         store.update_job(conn, job_id, status="done", stage="done", usage=usage() if usage else {})
         return store.get_job(conn, job_id)
-
-
-# Rough per-call sizes for the estimate printed before any LLM work (measured prompts, see README).
-EXTRACT_PROMPT_TOKENS = 1500
-EXTRACT_OUTPUT_TOKENS = 600
-
-
-def estimate_extraction(db: Database, tenant: str, levels: list[AccessLevel], extractor: Extractor) -> dict:
-    """Chunks still to extract (not in the cache) for these levels, and what the LLM calls would cost."""
-    from core.llm import model_prices
-
-    hashes: dict[str, int] = {}
-    with db.connection() as conn:
-        for level in levels:
-            for chunk in store.level_chunks(conn, tenant, level.groups):
-                hashes[chunk.content_hash] = len(chunk.text)
-        cached = store.cached_extractions(conn, list(hashes), extractor.name, extractor.version, extractor.model)
-    todo = {h: n for h, n in hashes.items() if h not in cached}
-    calls = len(todo) * (1 + getattr(extractor, "gleanings", 0))
-    input_tokens = calls * EXTRACT_PROMPT_TOKENS + sum(todo.values()) // 3
-    output_tokens = calls * EXTRACT_OUTPUT_TOKENS
-    prices = model_prices(extractor.model) if extractor.model else None
-    cost = (input_tokens * prices[0] + output_tokens * prices[1]) / 1e6 if prices else 0.0
-    return {"chunks": len(hashes), "to_extract": len(todo), "calls": calls if extractor.model else 0,
-            "input_tokens": input_tokens if extractor.model else 0,
-            "output_tokens": output_tokens if extractor.model else 0, "cost_usd": round(cost, 4),
-            "model": extractor.model}
-
-
-# Report calls. A call sends the system prompt and tool schema plus a context of at most the
-# reporter's budget, so the input estimate is an upper bound (leaf communities of a few entities use
-# far less); out comes a 5-10 finding report.
-REPORT_PROMPT_TOKENS = 900  # system prompt + tool schema ~530 by chars/4, plus the API's tool-use preamble
-REPORT_OUTPUT_TOKENS = 1500
-# Before the first build there are no communities to count. GraphRAG's paper built ~2,700 communities
-# (all levels, max cluster size 10) from its podcast corpus of 1,669 chunks of 600 tokens: about one
-# per 375 tokens of text, i.e. per ~1,500 characters.
-CHARS_PER_COMMUNITY = 1500
-
-
-def communities_to_report(db: Database, tenant: str, levels: list[AccessLevel], model: str, changed: bool) -> int:
-    """Reports the next build may (re)write: every previous community when chunks changed (which ones a
-    change reaches is known only after clustering), else those without a report by `model`; for a level
-    never built, a guess from its text size. A change by deletion alone is not seen here (no extraction
-    is pending), so that rebuild's report calls are underestimated."""
-    total = 0
-    with db.connection() as conn:
-        for level in levels:
-            if not level.groups:
-                continue
-            communities = store.load_communities(conn, tenant, level.name)
-            if not communities:
-                chars = sum(len(c.text) for c in store.level_chunks(conn, tenant, level.groups))
-                total += -(-chars // CHARS_PER_COMMUNITY)
-            elif changed:
-                total += len(communities)
-            else:
-                reports = store.report_input_hashes(conn, tenant, level.name)
-                total += sum(1 for c in communities if reports.get(c.id, ("", ""))[1] != model)
-    return total
-
-
-def estimate_reports(n_communities: int, model: str, max_context_tokens: int = 8000) -> dict:
-    """What `n_communities` LLM report calls would cost at most (no call for the offline reporter)."""
-    from core.llm import model_prices
-
-    if not model:
-        return {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "model": model}
-    input_tokens = n_communities * (REPORT_PROMPT_TOKENS + max_context_tokens)
-    output_tokens = n_communities * REPORT_OUTPUT_TOKENS
-    prices = model_prices(model)
-    cost = (input_tokens * prices[0] + output_tokens * prices[1]) / 1e6 if prices else 0.0
-    return {"calls": n_communities, "input_tokens": input_tokens, "output_tokens": output_tokens,
-            "cost_usd": round(cost, 4), "model": model}

@@ -19,7 +19,7 @@ from graph.types import GraphClaim, GraphEntity, GraphRelationship
 MAX_FINDINGS = 8
 MAX_CLAIM_FINDINGS = 2
 CHUNKS_PER_FINDING = 5
-_STATUS_RANK = {"TRUE": 0, "SUSPECTED": 1, "FALSE": 2}
+STATUS_RANK = {"TRUE": 0, "SUSPECTED": 1, "FALSE": 2}
 
 
 def community_inputs(
@@ -75,7 +75,7 @@ def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship
         })
     members = {e.key for e in ents}
     best_claims = sorted((c for c in claims if c.subject_key in members),
-                         key=lambda c: (_STATUS_RANK.get(c.status, 3), -len(c.chunk_ids), c.subject_key,
+                         key=lambda c: (STATUS_RANK.get(c.status, 3), -len(c.chunk_ids), c.subject_key,
                                         c.claim_type, c.description))[:MAX_CLAIM_FINDINGS]
     for c in best_claims:
         findings.append({

@@ -295,3 +295,45 @@ def get_job(conn: psycopg.Connection, job_id: int) -> dict | None:
     keys = ("id", "kind", "tenant", "params", "status", "stage", "progress", "counts", "errors", "usage",
             "created_at", "started_at", "finished_at")
     return dict(zip(keys, row)) if row else None
+
+
+def readable_documents_of_chunks(conn: psycopg.Connection, tenant: str, groups: list[str], chunk_ids: list[int]) -> list[dict]:
+    """The documents behind these chunks that the groups may read now (a graph may predate an ACL change)."""
+    rows = conn.execute(
+        """
+        SELECT DISTINCT d.doc_id, d.title FROM chunks c
+        JOIN documents d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id
+        WHERE c.tenant_id = %s AND c.id = ANY(%s) AND c.acl && %s
+        ORDER BY d.doc_id
+        """,
+        (tenant, list(chunk_ids), list(groups)),
+    ).fetchall()
+    return [{"doc_id": d, "title": t} for d, t in rows]
+
+
+_ENTITY_COLUMNS = "key, name, type, description, degree"
+
+
+def _entities(rows) -> list[dict]:
+    return [dict(zip(("key", "name", "type", "description", "degree"), r)) for r in rows]
+
+
+def find_entities(conn: psycopg.Connection, tenant: str, level: str, q: str | None, limit: int) -> list[dict]:
+    """Entities of one access level whose name or key contains `q` (all when empty), best connected first."""
+    pattern = "%" + (q or "").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = conn.execute(
+        f"SELECT {_ENTITY_COLUMNS} FROM graph_entities"
+        " WHERE tenant_id = %s AND access_level = %s AND (name ILIKE %s OR key ILIKE %s)"
+        " ORDER BY degree DESC, key LIMIT %s",
+        (tenant, level, pattern, pattern, limit),
+    ).fetchall()
+    return _entities(rows)
+
+
+def entities_by_key(conn: psycopg.Connection, tenant: str, level: str, keys: list[str]) -> list[dict]:
+    rows = conn.execute(
+        f"SELECT {_ENTITY_COLUMNS} FROM graph_entities"
+        " WHERE tenant_id = %s AND access_level = %s AND key = ANY(%s) ORDER BY degree DESC, key",
+        (tenant, level, list(keys)),
+    ).fetchall()
+    return _entities(rows)

@@ -8,8 +8,9 @@ a query asked before (same words, any order or case) is never searched twice, an
 proposals are all repeats stops the loop. Stopping on a budget (or because the planner has nothing
 new to try) marks the result `partial`: the answer must say it may not have found everything.
 
-The final answer sees at most `max_context` passages (`select_context`): every query's hits are
-taken round-robin by rank, so each query's best hits survive the cut.
+The final answer sees at most `max_context` passages (`select_context`): the top hit of every
+query first, so each query's best hit survives the cut, then the question's own ranking, then the
+other queries round-robin by rank.
 
 Planners (both deterministic about their inputs; neither raises):
 - `OfflinePlanner`: no model. Reads the question's *form*, never its topic: a comparison ("A vs B",
@@ -29,7 +30,6 @@ Pure logic: no database here. `router.evidence_search.HybridPassageSearcher` is 
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -52,8 +52,8 @@ MAX_PLANNED_QUERIES = 3  # per round, as the seed's PLAN_PROMPT says
 
 @dataclass(frozen=True)
 class Limits:
-    """Budgets of one question. Defaults measured on the multi-hop dev set (bench/multihop_agentic.py,
-    README "Measured"): 3 rounds (question, first hop, second hop), 8 searches (1 + 3 + 3, one spare
+    """Budgets of one question. Defaults measured on the multi-hop dev set (see
+    bench/multihop_agentic.py): 3 rounds (question, first hop, second hop), 8 searches (1 + 3 + 3, one spare
     for a decomposition), k=5 per search, at most 24 evidence chunks, 10 passages to the answer."""
 
     max_iterations: int = 3
@@ -203,7 +203,7 @@ def agentic_search(searcher: Searcher, planner: Planner, question: str, limits: 
             searches += 1
             t0 = time.perf_counter()
             try:
-                k = limits.first_k or limits.k if rnd.number == 1 else limits.k
+                k = (limits.first_k or limits.k) if rnd.number == 1 else limits.k
                 hits = list(searcher.search(query, k))[:k]
                 failure = None
             except Exception as exc:  # noqa: BLE001 - one failed search must not lose the rest
@@ -266,7 +266,7 @@ def select_context(question: str, evidence: Sequence[Passage], max_context: int 
     survives; then the rest of the question's own ranking (plain RAG's order, the strongest single
     signal); then the other searches round-robin by rank. Measured against plain round-robin and
     fusions (RRF, lexical overlap with the question) on the multi-hop dev set: this order kept the
-    most gold passages (README "Measured"). Without `ranked`, or when room is left, evidence order
+    most gold passages (bench/multihop_agentic.py). Without `ranked`, or when room is left, evidence order
     fills up. Passages not in `evidence` (beyond `max_evidence`) are never added. `question` is part
     of the signature for selections that score passages against it; this one needs only the ranks.
     """
@@ -319,7 +319,7 @@ much many few several name named called known located part considered along besi
 какого который которая которое которые которого ещё уже только да нет же ли бы то тот та те раз был была было
 были быть есть является являются чем чего кого кому кем
 """.split())
-# Words that ask or compare rather than describe: dropped from the attribute of a comparison.
+# Words that ask for a comparison: cues that a question compares two things.
 _COMPARE_WORDS = frozenset("""
 compare compared comparing comparison versus vs difference differences differ different between respective
 respectively similar both which whether same older younger earlier later first last larger smaller bigger

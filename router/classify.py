@@ -30,12 +30,12 @@ THRESHOLD = 2.0  # points a route needs to beat `local`, the default
 
 
 def _rx(pattern: str) -> re.Pattern:
-    """For the lower-cased question: `re` is several times faster without IGNORECASE."""
+    """For the lower-cased question: `re` is several times slower with IGNORECASE."""
     return re.compile(pattern)
 
 
-def _cased(pattern: str) -> re.Pattern:
-    """For the original question, where `(?-i:[A-Z])` can see that a word is a name."""
+def _anchored(pattern: str) -> re.Pattern:
+    """For a pattern anchored at the start: there IGNORECASE costs nothing, so any case matches."""
     return re.compile(pattern, re.IGNORECASE)
 
 
@@ -151,6 +151,8 @@ REDUCED_RELATIVE = _words(
     "sponsored", "shot", "made", "used", "held", "built", "designed", "composed", "performed", "played",
     "won", "broadcast", "hosted", "run", "operated",
 )
+PARTICIPLES = _words("\\w+ed", "\\w+en", "born", "fought", "held", "built", "made", "won", "lost", "found", "set",
+                     "shot", "sold", "kept", "run", "sung", "begun")
 PREPOSITIONS = _words("of", "in", "from", "at", "near", "by", "for", "to", "with", "into", "on", "about",
                       "than", "as")
 SUPERLATIVE_TAIL = "(?:with|that has|having) the (?:\\w+est|most|least)\\b"
@@ -189,17 +191,17 @@ class Cue:
     weight: float
     regex: str
     repeat: bool = False  # every match counts (nesting depth), not just the first
-    # matched against the original question, where a capital marks a name (the cue's own words are
-    # lowercase mid-sentence); the others against the lower-cased question. Neither uses IGNORECASE,
-    # which makes `re` several times slower.
+    # matched against the question as written, where a capital marks a name (the cue's own words are
+    # lowercase); the others against the lower-cased question. Neither uses IGNORECASE, which makes
+    # `re` several times slower.
     cased: bool = False
     pattern: re.Pattern = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pattern = re.compile(self.regex)
 
-    def text(self, q: "Question") -> str:
-        return q.text if self.cased else q.lower
+    def text(self, q: Question) -> str:
+        return q.cased if self.cased else q.lower
 
 
 CUES: tuple[Cue, ...] = (
@@ -213,7 +215,7 @@ CUES: tuple[Cue, ...] = (
     Cue("all units", "global", 2.0,
         rf"\b(?:in|of|from|throughout|over) (?:all|every|each) (?:of )?(?:the )?(?:\w+ ){{0,2}}?{COLLECTION_UNITS}\b"),
     Cue("overall", "global", 2.0,
-        r"(?:^|[,;:] ?)overall\b|\boverall[,?]|\bin general\b|\bon the whole\b|\bas a whole\b|"
+        r"^overall\b|[,;:] ?overall\b|\boverall[,?]|\bin general\b|\bon the whole\b|\bas a whole\b|"
         r"\bgenerally speaking\b"),
     Cue("main themes", "global", 1.5,
         r"\b(?:main|key|major|common|recurring|central|dominant|principal|overarching|general|broad) "
@@ -232,8 +234,10 @@ CUES: tuple[Cue, ...] = (
     Cue("typical unit", "global", 1.0, rf"\b(?:typical|average|usual|each|every) (?:\w+ )?{SINGULAR_UNITS}\b"),
     Cue("speakers as subject", "global", 2.0,
         rf"\b(?:{SPEAKERS}|{COLLECTION_UNITS})(?: \w+){{0,2}}? {DISCOURSE_VERBS}\b"),
-    Cue("which units", "global", 1.5,
-        rf"\b(?:which|what|any|all|most|many|some|several|different) (?:of the )?(?:{SPEAKERS}|{COLLECTION_UNITS})\b"),
+    # "which founders of Apple" is a particular group, not the collection's speakers
+    Cue("which units", "global", 2.0,
+        rf"\b(?:which|what|any|all|most|many|some|several|different) (?:of the )?(?:{SPEAKERS}|{COLLECTION_UNITS})"
+        rf"\b(?! of\b)"),
     Cue("according to the collection", "global", 2.0,
         rf"\b(?:according to|mentioned by|cited by|discussed by|described by|raised by|shared by) "
         rf"(?:the |most |many |all )?(?:{SPEAKERS}|{COLLECTION_UNITS})\b"),
@@ -251,7 +255,7 @@ CUES: tuple[Cue, ...] = (
         r"повторяющиеся|типичные)\b"),
     Cue("как часто", "global", 2.0, r"\bкак часто\b|\bчасто ли\b|\bчаще всего\b"),
     Cue("обычно", "global", 1.5, r"\bкак правило\b|\bобычно\b|\bрегулярно\b|\bнеоднократно\b|\bтипичн"),
-    Cue("какие гости / в каких документах", "global", 1.5,
+    Cue("какие гости / в каких документах", "global", 2.0,
         r"\b(?:какие|какой из|кто из|многие|все|большинство) (?:гост|спикер|участник|автор|эксперт|руководител)|"
         r"\bв каких (?:документ|эпизод|выпуск|стать|интервью|отч[её]т|разбор)"),
     Cue("гости обсуждают", "global", 2.0,
@@ -293,10 +297,12 @@ CUES: tuple[Cue, ...] = (
     Cue(RELATIVE_CLAUSE, "bridge", 1.5,
         rf"\b(?:the|a|an|this|that|one) (?:[\w-]+ ){{0,3}}?{ENTITY_TYPES}(?: \w+)?,? {RELATIVE_PRONOUNS}\b|"
         rf"\b{RU_ENTITY_TYPES}\w*,? {RU_RELATIVE}(?= )", repeat=True),
-    # "the city Sarah Sorge was born in": a relative clause without a pronoun, seen by the capital
+    # "the country Signmark is from": a relative clause without a pronoun, seen by the capital after the
+    # type and the participle or stranded preposition closing it ("the director X has an OBE" names)
     Cue(CONTACT_CLAUSE, "bridge", 1.5,
         rf"\bthe (?:[\w-]+ )?{ENTITY_TYPES} (?:the )?[A-Z][\w'-]*(?: [\w'.-]+){{0,5}}? "
-        rf"(?:is|was|are|were|has|had|did|does|do)\b", cased=True, repeat=True),
+        rf"(?:is|was|are|were|has been|had been)(?: \w+ly)? (?:from|in|at|on|{PARTICIPLES})\b",
+        cased=True, repeat=True),
     Cue(PARTICIPLE, "bridge", 1.0,
         rf"\b(?:the|a|an|this|that|which|what) (?:[\w-]+ ){{0,3}}?{ENTITY_TYPES},? (?:\w+ly )?{REDUCED_RELATIVE}\b",
         repeat=True),
@@ -316,8 +322,8 @@ CUE_BY_NAME = {cue.name: cue for cue in CUES}
 
 # "What is the X of Y?" asks for the description itself (one hop); any other use of a description
 # ("Where was the director of X born?", "When did the city where Y is located fall?") asks something
-# about the entity it describes: one more hop. Openers are anchored, so IGNORECASE costs nothing.
-IDENTITY_START = _cased(
+# about the entity it describes: one more hop.
+IDENTITY_START = _anchored(
     r"^(?:which|who|what|one) of (?=the )|"
     r"^(?:какой|какая|какое|какие|каков\w*)(?: \w+)? (?:является|являлся|являлась|являются|был|была|было|были) |"
     r"^(?:кто|какой|какая|какое|какие|который|которая|которое|которые) из |"
@@ -325,8 +331,8 @@ IDENTITY_START = _cased(
     r"^(?:кто|кем|что|чем)(?: (?:является|являлся|являлась|являются|был|была|было|были))? ")
 # "Where is the headquarters of X?" too, but only for a relational noun: "Where is the district that
 # X is part of?" asks where the described district lies, a hop past it.
-PLACE_TIME_START = _cased(r"^(?:where|when|which \w+) (?:is|was|are|were) (?=the |a |an )|"
-                          r"^(?:где|когда)(?: (?:был|была|было|были|находится|находился|находилась))? ")
+PLACE_TIME_START = _anchored(r"^(?:where|when|which \w+) (?:is|was|are|were) (?=the |a |an )|"
+                             r"^(?:где|когда)(?: (?:был|была|было|были|находится|находился|находилась))? ")
 # ... unless an event verb follows the description: "Where was the director of X born?"
 EVENT_AT_END = _rx(r"\b(?:born|died|buried|founded|formed|established|built|created|released|published|"
                    r"written|composed|recorded|produced|directed|married|elected|made|signed|opened|closed|"
@@ -343,9 +349,11 @@ NAMING = _rx(r"\bthe (?:name|title) of\b|\b(?:called|named|known as)\b|\bназ�
 # describes the entity the question builds on.
 IN_SITU_WH = _rx(r"(?<![,:;(]) (?:by |in |from |of |for |on |at |with |to |into )?"
                  r"(?:who|whom|what|which|when|where|how many|how much)\b")
-OPENER = _cased(rf"^(?:{QUESTION_OPENERS})\b")
-RU_OPENER = _cased(rf"^(?:{RU_QUESTION_WORDS})\b")
-SENTENCE_END = re.compile(r"(?<=[a-z0-9)\"”])[.!] +(?=[A-Z])")
+OPENER = _anchored(rf"^(?:{QUESTION_OPENERS})\b")
+RU_OPENER = _anchored(rf"^(?:{RU_QUESTION_WORDS})\b")
+# a full stop after a lowercase word, a number or an acronym ("... has an OBE. Does ..."), not after
+# an initial ("Jon L. Luther", "U.S. state")
+SENTENCE_END = re.compile(r"(?:(?<=[a-z0-9)\"”])|(?<=[A-Z]{2}))[.!] +(?=[A-Z])")
 ANAPHORA = _rx(r"\b(?:this|that|these|those|it|its|he|she|his|her|they|their|one)\b")
 LATIN = re.compile(r"[A-Za-z]")
 CYRILLIC = re.compile(r"[А-Яа-яЁё]")
@@ -379,16 +387,16 @@ MAX_CHARS = 1000  # cues are read from the start: real questions are far shorter
 
 @dataclass(frozen=True)
 class Question:
-    """A question with whitespace and apostrophes normalised, and its lower-cased copy."""
+    """A question with whitespace and apostrophes normalised, and the copies cues are matched in."""
 
     text: str
-    lower: str
+    lower: str  # for most cues
+    cased: str  # for cues that look for capitals: only the sentence-initial capital, which marks no name, is lowered
 
     @classmethod
     def of(cls, question: str) -> "Question":
         text = re.sub(r"\s+", " ", question[: MAX_CHARS * 2].replace("’", "'")).strip()[:MAX_CHARS]
-        return cls(text, text.lower())
-
+        return cls(text, text.lower(), text[:1].lower() + text[1:])
 
 
 def count_entities(question: str) -> int:

@@ -35,14 +35,18 @@ class HybridPassageSearcher:
     """`router.agentic.Searcher` over `HybridSearcher` for one reader (tenant + groups)."""
 
     def __init__(self, searcher: HybridSearcher, tenant: str, groups: Sequence[str], mode: Mode = "hybrid+rerank",
-                 *, keep_traces: bool = True):
+                 *, keep_traces: bool = True, apply_threshold: bool = False):
         self.searcher, self.tenant, self.groups, self.mode = searcher, tenant, list(groups), mode
+        # Off by default: the rerank cut is calibrated for "does this answer the question", but a hop's
+        # evidence often only names the bridge (measured: evidence recall@10 0.79 without, 0.70 with).
+        self.apply_threshold = apply_threshold
         self.keep_traces = keep_traces  # search traces hold every stage's ranking: large, but what a trace is for
         self.records: list[SearchRecord] = []
 
     def search(self, query: str, k: int) -> list[Passage]:
         started = time.perf_counter()
-        result = self.searcher.search(self.tenant, self.groups, query, k=k, mode=self.mode)
+        result = self.searcher.search(self.tenant, self.groups, query, k=k, mode=self.mode,
+                                      apply_threshold=self.apply_threshold)
         self.records.append(SearchRecord(
             query=query, k=k, hits=[h.id for h in result.hits], degraded=result.degraded,
             degraded_reason=result.degraded_reason, latency_ms=(time.perf_counter() - started) * 1000,

@@ -98,10 +98,9 @@ def test_keyword_queries_stay_local():
 def test_every_fixture_question_gets_its_labelled_route():
     rows = [json.loads(line) for line in (FIXTURES / "questions.jsonl").read_text(encoding="utf-8").splitlines()
             if line.strip()]
-    wrong = [(r["qid"], r["route"], classify(r["question"]).route) for r in rows
-             if classify(r["question"]).route != r["route"]]
+    got = {r["qid"]: classify(r["question"]).route for r in rows}
     assert len(rows) >= 30 and {r["route"] for r in rows} == set(ROUTES)
-    assert wrong == []
+    assert {r["qid"]: (r["route"], got[r["qid"]]) for r in rows if got[r["qid"]] != r["route"]} == {}
 
 
 def test_deterministic_and_fast():
@@ -174,8 +173,7 @@ def test_llm_error_falls_back_to_the_heuristic(status):
     expected = HeuristicClassifier().classify(question)
     assert decision.classifier == "heuristic" and decision.route == expected.route == "multihop"
     assert decision.confidence == expected.confidence and decision.reason == expected.reason
-    assert str(status) in decision.features["llm_error"] or "boom" in decision.features["llm_error"]
-    assert api.calls == 1
+    assert "boom" in decision.features["llm_error"] and api.calls == 1
 
 
 @pytest.mark.parametrize("reply", [

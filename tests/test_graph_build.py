@@ -31,9 +31,9 @@ class CountingReporter(OfflineReporter):
     def __init__(self):
         self.calls = 0
 
-    def report(self, community, ents, rels, subs):
+    def report(self, community, ents, rels, subs, claims=()):
         self.calls += 1
-        return super().report(community, ents, rels, subs)
+        return super().report(community, ents, rels, subs, claims)
 
 
 @pytest.fixture(scope="module")

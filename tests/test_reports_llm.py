@@ -10,9 +10,9 @@ import pytest
 from core.llm import make_llm
 from core.settings import Settings
 from graph import store
-from graph.build import (LevelReport, Reporter, communities_to_report, estimate_reports,
-                         report_communities)
+from graph.build import LevelReport, Reporter, report_communities
 from graph.communities import Community, membership_hash
+from graph.estimate import communities_to_report, estimate_reports
 from graph.levels import AccessLevel
 from graph.reports import offline_report
 from graph.reports_llm import LLMReporter, estimate_tokens

@@ -231,7 +231,7 @@ def test_communities_findings_and_entity_graph(page, staff_token):
     nodes = svg.locator("g.node")
     assert nodes.count() >= 2
     assert (nodes.first.locator("text").text_content() or "").strip()
-    nodes.first.click()
+    nodes.first.locator("circle").click()
     expect(page.locator("#entity-info strong")).not_to_be_empty()
     _screenshot(page, "community")
     # the layout is deterministic: drawing the same community again gives the same picture
@@ -279,11 +279,17 @@ def test_corpus_text_is_shown_as_text_never_run(page, live_server, staff_token):
         path = route.request.url.split(live_server, 1)[1]
         if path.startswith("/v1/ask"):
             body = json.loads(route.request.post_data or "{}")
-            if body.get("stream"):
-                frames = "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in (
-                    ("route", answer["route"]), ("token", {"text": answer["answer"]}), ("done", answer)))
+            if body.get("question") == "fail mid-stream":
+                frames = (f"event: route\ndata: {json.dumps(answer['route'])}\n\n"
+                          'event: error\ndata: {"title": "Answering failed", "detail": "The model <b>broke</b>."}\n\n')
                 return route.fulfill(status=200, content_type="text/event-stream", body=frames)
-            return route.fulfill(status=200, content_type="application/json", body=json.dumps(answer))
+            if not body.get("stream"):
+                return route.fulfill(status=200, content_type="application/json",
+                                     body=json.dumps({**answer, "latency_ms": 42.0}))
+            # CRLF line ends, as any SSE server may send them
+            frames = "".join(f"event: {n}\r\ndata: {json.dumps(d)}\r\n\r\n" for n, d in (
+                ("route", answer["route"]), ("token", {"text": answer["answer"]}), ("done", answer)))
+            return route.fulfill(status=200, content_type="text/event-stream", body=frames)
         if path.startswith("/v1/communities/"):
             return route.fulfill(status=200, content_type="application/json", body=json.dumps(community))
         if path.startswith("/v1/communities"):
@@ -306,9 +312,45 @@ def test_corpus_text_is_shown_as_text_never_run(page, live_server, staff_token):
     expect(page.locator("#citation-quote")).to_contain_text("quoted <img")
     expect(page.locator("#citation-documents")).to_contain_text("a/<i>b</i>.md")
     page.click("#citation-close")
+    # without streaming: one JSON answer
+    page.uncheck("#stream")
+    page.click("#ask-button")
+    expect(page.locator("#usage")).to_contain_text("latency: 42 ms")
+    expect(page.locator("#answer button.cite")).to_have_count(1)
+    # an `error` event in the stream is shown, as text
+    page.check("#stream")
+    page.fill("#question", "fail mid-stream")
+    page.click("#ask-button")
+    expect(page.locator("#ask-error")).to_have_text("The model <b>broke</b>.")
     page.click("#tab-communities")
     page.click(".community-item")
     expect(page.locator("#findings")).to_contain_text("<b>bold</b>")
     assert page.locator("#graph svg line.edge").count() == 1 and page.locator("#graph svg g.node").count() == 2
     assert page.locator("img, script:not([src]), b").count() == 0
     assert page.evaluate("window.__pwned === undefined")
+
+
+def test_event_stream_parser_survives_any_chunking(page):
+    """SSE frames split anywhere (inside CRLF, inside a UTF-8 character) parse to the same events."""
+    events = page.evaluate("""async () => {
+        const text = 'event: route\\r\\ndata: {"route":"local"}\\r\\n\\r\\n'
+            + ': a comment\\n\\nevent: token\\ndata: {"text":"Ошибка ERR_2043 — "}\\n\\n'
+            + 'event: token\\r\\ndata: {"text":"лимит"}\\r\\n\\r\\nevent: done\\ndata: {"answer":"x"}';
+        const bytes = new TextEncoder().encode(text);
+        const results = [];
+        for (const size of [1, 2, 3, 7, bytes.length]) {
+            const stream = new ReadableStream({ start(c) {
+                for (let i = 0; i < bytes.length; i += size) c.enqueue(bytes.slice(i, i + size));
+                c.close();
+            } });
+            const got = [];
+            for await (const e of window.Crossroads.readEvents(new Response(stream))) got.push(e);
+            results.push(JSON.stringify(got));
+        }
+        return results;
+    }""")
+    import json
+
+    expected = [{"name": "route", "data": {"route": "local"}}, {"name": "token", "data": {"text": "Ошибка ERR_2043 — "}},
+                {"name": "token", "data": {"text": "лимит"}}, {"name": "done", "data": {"answer": "x"}}]
+    assert [json.loads(e) for e in events] == [expected] * 5

@@ -185,8 +185,10 @@ class HybridSearcher:
         return found
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
-               vector_text: str | None = None) -> SearchResult:
-        """`vector_text` (HyDE): embedded instead of `query` for the vector leg; full text and rerank keep `query`."""
+               vector_text: str | None = None, apply_threshold: bool = True) -> SearchResult:
+        """`vector_text` (HyDE): embedded instead of `query` for the vector leg; full text and rerank keep `query`.
+        `apply_threshold=False` keeps reranked hits below the rerank threshold (evidence gathering for
+        a next hop, where a passage that does not answer the question itself may name the bridge)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         started = time.perf_counter()
@@ -245,7 +247,7 @@ class HybridSearcher:
 
         hits = [_copy(c) for c in candidates[:k]]
         if mode == "hybrid+rerank" and self.reranker is not None and candidates:
-            hits, reason = self._rerank(query, candidates, k, trace, timings)
+            hits, reason = self._rerank(query, candidates, k, trace, timings, apply_threshold)
             if reason:
                 degraded.append(reason)
         trace["stages"]["final"] = [{"id": h.id, "rank": r, "score": h.score} for r, h in enumerate(hits, start=1)]
@@ -264,7 +266,8 @@ class HybridSearcher:
             return [_copy(c) for c in candidates[:k]], None
         return self._rerank(query, candidates, k, trace, trace.setdefault("timings_ms", {}))
 
-    def _rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict, timings: dict):
+    def _rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict, timings: dict,
+                apply_threshold: bool = True):
         """Reranked top-k above the threshold, or the RRF top-k and the reason it could not be."""
         trace["reranker"] = self.reranker.name
         start = time.perf_counter()
@@ -280,14 +283,15 @@ class HybridSearcher:
         timings["rerank"] = (time.perf_counter() - start) * 1000
         trace["stages"]["rerank"] = [{"id": candidates[i].id, "rank": r, "score": s}
                                      for r, (i, s) in enumerate(ranked, start=1)]
+        threshold = self.rerank_threshold if apply_threshold else None
         hits = []
         for index, score in ranked:
-            if self.rerank_threshold is not None and score < self.rerank_threshold:
+            if threshold is not None and score < threshold:
                 continue  # below the threshold: an honest "nothing relevant", no refill from RRF
             hit = _copy(candidates[index])
             hit.score = score
             hits.append(hit)
-        trace["rerank_threshold"] = self.rerank_threshold
+        trace["rerank_threshold"] = threshold
         return hits, None
 
     def _call_reranker(self, query: str, candidates: list[Candidate], k: int):

@@ -218,3 +218,26 @@ def ensure_vector_index(conn: psycopg.Connection, model: str, dimension: int) ->
             (model, dimension, name),
         )
     return True
+
+
+def document_access(conn: psycopg.Connection, tenant: str, doc_id: str, groups: list[str]) -> bool | None:
+    """None: no such document; True: the groups may read it; False: it exists but they may not."""
+    row = conn.execute(
+        "SELECT acl && %s FROM documents WHERE tenant_id = %s AND doc_id = %s", (list(groups), tenant, doc_id)
+    ).fetchone()
+    return None if row is None else bool(row[0])
+
+
+def readable_documents(conn: psycopg.Connection, tenant: str, groups: list[str], limit: int, offset: int) -> list[dict]:
+    rows = conn.execute(
+        """
+        SELECT d.doc_id, d.title, d.lang, d.acl, d.version, d.updated_at,
+               (SELECT count(*) FROM chunks c WHERE c.tenant_id = d.tenant_id AND c.doc_id = d.doc_id)
+        FROM documents d
+        WHERE d.tenant_id = %s AND d.acl && %s
+        ORDER BY d.doc_id LIMIT %s OFFSET %s
+        """,
+        (tenant, list(groups), limit, offset),
+    ).fetchall()
+    keys = ("doc_id", "title", "lang", "acl", "version", "updated_at", "chunks")
+    return [dict(zip(keys, r)) for r in rows]

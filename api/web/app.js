@@ -128,7 +128,9 @@
     for (;;) {
       const { value, done } = await reader.read();
       buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
-      buffer = buffer.replace(/\r\n?/g, "\n");
+      // normalise line ends; a trailing "\r" waits for the next chunk (it may be half of "\r\n")
+      const held = !done && buffer.endsWith("\r");
+      buffer = (held ? buffer.slice(0, -1) : buffer).replace(/\r\n?/g, "\n");
       let cut;
       while ((cut = buffer.indexOf("\n\n")) >= 0) {
         const frame = buffer.slice(0, cut);
@@ -136,6 +138,7 @@
         const parsed = parseFrame(frame);
         if (parsed) yield parsed;
       }
+      if (held) buffer += "\r";
       if (done) break;
     }
     const last = parseFrame(buffer);
@@ -513,7 +516,7 @@
     if (n < 3 || !edges.length) return pos;
     const index = new Map(nodes.map((node, i) => [node.key, i]));
     const links = edges.map((e) => [index.get(e.source), index.get(e.target), e.weight]);
-    const k = Math.sqrt((width * height) / n) * 0.6;
+    const k = Math.sqrt((width * height) / n) * 0.9;
     const iterations = 300;
     let temperature = width / 8;
     for (let it = 0; it < iterations; it++) {
@@ -539,8 +542,8 @@
       }
       for (let i = 0; i < n; i++) {
         // a little gravity keeps unconnected parts on screen
-        disp[i].x -= pos[i].x * 0.02;
-        disp[i].y -= pos[i].y * 0.02;
+        disp[i].x -= pos[i].x * 0.01;
+        disp[i].y -= pos[i].y * 0.01;
         const len = Math.sqrt(disp[i].x ** 2 + disp[i].y ** 2) || 1;
         const step = Math.min(len, temperature);
         pos[i].x += (disp[i].x / len) * step;
@@ -549,6 +552,33 @@
       temperature *= 0.985;
     }
     return pos;
+  }
+
+  // Pushes overlapping nodes apart (a few deterministic passes), keeping them inside the box.
+  function separate(points, radius, box) {
+    const gap = 16;
+    for (let pass = 0; pass < 60; pass++) {
+      let moved = false;
+      for (let i = 0; i < points.length; i++) {
+        for (let j = i + 1; j < points.length; j++) {
+          const min = radius[i] + radius[j] + gap;
+          let dx = points[j].x - points[i].x;
+          let dy = points[j].y - points[i].y;
+          let d = Math.sqrt(dx * dx + dy * dy);
+          if (d >= min) continue;
+          if (d < 0.01) { dx = 1; dy = (j - i) % 2 ? 1 : -1; d = Math.SQRT2; }
+          const push = (min - d) / 2;
+          points[i].x -= (dx / d) * push; points[i].y -= (dy / d) * push;
+          points[j].x += (dx / d) * push; points[j].y += (dy / d) * push;
+          moved = true;
+        }
+      }
+      for (const p of points) {
+        p.x = Math.min(box.right, Math.max(box.left, p.x));
+        p.y = Math.min(box.bottom, Math.max(box.top, p.y));
+      }
+      if (!moved) break;
+    }
   }
 
   const PALETTE = ["#3b6ea5", "#c0504d", "#4f9a55", "#8064a2", "#d28a2c", "#2f9c9c", "#a05d7a", "#6b7a2e"];
@@ -583,10 +613,14 @@
     const ys = pos.map((p) => p.y);
     const minX = Math.min(...xs, 0), maxX = Math.max(...xs, 0), minY = Math.min(...ys, 0), maxY = Math.max(...ys, 0);
     const scale = Math.min((width - 2 * padX) / ((maxX - minX) || 1), (height - 2 * padY) / ((maxY - minY) || 1), 3);
-    const at = (i) => ({
-      x: width / 2 + (pos[i].x - (minX + maxX) / 2) * scale,
-      y: height / 2 + (pos[i].y - (minY + maxY) / 2) * scale,
-    });
+    const maxDegree = Math.max(1, ...shown.map((m) => m.degree || 0));
+    const radius = shown.map((m) => 5 + 9 * Math.sqrt((m.degree || 0) / maxDegree));
+    const screen = pos.map((p) => ({
+      x: width / 2 + (p.x - (minX + maxX) / 2) * scale,
+      y: height / 2 + (p.y - (minY + maxY) / 2) * scale,
+    }));
+    separate(screen, radius, { left: padX / 2, right: width - padX / 2, top: padY / 2, bottom: height - padY / 2 });
+    const at = (i) => screen[i];
     const index = new Map(shown.map((m, i) => [m.key, i]));
 
     const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", class: "entity-graph" });
@@ -607,11 +641,10 @@
     }
     root.append(edgeLayer);
 
-    const maxDegree = Math.max(1, ...shown.map((m) => m.degree || 0));
     const nodeLayer = svg("g", { class: "nodes" });
     shown.forEach((m, i) => {
       const p = at(i);
-      const r = 5 + 9 * Math.sqrt((m.degree || 0) / maxDegree);
+      const r = radius[i];
       const g = svg("g", { class: "node", transform: `translate(${p.x.toFixed(1)},${p.y.toFixed(1)})`, tabindex: 0, "data-key": m.key });
       const circle = svg("circle", { r: r.toFixed(1), fill: colorOf(m.type) });
       const tip = svg("title");
@@ -683,6 +716,9 @@
       });
     }
   }
+
+  // the pure parts, for tests in the browser
+  window.Crossroads = Object.freeze({ readEvents, parseFrame, layout });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();

@@ -1,0 +1,206 @@
+"""`make eval-agentic`: does the agentic multi-hop loop find all the evidence a single search misses?
+
+    .venv/bin/python -m bench.multihop_agentic [--json] [--limit N] [--planner offline|llm]
+        [--threshold] [--max-iterations 3 --max-searches 8 --k 5 --max-evidence 24 --max-context 10]
+
+On ../shared/data/multihop (MuSiQue 2-4 hop and HotpotQA bridge / comparison questions, each with
+2-4 gold paragraphs; corpus `_id`s are the doc ids of tenant `eval_multihop`, group `public`), the
+same run compares, question by question on the same index:
+- single: one hybrid+rerank search of the question, top 10 passages;
+- agentic: `router.agentic.agentic_search` with the offline planner (or the LLM planner, which
+  needs ANTHROPIC_API_KEY) and the final context of at most `max_context` passages
+  (`AgenticResult.context()`).
+Metric: evidence recall@10 = the fraction of questions whose gold paragraphs are ALL among the
+passages given to the answer (document level: a gold paragraph counts when any chunk of it is
+there). Also per question type, the recall of everything the loop collected (before the context
+cut), searches / rounds per question, stop reasons, degraded searches and latency p50 / p95.
+
+The corpus must already be indexed (`crossroads eval ../shared/data/multihop` does it; embedding
+1,470 paragraphs is slow on a small CPU): this bench never ingests unless `--index` is given (a
+sync: free when already indexed). The reranker's score cut is off by default, as in `crossroads
+eval` (ranking evaluation); `--threshold` applies the configured cut to both routes.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+
+from bench.common import SHARED_DATA
+from core.settings import Settings
+
+DATASET = "multihop"
+TENANT = "eval_multihop"
+GROUPS = ["public"]
+MODE = "hybrid+rerank"
+
+
+def _pct(values: list[float], p: float) -> float | None:
+    from vector.evaluation.metrics import percentile
+
+    return round(percentile(values, p), 1) if values else None
+
+
+def _all_in(gold: set[str], docs: list[str | None]) -> bool:
+    return gold <= {d for d in docs if d}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    parser.add_argument("--planner", choices=["offline", "llm"], default="offline")
+    parser.add_argument("--threshold", action="store_true", help="apply the configured reranker score cut")
+    parser.add_argument("--index", action="store_true", help="index the corpus first if needed (slow the first time)")
+    parser.add_argument("--max-iterations", type=int, default=None)
+    parser.add_argument("--max-searches", type=int, default=None)
+    parser.add_argument("--k", type=int, default=None)
+    parser.add_argument("--max-evidence", type=int, default=None)
+    parser.add_argument("--max-context", type=int, default=None)
+    parser.add_argument("--misses", action="store_true", help="list the questions the agentic route missed")
+    args = parser.parse_args(argv)
+
+    from api.cli_search import make_searcher
+    from core.database import open_database
+    from core.embeddings import make_embedder
+    from core.llm import UsageMeter, make_llm
+    from router.agentic import Limits, LLMPlanner, OfflinePlanner, agentic_search
+    from router.evidence_search import HybridPassageSearcher
+    from vector import search_sql
+    from vector.evaluation.datasets import load_dataset
+
+    overrides = {name: getattr(args, name) for name in ("max_iterations", "max_searches", "k", "max_evidence",
+                                                         "max_context") if getattr(args, name) is not None}
+    limits = dataclasses.replace(Limits(), **overrides)
+    settings = Settings()
+    dataset = load_dataset(SHARED_DATA / DATASET)
+    queries = [q for q in dataset.scored_queries if len(q.relevant) >= 1]
+    if args.limit:
+        queries = queries[: args.limit]
+
+    meter = UsageMeter()
+    if args.planner == "llm":
+        llm = make_llm(settings, meter)
+        if llm is None:
+            print("ANTHROPIC_API_KEY is not set: the LLM planner needs it (use --planner offline). Exit 0.")
+            return 0
+        planner = LLMPlanner(llm)
+    else:
+        planner = OfflinePlanner()
+
+    db = open_database(settings)
+    try:
+        embedder = make_embedder(settings)
+        if args.index:
+            from vector.evaluation.runner import index_dataset
+
+            index_dataset(db, embedder, settings, dataset)
+        with db.connection() as conn:
+            indexed = search_sql.readable_rows(conn, tenant=TENANT, groups=GROUPS, cap=1)
+        if not indexed:
+            print(f"tenant {TENANT} has no chunks: index it first (`crossroads eval {SHARED_DATA / DATASET}` "
+                  "or this bench with --index).", file=sys.stderr)
+            return 2
+        with make_searcher(db, settings, embedder=embedder) as searcher:  # as the router builds it
+            searcher.search(TENANT, GROUPS, "warm-up", k=1, mode=MODE)  # load models before timing
+            rows = []
+            for n, q in enumerate(queries, start=1):
+                gold = set(q.relevant)
+                t0 = time.perf_counter()
+                single = searcher.search(TENANT, GROUPS, q.question, k=limits.max_context, mode=MODE,
+                                         apply_threshold=args.threshold)
+                single_ms = (time.perf_counter() - t0) * 1000
+                passages = HybridPassageSearcher(searcher, TENANT, GROUPS, MODE, keep_traces=False,
+                                                 apply_threshold=args.threshold)
+                t0 = time.perf_counter()
+                result = agentic_search(passages, planner, q.question, limits)
+                context = result.context()
+                agentic_ms = (time.perf_counter() - t0) * 1000
+                rows.append({
+                    "qid": q.qid, "qtype": q.qtype or "?", "question": q.question, "gold": sorted(gold),
+                    "single": _all_in(gold, [h.doc_id for h in single.hits]),
+                    "agentic": _all_in(gold, [p.doc_id for p in context]),
+                    "collected": _all_in(gold, [p.doc_id for p in result.evidence]),
+                    "single_ms": single_ms, "agentic_ms": agentic_ms,
+                    "searches": result.searches, "iterations": result.iterations,
+                    "stop_reason": result.stop_reason, "partial": result.partial,
+                    "degraded": single.degraded or passages.degraded, "queries": result.asked,
+                    "missing": sorted(gold - {p.doc_id for p in context}),
+                    "llm_fallbacks": sum(1 for r in result.rounds if r.decision and r.decision.get("error")),
+                })
+                if not args.json and n % 10 == 0:
+                    print(f"  {n}/{len(queries)} questions", file=sys.stderr, flush=True)
+    finally:
+        db.close()
+
+    report = summarise(rows, limits, args.planner, args.threshold)
+    if args.planner == "llm":
+        usage = meter.total
+        report["llm"] = {"calls": usage.calls, "cost_usd": round(usage.cost_usd, 4),
+                         "fallbacks": sum(r["llm_fallbacks"] for r in rows)}
+    if args.json:
+        print(json.dumps(report | {"questions": rows if args.misses else None}, ensure_ascii=False))
+        return 0
+    print_report(report)
+    if args.misses:
+        for r in rows:
+            if not r["agentic"]:
+                print(f"MISS [{r['qtype']}] {r['question']}\n     missing {r['missing']}; queries {r['queries']}")
+    return 0
+
+
+def summarise(rows: list[dict], limits, planner: str, threshold: bool) -> dict:
+    def block(items: list[dict]) -> dict:
+        n = len(items)
+        return {
+            "n": n,
+            "single_recall": round(sum(r["single"] for r in items) / n, 3) if n else None,
+            "agentic_recall": round(sum(r["agentic"] for r in items) / n, 3) if n else None,
+            "collected_recall": round(sum(r["collected"] for r in items) / n, 3) if n else None,
+            "mean_searches": round(statistics.fmean(r["searches"] for r in items), 2) if n else None,
+            "mean_iterations": round(statistics.fmean(r["iterations"] for r in items), 2) if n else None,
+        }
+
+    by_type: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_type[r["qtype"]].append(r)
+    return {
+        "dataset": DATASET, "tenant": TENANT, "mode": MODE, "planner": planner, "rerank_threshold": threshold,
+        "limits": dataclasses.asdict(limits),
+        "overall": block(rows),
+        "by_qtype": {t: block(items) for t, items in sorted(by_type.items(), key=lambda kv: -len(kv[1]))},
+        "latency_ms": {
+            "single_p50": _pct([r["single_ms"] for r in rows], 50), "single_p95": _pct([r["single_ms"] for r in rows], 95),
+            "agentic_p50": _pct([r["agentic_ms"] for r in rows], 50),
+            "agentic_p95": _pct([r["agentic_ms"] for r in rows], 95),
+        },
+        "stop_reasons": dict(Counter(r["stop_reason"] for r in rows)),
+        "partial": sum(r["partial"] for r in rows),
+        "degraded": sum(r["degraded"] for r in rows),
+        "won": sum(r["agentic"] and not r["single"] for r in rows),
+        "lost": sum(r["single"] and not r["agentic"] for r in rows),
+    }
+
+
+def print_report(report: dict) -> None:
+    o, lat = report["overall"], report["latency_ms"]
+    print(f"{report['dataset']}: {o['n']} questions, {report['mode']}, planner {report['planner']}, "
+          f"limits {report['limits']}")
+    print(f"{'qtype':<12}{'n':>4}{'single@10':>11}{'agentic@10':>12}{'collected':>11}{'searches':>10}{'rounds':>8}")
+    for name, b in [("ALL", o), *report["by_qtype"].items()]:
+        print(f"{name:<12}{b['n']:>4}{b['single_recall']:>11.3f}{b['agentic_recall']:>12.3f}"
+              f"{b['collected_recall']:>11.3f}{b['mean_searches']:>10.2f}{b['mean_iterations']:>8.2f}")
+    print(f"latency ms: single p50 {lat['single_p50']} p95 {lat['single_p95']}; "
+          f"agentic p50 {lat['agentic_p50']} p95 {lat['agentic_p95']}")
+    print(f"agentic won {report['won']}, lost {report['lost']}; stop reasons {report['stop_reasons']}; "
+          f"partial {report['partial']}; degraded {report['degraded']}")
+    if "llm" in report:
+        print(f"LLM planner: {report['llm']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
