@@ -24,8 +24,9 @@ def levels_set(
     tenant: str = typer.Argument(..., help="Tenant."),
     name: str = typer.Argument(..., help="Level name, e.g. staff."),
     groups: str = typer.Argument(..., help="Comma-separated groups; users need all of them to be served from it."),
+    json_out: bool = JsonOption,
 ) -> None:
-    """Create or change a level."""
+    """Create or change a level (its graph is built by `crossroads graph build --level NAME`)."""
     from graph import store
 
     chosen = _groups(groups)
@@ -33,6 +34,9 @@ def levels_set(
         _fail(CrossroadsError("a level needs at least one group"))
     with _database(get_settings()) as db, db.connection() as conn:
         store.set_level(conn, tenant, name, chosen)
+    if json_out:
+        _print_json({"tenant": tenant, "level": name, "groups": chosen})
+        return
     out.print(f"level {name} of {tenant}: {','.join(chosen)} (run `crossroads graph build --tenant {tenant} --level {name}`)")
 
 
@@ -56,12 +60,19 @@ def levels_list(tenant: str = TenantOption, json_out: bool = JsonOption) -> None
 
 
 @levels_app.command("delete")
-def levels_delete(tenant: str = typer.Argument(...), name: str = typer.Argument(...)) -> None:
+def levels_delete(
+    tenant: str = typer.Argument(..., help="Tenant."),
+    name: str = typer.Argument(..., help="Level name."),
+    json_out: bool = JsonOption,
+) -> None:
     """Delete a level and its graph."""
     from graph import store
 
     with _database(get_settings()) as db, db.connection() as conn:
         found = store.delete_level(conn, tenant, name)
+    if json_out:
+        _print_json({"tenant": tenant, "level": name, "deleted": found})
+        return
     out.print("deleted" if found else f"no level {name!r} (its graph, if any, was removed)")
 
 

@@ -86,3 +86,42 @@ def test_readme_configuration_table_matches_the_code():
     from api.cli import settings_markdown
 
     assert settings_markdown() in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _leaf_commands(command, path=()):
+    subcommands = getattr(command, "commands", None)
+    if not subcommands:
+        yield " ".join(path), command
+        return
+    for name, sub in sorted(subcommands.items()):
+        yield from _leaf_commands(sub, (*path, name))
+
+
+def test_every_command_takes_json_and_has_help():
+    import typer.main
+
+    from api.cli import app
+
+    # `serve` runs a server: its output is logs, not a result
+    leaves = dict(_leaf_commands(typer.main.get_command(app)))
+    assert {"ask", "route", "search", "token create", "levels set", "graph build"} <= set(leaves)
+    for name, command in leaves.items():
+        options = {o for p in command.params for o in getattr(p, "opts", [])}
+        assert name == "serve" or "--json" in options, f"`crossroads {name}` has no --json"
+        assert command.help and len(command.help) > 20, f"`crossroads {name}` has no help text"
+
+
+def test_route_classifies_a_file_as_json_lines(tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"qid": "a", "question": "What does ERR_2043 mean?"}\n'
+        '{"qid": "b", "question": "What are the main themes across all incident reviews?"}\n'
+        'not json\n'
+        '{"qid": "c", "question": "Which is older, the Berlin office or the Moscow office?"}\n', encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "api.cli", "route", "--file", str(questions), "--json"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 3, result.stderr  # one bad line: the rest classified, exit code says partial
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["qid"], r["route"]) for r in rows] == [("a", "local"), ("b", "global"), ("c", "multihop")]
+    assert all(0 <= r["confidence"] <= 1 and r["reason"] for r in rows)
+    assert "q.jsonl:3" in result.stderr
