@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test eval eval-router eval-answers eval-agentic bench-ingest bench-search bench-graph readme-config db-stop clean
+.PHONY: install demo test eval eval-router eval-answers eval-agentic bench-ingest bench-search bench-graph bench-api readme-config db-stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ bench-search: install
 
 bench-graph: install
 	$(BIN)/python -m bench.graph
+
+bench-api: install
+	$(BIN)/python -m bench.api_load
 
 readme-config: install
 	$(BIN)/python -m bench.update_readme_config

@@ -31,13 +31,13 @@ def list_communities(level: int | None = Query(None, ge=0, le=100, description="
         access = _level(conn, principal)
         reports = store.list_reports(conn, principal.tenant, access.name) if access else []
     rows = [{"id": r["id"], "level": r["level"], "parent": r["parent"], "title": r["title"],
-             "rating": float(r["rating"]), "size": len(r["members"])}
+             "rating": float(r["rating"]), "summary": r["summary"], "size": len(r["members"])}
             for r in reports if level is None or r["level"] == level]
     return {"access_level": access.name if access else None, "communities": rows}
 
 
 @router.get("/communities/{community_id}", response_model=CommunityDetail, responses=ERRORS,
-            summary="One community's report and member entities")
+            summary="One community's report, member entities and the relationships among them")
 def get_community(community_id: int = Path(..., ge=0, le=2**31 - 1), principal: Principal = Depends(reader),
                   svc: Services = Depends(services)):
     with svc.db().connection() as conn:
@@ -50,12 +50,13 @@ def get_community(community_id: int = Path(..., ge=0, le=2**31 - 1), principal: 
             raise ApiProblem(404, "community-not-found", "Community not found",
                              f"No community {community_id} in the graph this token is served from.")
         members = store.entities_by_key(conn, principal.tenant, access.name, list(report["members"]))
+        relationships = store.relationships_among(conn, principal.tenant, access.name, list(report["members"]))
         documents = store.readable_documents_of_chunks(conn, principal.tenant, list(principal.groups),
                                                            list(report["source_chunk_ids"]))
     return {"access_level": access.name, "id": report["id"], "level": report["level"], "parent": report["parent"],
             "title": report["title"], "summary": report["summary"], "rating": float(report["rating"]),
             "rating_explanation": report["rating_explanation"], "findings": report["findings"],
-            "model": report["model"], "members": members, "documents": documents}
+            "model": report["model"], "members": members, "relationships": relationships, "documents": documents}
 
 
 @router.get("/entities", response_model=EntityList, responses=ERRORS,

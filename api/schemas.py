@@ -158,6 +158,7 @@ class CommunitySummary(BaseModel):
     parent: int | None
     title: str
     rating: float
+    summary: str
     size: int
 
 
@@ -174,6 +175,13 @@ class Entity(BaseModel):
     degree: int
 
 
+class Relationship(BaseModel):
+    source: str  # entity keys, both members of the community
+    target: str
+    description: str
+    weight: float
+
+
 class CommunityDetail(BaseModel):
     access_level: str
     id: int
@@ -186,6 +194,7 @@ class CommunityDetail(BaseModel):
     findings: list[dict]
     model: str
     members: list[Entity]
+    relationships: list[Relationship]
     documents: list[dict]
 
 

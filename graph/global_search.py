@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-import snowballstemmer
+
+from core.stemming import stem_word
 
 from graph.levels import AccessLevel, choose_level
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STEMMERS = {"ru": snowballstemmer.stemmer("russian"), "en": snowballstemmer.stemmer("english")}
 # Words that say "corpus-wide" rather than what about: they match every report equally.
 _SCOPE_WORDS = frozenset(
     "what which main key common recurring overall across all the of in and are is were do does how "
@@ -37,8 +37,7 @@ def stems(text: str) -> list[str]:
     for word in _WORD.findall(text.lower()):
         if word in _SCOPE_WORDS or len(word) < 2:
             continue
-        lang = "ru" if re.search("[а-яё]", word) else "en"
-        out.append(_STEMMERS[lang].stemWord(word))
+        out.append(stem_word(word, "russian" if re.search("[а-яё]", word) else "english"))
     return out
 
 

@@ -25,9 +25,9 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
-import snowballstemmer
 
 from core.sentences import split_sentences
+from core.stemming import stem_word
 
 _QUOTES = re.compile(r"[\"'`«»„“”‘’‚‹›]")
 _CYRILLIC_WORD = re.compile(r"[а-яёА-ЯЁ]+(?:-[а-яёА-ЯЁ]+)*")
@@ -41,7 +41,6 @@ _TRAILING_VOWELS = re.compile(r"(?<=..)[аеиоуыэюяйь]+$")
 # English plural endings that are not plurals (status, analysis, Texas, class, Jonas).
 _NOT_PLURAL = ("ss", "us", "is", "as", "os")
 
-_russian = snowballstemmer.stemmer("russian")
 
 
 def entity_key(name: str, lang: str = "") -> str:
@@ -71,7 +70,7 @@ def _russian_part(part: str) -> str:
         return _SURNAME.fullmatch(word).group(1)
     # Applied to every word, not only to names, so that "Команда" at a sentence start and
     # "команда" inside one still agree.
-    stem = _FLEETING.sub(r"\1\2", _russian.stemWord(word))
+    stem = _FLEETING.sub(r"\1\2", stem_word(word, "russian"))
     return _TRAILING_VOWELS.sub("", stem)
 
 

@@ -337,3 +337,14 @@ def entities_by_key(conn: psycopg.Connection, tenant: str, level: str, keys: lis
         (tenant, level, list(keys)),
     ).fetchall()
     return _entities(rows)
+
+
+def relationships_among(conn: psycopg.Connection, tenant: str, level: str, keys: list[str], limit: int = 500) -> list[dict]:
+    """Relationships of one level with both ends among `keys` (a community's members), strongest first."""
+    rows = conn.execute(
+        "SELECT source_key, target_key, description, weight FROM graph_relationships"
+        " WHERE tenant_id = %s AND access_level = %s AND source_key = ANY(%s) AND target_key = ANY(%s)"
+        " ORDER BY weight DESC, source_key, target_key LIMIT %s",
+        (tenant, level, list(keys), list(keys), limit),
+    ).fetchall()
+    return [{"source": s, "target": t, "description": d, "weight": float(w)} for s, t, d, w in rows]

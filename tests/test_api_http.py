@@ -334,6 +334,15 @@ def test_graph_endpoints_serve_only_the_callers_level(built, client, tok):
     one = hr["communities"][0]
     detail = client.get(f"/v1/communities/{one['id']}", headers=bearer(tok["hr"])).json()
     assert detail["members"] and detail["title"] == one["title"]
+    assert all("summary" in c for c in hr["communities"])
+    # the edges the web page draws: only between members, and some community has them
+    with_edges = 0
+    for c in hr["communities"]:
+        d = client.get(f"/v1/communities/{c['id']}", headers=bearer(tok["hr"])).json()
+        keys = {m["key"] for m in d["members"]}
+        assert all(r["source"] in keys and r["target"] in keys for r in d["relationships"])
+        with_edges += bool(d["relationships"])
+    assert with_edges
     levels = client.get("/v1/communities", params={"level": 0}, headers=bearer(tok["hr"])).json()["communities"]
     assert levels and all(c["level"] == 0 for c in levels)
 

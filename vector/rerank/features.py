@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-import snowballstemmer
+
+from core.stemming import stem_word
 
 # name -> what it measures (one line each); the model file names the subset it was fitted on
 FEATURES: dict[str, str] = {
@@ -58,19 +58,13 @@ both some such only own same other more most few s t don isn aren does did vs vi
 конечно всю между это как каков какова каково сколько который которая которое которые которого
 """.split())
 
-_stemmers = threading.local()  # snowballstemmer objects keep state while stemming: one per thread
-
-
 @lru_cache(maxsize=200_000)
 def stem(token: str) -> str:
     """Snowball stem of a `normalise`d token: Russian for Cyrillic words, English for Latin ones."""
-    if not hasattr(_stemmers, "ru"):
-        _stemmers.ru = snowballstemmer.stemmer("russian")
-        _stemmers.en = snowballstemmer.stemmer("english")
     if any("а" <= ch <= "я" for ch in token):
-        return _stemmers.ru.stemWord(token)
+        return stem_word(token, "russian")
     if token.isascii() and token.isalpha():
-        return _stemmers.en.stemWord(token)
+        return stem_word(token, "english")
     return token  # numbers, identifiers, other scripts: matched as written
 
 
