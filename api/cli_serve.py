@@ -19,6 +19,8 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0 for every interface)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level: debug, info, warning, error."),
+    workers: int = typer.Option(1, "--workers", min=1, max=64,
+                                help="Worker processes (each with its own pool and models; about one per core)."),
 ) -> None:
     """Run the HTTP API (FastAPI + uvicorn). Docs at /docs; every /v1 call needs a bearer token."""
     import uvicorn
@@ -29,7 +31,11 @@ def serve(
     with _database(settings):  # fail here, with a clear message, when the database is unusable
         pass
     err.print(f"Crossroads API on http://{host}:{port} (docs: /docs, health: /healthz, metrics: /metrics)")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, proxy_headers=True)
+    if workers == 1:
+        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, proxy_headers=True)
+    else:  # each worker process builds its own app from the same environment
+        uvicorn.run("api.app:create_app", factory=True, workers=workers, host=host, port=port, log_level=log_level,
+                    proxy_headers=True)
 
 
 @token_app.command("create")

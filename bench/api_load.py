@@ -83,6 +83,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--workers", type=int, default=1, help="`crossroads serve --workers`")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -90,7 +91,8 @@ def main() -> int:
     crossroads("ingest", "fixtures/corpus", "--tenant", TENANT)
     token = crossroads("token", "create", "--tenant", TENANT, "--groups", GROUPS, "--name", "bench-api").strip()
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--log-level", "warning"],
+    server = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--log-level", "warning",
+                               "--workers", str(args.workers)],
                               cwd=ROOT, env=os.environ.copy())
     base = f"http://127.0.0.1:{port}"
     try:
@@ -113,14 +115,14 @@ def main() -> int:
         server.wait(timeout=30)
         crossroads("token", "revoke", token)
     total = sum(len(v) for v in results.values())
-    report = {"clients": args.clients, "seconds": round(elapsed, 1), "requests_ok": total,
+    report = {"clients": args.clients, "workers": args.workers, "seconds": round(elapsed, 1), "requests_ok": total,
               "throughput_rps": round(total / elapsed, 1), "errors": dict(errors),
               "endpoints": {e: {"n": len(v), "p50_ms": round(statistics.median(v)), "p95_ms": round(percentile(v, 0.95)),
                                 "p99_ms": round(percentile(v, 0.99))} for e, v in sorted(results.items())}}
     if args.json:
         print(json.dumps(report, indent=1))
     else:
-        print(f"{args.clients} clients, {elapsed:.0f} s: {total} requests ok, {report['throughput_rps']} req/s, "
+        print(f"{args.clients} clients, {args.workers} worker(s), {elapsed:.0f} s: {total} requests ok, {report['throughput_rps']} req/s, "
               f"{sum(errors.values())} errors")
         for endpoint, r in report["endpoints"].items():
             print(f"  {endpoint:11} n={r['n']:5}  p50 {r['p50_ms']} ms  p95 {r['p95_ms']} ms  p99 {r['p99_ms']} ms")
