@@ -157,16 +157,14 @@ def ingest(
                                       prune=prune, progress=progress, contextualizer=contextualizer)
         except CrossroadsError as exc:
             _fail(exc)
-    usage = meter.total
-    llm = {"calls": usage.calls, "input_tokens": usage.prompt_tokens, "output_tokens": usage.output_tokens,
-           "cost_usd": round(usage.cost_usd, 6), "contexts": contextualizer.mode}
+    llm = meter.summary() | {"contexts": contextualizer.mode}
     if json_out:
         _print_json(report.to_dict() | {"llm": llm})
     else:
         _print_ingest(report, tenant)
-        if usage.calls:
-            out.print(f"LLM: {usage.calls} calls, {usage.prompt_tokens} input / {usage.output_tokens} output tokens, "
-                      f"${usage.cost_usd:.4f}")
+        if llm["llm_calls"]:
+            out.print(f"LLM: {llm['llm_calls']} calls, {llm['prompt_tokens']} input / {llm['output_tokens']} output tokens, "
+                      f"${llm['cost_usd']:.4f}")
     if not report.clean:
         raise typer.Exit(EXIT_PARTIAL)
 

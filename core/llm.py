@@ -69,6 +69,11 @@ class Usage:
     def prompt_tokens(self) -> int:
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
+    def as_dict(self) -> dict:
+        return {"llm_calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cache_read_tokens": self.cache_read_tokens, "cache_write_tokens": self.cache_write_tokens,
+                "prompt_tokens": self.prompt_tokens, "cost_usd": round(self.cost_usd, 6)}
+
     def __add__(self, other: "Usage") -> "Usage":
         return replace(self).add(other)
 
@@ -101,10 +106,7 @@ class UsageMeter:
 
     def summary(self) -> dict:
         """The total as JSON-ready numbers (job rows, API responses)."""
-        t = self.total
-        return {"calls": t.calls, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
-                "cache_read_tokens": t.cache_read_tokens, "cache_write_tokens": t.cache_write_tokens,
-                "prompt_tokens": t.prompt_tokens, "cost_usd": round(t.cost_usd, 6)}
+        return self.total.as_dict()
 
     @property
     def by_model(self) -> dict[str, Usage]:

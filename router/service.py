@@ -23,7 +23,7 @@ from core.settings import Settings
 from graph.query import ask_global
 from router.agentic import Limits, LLMPlanner, OfflinePlanner, agentic_search
 from router.classify import classify
-from router.evidence_search import HybridPassageSearcher
+from router.evidence_search import HybridPassageSearcher, to_passage
 from router.extractive import extractive_answer
 from router.generate import CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence
 from router.types import ROUTES, Answer, Citation, Passage, RouteDecision
@@ -54,6 +54,7 @@ class Router:
                  embedder: Embedder | None = None, llm: LLM | None = None, use_llm: bool | None = None):
         """`searcher`/`embedder`/`llm` default to what `settings` configures; `use_llm=False` forces offline."""
         self.db, self.settings = db, settings
+        self._owns_searcher = searcher is None
         self.searcher = searcher or make_searcher(db, settings, embedder=embedder)
         self.embedder = self.searcher.embedder
         # query transforms (multi-query, HyDE) apply to the local route when switched on
@@ -61,9 +62,11 @@ class Router:
         self.llm = None if use_llm is False else (llm or make_llm(settings))
 
     def close(self) -> None:
+        """Closes what the router made (a searcher passed in belongs to the caller)."""
         if self.local_searcher is not self.searcher:
             self.local_searcher.close()
-        self.searcher.close()
+        if self._owns_searcher:
+            self.searcher.close()
 
     def __enter__(self) -> "Router":
         return self
@@ -122,7 +125,7 @@ class Router:
             answer = self._multihop(tenant, groups, question, decision, metered)
         else:
             answer = self._local(tenant, groups, question, decision, metered)
-        answer.usage = _usage_dict(metered.usage if metered else Usage())
+        answer.usage = (metered.usage if metered else Usage()).as_dict()
         answer.latency_ms = round((time.perf_counter() - started) * 1000, 1)
         answer.trace["classifier"] = {"classifier": decision.classifier, "features": decision.features}
         log.info("route=%s offline=%s degraded=%s partial=%s citations=%d latency_ms=%.0f", decision.route,
@@ -131,7 +134,7 @@ class Router:
 
     def _local(self, tenant, groups, question, decision, llm) -> Answer:
         result = self.local_searcher.search(tenant, groups, question, k=self.settings.answer_passages, mode="hybrid+rerank")
-        passages = [Passage(h.id, h.doc_id, h.title, h.heading, h.text) for h in result.hits]
+        passages = [to_passage(h) for h in result.hits]
         answer = self._write(question, passages, decision, llm, partial=False)
         answer.trace.update({"queries": [question], "search": result.trace})
         if result.degraded:
@@ -211,9 +214,3 @@ def _check_question(question: str) -> str:
     if not question:
         raise ValueError("the question is empty; ask something, e.g. \"What does ERR_2043 mean?\"")
     return question
-
-
-def _usage_dict(usage: Usage) -> dict:
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens, "cache_write_tokens": usage.cache_write_tokens,
-            "llm_calls": usage.calls, "cost_usd": round(usage.cost_usd, 6)}
