@@ -712,7 +712,10 @@ class OfflinePlanner:
             sentences = _sentence_spans(text)
             candidates = list(self._entities(p))
             title = _title_core(p.title)
-            if title and not anchor_passage:
+            # An anchor's title is usually the named entity itself; when it names something else (the
+            # "Billing team" page listing the Payments Gateway among its services), it is the bridge.
+            title_is_other = bool(title) and not (_stems(title) & mention_stems)
+            if title and (not anchor_passage or title_is_other):
                 candidates.insert(0, title)
             seen_local: set[str] = set()
             for name in candidates:
@@ -728,7 +731,7 @@ class OfflinePlanner:
                 pos = folded.find(key)
                 if pos < 0 and name == title:
                     pos = 0
-                if pos < 0 or (anchor_passage and pos < 3):
+                if pos < 0 or (anchor_passage and pos < 3 and not (name == title and title_is_other)):
                     continue  # not in the text, or the anchor's own subject ('Andrew Alan "Drew" Fuller ...')
                 if _is_adjective(text, pos, name):
                     continue
