@@ -35,16 +35,22 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Query(BaseModel):
+    """Query bodies ignore unknown fields: clients built for other search APIs send extras, and a
+    `groups` or `tenant` sent here must be ignored, never used (they come from the token only)."""
+    model_config = ConfigDict(extra="ignore")
+
+
 # --- query ------------------------------------------------------------------------------------------
 
 
-class AskRequest(Strict):
+class AskRequest(Query):
     question: Text = Field(..., min_length=1, description="The question, in Russian or English.")
     route: Route = Field("auto", description="`auto` lets the router classify; the others force a route.")
     stream: bool = Field(False, description="Answer as server-sent events: route, token..., citations, usage, done.")
 
 
-class RouteRequest(Strict):
+class RouteRequest(Query):
     question: Text = Field(..., min_length=1)
 
 
@@ -55,7 +61,7 @@ class RouteResponse(BaseModel):
     classifier: str
 
 
-class SearchRequest(Strict):
+class SearchRequest(Query):
     query: Text = Field(..., min_length=1)
     k: int = Field(10, ge=1, le=100, description="Hits to return (1..100).")
 

@@ -211,10 +211,14 @@ def test_another_tenant_sees_nothing_of_this_one(client, tok, corpus):
 def test_groups_come_only_from_the_token(client, tok, corpus):
     hr_doc = {"hr/salaries.md", "hr/leave.md"}
     assert hr_doc & {h["doc_id"] for h in search(client, tok["hr"], "Sandpiper salaries")["hits"]}
-    # in the body: refused (unknown field), never used
-    r = client.post("/v1/search", json={"query": "Sandpiper salaries", "k": 5, "groups": ["hr"]},
+    # in the body: ignored, never used
+    for field in ({"groups": ["hr"]}, {"tenant": "other", "groups": ["hr", "staff"]}):
+        r = client.post("/v1/search", json={"query": "Sandpiper salaries", "k": 5, **field},
+                        headers=bearer(tok["staff"]))
+        assert r.status_code == 200 and not hr_doc & {h["doc_id"] for h in r.json()["hits"]}
+    r = client.post("/v1/ask", json={"question": "What are the Sandpiper salaries?", "groups": ["hr"]},
                     headers=bearer(tok["staff"]))
-    assert_problem(r, 422, "groups")
+    assert r.status_code == 200 and not hr_doc & {c["doc_id"] for c in r.json()["citations"]}
     # as a query parameter or header: ignored
     r = client.post("/v1/search?groups=hr", json={"query": "Sandpiper salaries", "k": 5},
                     headers={**bearer(tok["staff"]), "X-Groups": "hr"})
