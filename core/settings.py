@@ -105,7 +105,14 @@ class Settings(BaseSettings):
         description="HNSW candidate list size at query time (bench-search at 100k: 100 -> recall@10 0.92, 400 -> 0.98).",
     )
     search_candidates: int = Field(50, ge=1, le=500, description="Candidates per leg (vector, full-text) before fusion.")
-    rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant.")
+    fusion: Literal["zscore", "rrf"] = Field(
+        "zscore", description="How the vector and full-text legs are fused: zscore (weighted sum of each leg's "
+        "standardised scores; measured best on the dev sets) or rrf (Reciprocal Rank Fusion with CROSSROADS_RRF_K)."
+    )
+    fusion_dense_weight: float = Field(
+        0.6, ge=0, le=1, description="Weight of the vector leg in z-score fusion; the full-text leg gets 1 minus it."
+    )
+    rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant (with fusion = rrf).")
     reranker: Literal["offline", "voyage", "cohere", "llm", "none"] = Field(
         "offline", description="Reranker of the fused candidates; a failing one degrades to RRF order."
     )

@@ -12,7 +12,7 @@ from tests.conftest import unit
 from vector import search_sql, store
 from vector.bm25 import MAX_SCORED, estimate_df, select_match_terms
 from vector.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
-from vector.fusion import rrf
+from vector.fusion import DENSE_WEIGHT, rrf, zscore_fusion
 from vector.ingest import ingest_documents
 from vector.search import HybridSearcher
 from vector.sources import load_source
@@ -199,17 +199,34 @@ def test_mixed_corpus_each_language_finds_its_own_document_first(corpus_tenant, 
 # --- fusion, modes, trace, determinism -------------------------------------------------------
 
 
-def test_hybrid_is_rrf_of_both_legs_and_deterministic(corpus_tenant, searcher):
+def test_hybrid_is_zscore_fusion_of_both_legs_and_deterministic(corpus_tenant, searcher):
     query = "how long are backup copies kept?"
     first = searcher.search(corpus_tenant, ["public", "staff"], query, k=5)
     again = searcher.search(corpus_tenant, ["staff", "public"], query, k=5)
     assert [(h.id, h.score) for h in first.hits] == [(h.id, h.score) for h in again.hits]
-    vec = [e["id"] for e in first.trace["stages"]["vector"]]
-    fts = [e["id"] for e in first.trace["stages"]["fts"]]
-    assert [(h.id, h.score) for h in first.hits] == rrf([vec, fts])[:5]
+    vec = [(e["id"], e["score"]) for e in first.trace["stages"]["vector"]]
+    fts = [(e["id"], e["score"]) for e in first.trace["stages"]["fts"]]
+    assert first.trace["fusion"] == "zscore" and first.trace["dense_weight"] == DENSE_WEIGHT
+    assert [(h.id, h.score) for h in first.hits] == zscore_fusion([vec, fts], [DENSE_WEIGHT, 1 - DENSE_WEIGHT])[:5]
+    assert [(e["id"], e["score"]) for e in first.trace["stages"]["rrf"]][:5] == [(h.id, h.score) for h in first.hits]
     for h in first.hits:
-        assert (h.vector_rank is None) == (h.id not in vec) and (h.fts_rank is None) == (h.id not in fts)
+        assert (h.vector_rank is None) == (h.id not in dict(vec)) and (h.fts_rank is None) == (h.id not in dict(fts))
         assert h.score == h.rrf_score and -1.0 <= (h.vector_score or 0.0) <= 1.0
+
+
+def test_rrf_fusion_stays_available(corpus_tenant, db, local_embedder):
+    s = HybridSearcher(db, local_embedder, fusion="rrf", rrf_k=10)
+    result = s.search(corpus_tenant, ["public", "staff"], "how long are backup copies kept?", k=5)
+    s.close()
+    vec = [e["id"] for e in result.trace["stages"]["vector"]]
+    fts = [e["id"] for e in result.trace["stages"]["fts"]]
+    assert result.trace["fusion"] == "rrf" and [(h.id, h.score) for h in result.hits] == rrf([vec, fts], k=10)[:5]
+
+
+@pytest.mark.parametrize("kwargs", [{"fusion": "combsum"}, {"dense_weight": 1.5}, {"dense_weight": -0.1}])
+def test_bad_fusion_settings_are_refused(db, local_embedder, kwargs):
+    with pytest.raises(ValueError):
+        HybridSearcher(db, local_embedder, **kwargs)
 
 
 @pytest.mark.parametrize("mode, leg, other", [("dense", "vector", "fts"), ("bm25", "fts", "vector")])

@@ -1,4 +1,4 @@
-"""Hybrid search: vector leg + full-text leg in parallel, Reciprocal Rank Fusion, optional rerank.
+"""Hybrid search: vector leg + full-text leg in parallel, fusion (z-score by default, or RRF), optional rerank.
 
 Logic only; every SQL statement lives in `vector.search_sql`. Both legs and the detail fetch carry
 the same tenant + ACL filter in SQL. A failing reranker (or a failing leg in a hybrid mode) gives a
@@ -21,7 +21,7 @@ from core.errors import ModelNotServedError
 from vector import search_sql
 from vector.bm25 import Bm25Leg
 from vector.fulltext import build_query, query_pieces
-from vector.fusion import rrf
+from vector.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
 from vector.language import detect_language
 
 log = logging.getLogger(__name__)
@@ -47,9 +47,10 @@ class Candidate:
     vector_score: float | None = None  # cosine similarity
     fts_rank: int | None = None
     fts_score: float | None = None
+    # rank and score in the fused list (named for RRF, the first fusion; z-score fusion by default)
     rrf_rank: int | None = None
     rrf_score: float | None = None
-    score: float = 0.0  # the final score in this result's order (rrf, leg or reranker score)
+    score: float = 0.0  # the final score in this result's order (fused, leg or reranker score)
 
 
 @dataclass
@@ -111,7 +112,13 @@ class HybridSearcher:
         fts_rank: str = "bm25",
         workers: int = 4,
         vectors: Literal["served", "staged"] = "served",
+        fusion: Literal["zscore", "rrf"] = DEFAULT_FUSION,
+        dense_weight: float = DENSE_WEIGHT,
     ):
+        if fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {FUSIONS}")
+        if not 0.0 <= dense_weight <= 1.0:
+            raise ValueError("dense_weight must be within 0..1")
         if fts_rank not in FTS_RANKINGS:
             raise ValueError(f"fts_rank must be one of {FTS_RANKINGS}")
         if vectors not in ("served", "staged"):
@@ -122,6 +129,8 @@ class HybridSearcher:
         self.ef_search, self.candidates, self.rrf_k = ef_search, candidates, rrf_k
         self.reranker, self.rerank_threshold, self.rerank_timeout_s = reranker, rerank_threshold, rerank_timeout_s
         self.fts_rank = fts_rank
+        # "zscore": weighted sum of z-scores (dense_weight for the vector leg); "rrf": RRF with rrf_k
+        self.fusion, self.dense_weight = fusion, dense_weight
         self._bm25 = Bm25Leg(candidates)
         self._readable_rows: dict[tuple, tuple[float, int]] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="search-leg")
@@ -195,7 +204,8 @@ class HybridSearcher:
         groups = sorted({g for g in groups if g})
         timings: dict[str, float] = {}
         trace: dict = {"mode": mode, "k": k, "ef_search": self.ef_search, "candidates": self.candidates,
-                       "rrf_k": self.rrf_k, "fts_rank": self.fts_rank, "query_lang": None, "tsquery": None,
+                       "fusion": self.fusion, "rrf_k": self.rrf_k,
+                       "dense_weight": self.dense_weight, "fts_rank": self.fts_rank, "query_lang": None, "tsquery": None,
                        "vectors": self.vectors, "stages": {}, "timings_ms": timings}
         if vector_text is not None:
             trace["vector_text"] = vector_text
@@ -226,7 +236,7 @@ class HybridSearcher:
         for name, found in results.items():
             trace["stages"][name] = _trace_list(found)
 
-        fused = rrf([[i for i, _ in found] for found in results.values()], k=self.rrf_k)[: self.candidates]
+        fused = self._fuse(results, trace)[: self.candidates]
         start = time.perf_counter()
         with self.db.connection() as conn:
             details = search_sql.fetch_candidates(conn, tenant=tenant, groups=groups, ids=[i for i, _ in fused])
@@ -243,6 +253,7 @@ class HybridSearcher:
                                         len(candidates) + 1, score, score))
         for c in candidates:
             c.score = {"dense": c.vector_score, "bm25": c.fts_score}.get(mode, c.rrf_score)
+        # the fused list, under its historical stage name whatever the fusion
         trace["stages"]["rrf"] = [{"id": c.id, "rank": c.rrf_rank, "score": c.rrf_score} for c in candidates]
 
         hits = [_copy(c) for c in candidates[:k]]
@@ -256,6 +267,19 @@ class HybridSearcher:
         trace["degraded_reason"] = reason
         return SearchResult(hits, candidates, bool(degraded), reason, trace)
 
+    def _fuse(self, results: dict[str, list[tuple[int, float]]], trace: dict) -> list[tuple[int, float]]:
+        """The legs' (id, score) lists fused, best first. One leg (dense or bm25 mode): its own order.
+
+        A non-finite leg score (a NaN cosine of a zero vector) cannot be standardised: that search
+        falls back to RRF, which reads ranks only, and the trace says so."""
+        if self.fusion == "zscore" and len(results) > 1:
+            if all(math.isfinite(s) for found in results.values() for _, s in found):
+                weights = {"vector": self.dense_weight, "fts": 1.0 - self.dense_weight}
+                return zscore_fusion(list(results.values()), [weights[name] for name in results])
+            log.warning("non-finite leg score: fused by RRF instead of z-scores")
+            trace["fusion"] = "rrf (non-finite leg score)"
+        return rrf([[i for i, _ in found] for found in results.values()], k=self.rrf_k)
+
     def rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict) -> tuple[list[Candidate], str | None]:
         """Rerank a list fused elsewhere (multi-query) exactly as `search` does: (hits, degraded reason or None).
 
@@ -268,17 +292,17 @@ class HybridSearcher:
 
     def _rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict, timings: dict,
                 apply_threshold: bool = True):
-        """Reranked top-k above the threshold, or the RRF top-k and the reason it could not be."""
+        """Reranked top-k above the threshold, or the fused top-k and the reason it could not be."""
         trace["reranker"] = self.reranker.name
         start = time.perf_counter()
         try:
             output = self._call_reranker(query, [_copy(c) for c in candidates], k)
             ranked = _check_rerank_output(output, len(candidates), k)
-        except Exception as exc:  # noqa: BLE001 - any reranker failure degrades to the RRF order
+        except Exception as exc:  # noqa: BLE001 - any reranker failure degrades to the fused order
             timings["rerank"] = (time.perf_counter() - start) * 1000
             log.warning("reranker %s failed: %s", self.reranker.name, exc)
             trace["stages"]["rerank"] = []
-            # the threshold is calibrated on reranker scores, so it does not apply to RRF scores
+            # the threshold is calibrated on reranker scores, so it does not apply to fused scores
             return [_copy(c) for c in candidates[:k]], f"reranker {self.reranker.name} failed: {type(exc).__name__}: {exc}"
         timings["rerank"] = (time.perf_counter() - start) * 1000
         trace["stages"]["rerank"] = [{"id": candidates[i].id, "rank": r, "score": s}
@@ -287,7 +311,7 @@ class HybridSearcher:
         hits = []
         for index, score in ranked:
             if threshold is not None and score < threshold:
-                continue  # below the threshold: an honest "nothing relevant", no refill from RRF
+                continue  # below the threshold: an honest "nothing relevant", no refill from the fused list
             hit = _copy(candidates[index])
             hit.score = score
             hits.append(hit)

@@ -30,7 +30,7 @@ FEATURES: dict[str, str] = {
     "vec_rr": "1 / rank in the vector leg, 0 when the leg did not return the candidate",
     "fts_rr": "1 / rank in the full-text leg, 0 when absent",
     "fts_rel": "full-text score / the best full-text score in the list, 0 when absent",
-    "rrf": "the fused RRF score, scaled so that rank 1 in both legs is 1",
+    "rrf": "RRF (k=60) of the two legs' ranks, scaled so that rank 1 in both legs is 1 (whatever fused the list)",
     "coverage": "share of the query's content stems found in title, heading or text, weighted by idf over the list",
     "rare": "share of the query's rare tokens (digits, underscores, CamelCase, dotted, `quoted`) found verbatim",
     "bigram": "share of the query's adjacent content-stem pairs found adjacent (stop words skipped) in the candidate",
@@ -119,6 +119,13 @@ def _scan(terms: QueryTerms, text: str) -> list[tuple[int, str]]:
     return [(pos, match[t]) for pos, t in enumerate(content) if t in match]
 
 
+def _rrf60(vector_rank: int | None, fts_rank: int | None) -> float:
+    """RRF with k=60 computed from the leg ranks, so the feature means the same under any fusion (the
+    weights were fitted on RRF-fused lists, where this equals the fused score), times 61 / 2:
+    2 / (60 + 1) is the best two legs can give."""
+    return sum(1.0 / (60 + r) for r in (vector_rank, fts_rank) if r) * 61 / 2
+
+
 def extract(query: str, candidates: Sequence) -> np.ndarray:
     """Feature matrix (len(candidates), len(FEATURE_NAMES)) in FEATURE_NAMES order.
 
@@ -151,7 +158,7 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
             "vec_rr": 1.0 / c.vector_rank if c.vector_rank else 0.0,
             "fts_rr": 1.0 / c.fts_rank if c.fts_rank else 0.0,
             "fts_rel": c.fts_score / best_fts if c.fts_score is not None else 0.0,
-            "rrf": (c.rrf_score or 0.0) * 61 / 2,  # 2 / (60 + 1) is the best score two legs can give
+            "rrf": _rrf60(c.vector_rank, c.fts_rank),
             "coverage": sum(idf[s] for s in found) / idf_total,
             "rare": sum(1 for p in terms.rare if p.search(texts[row])) / len(terms.rare) if terms.rare else 0.0,
             "bigram": len(hits) / len(terms.bigrams) if terms.bigrams else 0.0,
