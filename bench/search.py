@@ -230,8 +230,9 @@ def build_index(db: Database, build_memory: str | None) -> dict:
                 conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(build_memory)))
                 conn.execute(sql.SQL(
                     "CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
-                    " WITH (m = 16, ef_construction = 64) WHERE embed_model = {model}"
-                ).format(name=sql.Identifier(store.vector_index_name(MODEL)), dim=sql.Literal(DIM), model=sql.Literal(MODEL)))
+                    " WITH ({build}) WHERE embed_model = {model}"
+                ).format(name=sql.Identifier(store.vector_index_name(MODEL)), dim=sql.Literal(DIM),
+                         build=sql.SQL(store.HNSW_BUILD), model=sql.Literal(MODEL)))
         built = store.ensure_vector_index(conn, MODEL, DIM)
         conn.commit()
         seconds = time.perf_counter() - started
