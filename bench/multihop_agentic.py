@@ -68,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     from core.database import open_database
     from core.embeddings import make_embedder
     from core.llm import UsageMeter, make_llm
-    from router.agentic import Limits, LLMPlanner, OfflinePlanner, agentic_search
+    from router.agentic import Limits, agentic_search
+    from router.planner_llm import LLMPlanner
+    from router.planner_offline import OfflinePlanner
     from router.evidence_search import HybridPassageSearcher
     from vector import search_sql
     from vector.evaluation.datasets import load_dataset

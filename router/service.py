@@ -21,11 +21,13 @@ from core.embeddings import Embedder
 from core.llm import LLM, LLMError, LLMResponse, Usage, make_llm
 from core.settings import Settings
 from graph.query import ask_global
-from router.agentic import Limits, LLMPlanner, OfflinePlanner, agentic_search
+from router.agentic import Limits, agentic_search
 from router.classify import classify
 from router.evidence_search import HybridPassageSearcher, to_passage
 from router.extractive import extractive_answer
 from router.generate import CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence
+from router.planner_llm import LLMPlanner
+from router.planner_offline import OfflinePlanner
 from router.types import ROUTES, Answer, Citation, Passage, RouteDecision
 from vector.language import detect_language
 from vector.factory import make_searcher, with_transforms

@@ -6,10 +6,10 @@ import pytest
 
 from core.llm import make_llm
 from core.settings import Settings
-from router.agentic import (
-    PLAN_PROMPT, PLAN_TOOL, Decision, Limits, LLMPlanner, OfflinePlanner, agentic_search, covers, parse_comparison,
-    query_key, select_context,
-)
+from router.agentic import Decision, Limits, agentic_search, query_key, select_context
+from router.planner_llm import PLAN_PROMPT, PLAN_TOOL, LLMPlanner
+from router.planner_offline import OfflinePlanner, parse_comparison
+from router.question_text import covers
 from router.evidence_search import HybridPassageSearcher
 from router.types import Passage
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use

@@ -1,0 +1,330 @@
+"""The offline planner of the agentic loop: decomposes comparisons, follows bridge entities.
+
+See router/agentic.py for the loop and what a planner decides.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
+from router.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
+                                  PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, question_mentions,
+                                  stem_of, stems_of, title_core, words_of)
+from router.types import Passage
+
+log = logging.getLogger(__name__)
+
+
+# --- the offline planner ------------------------------------------------------------------------
+
+@dataclass
+class Comparison:
+    a: str
+    b: str
+    attribute: str  # what is compared ("film directors", "older"), may be empty
+
+    def queries(self) -> list[str]:
+        return [f"{x} {self.attribute}".strip() for x in (self.a, self.b)]
+
+
+# Templates that name both sides explicitly; the attribute is the rest of the question.
+_TAIL = r"(?:\s+(?:по|в части|с точки зрения|in terms of|regarding|by|on|for)\s+(?P<attr>[^?]+?))?\s*[?.!]*\s*$"
+_COMPARISON_TEMPLATES = [re.compile(p, re.IGNORECASE) for p in (
+    r"\bчем\s+(?:отличает(?:ся|ь)|отличают(?:ся)?|различают(?:ся)?)\s+(?P<a>.+?)\s+от\s+(?P<b>.+?)" + _TAIL,
+    r"\b(?:отличи[ея]|различи[ея]|разница)\s+между\s+(?P<a>.+?)\s+и\s+(?P<b>.+?)" + _TAIL,
+    r"\b(?:отличи[ея]|различи[ея])\s+(?P<a>.+?)\s+от\s+(?P<b>.+?)" + _TAIL,
+    r"\b(?:сравни(?:те|ть)?|сопоставь(?:те)?)\s+(?P<a>.+?)\s+(?:и|с|со)\s+(?P<b>.+?)" + _TAIL,
+    r"\bcompare\s+(?P<a>.+?)\s+(?:and|with|to|vs\.?|versus)\s+(?P<b>.+?)" + _TAIL,
+    r"\b(?:difference|differences)\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)" + _TAIL,
+    r"\bhow\s+(?:does|do|is|are)\s+(?P<a>.+?)\s+(?:differ|compare)\s+(?:from|to|with)\s+(?P<b>.+?)" + _TAIL,
+    r"^(?:(?P<pre>[^,:]*?)[,:]\s*)?(?P<a>[^,:]+?)\s+(?:vs\.?|versus|против)\s+(?P<b>.+?)" + _TAIL,
+    r"\bbetween\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*,\s*(?:which|who|what)\b(?P<attr>.*)$",
+    r"^(?P<pre>(?:which|who|what|что|кто|какой|какая|какое|какие|который|которая|где|когда)\b[^,:]*)[,:]\s*"
+    r"(?:the\s+)?(?P<a>.+?)\s+(?:or|или)\s+(?:the\s+)?(?P<b>.+?)\s*[?.!]*\s*$",
+)]
+# "Which came first the forming of A or the birth of B?": no comma, so both sides must hold a name.
+_WHICH_OR = re.compile(r"^(?P<pre>(?:which|who|what|что|кто|какой|какая|какое|какие|который|которая)\b)"
+                       r"(?P<a>.+?)\s+(?:or|или)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.IGNORECASE)
+
+
+def _trim_side(span: str, *, last: bool) -> str:
+    """A template side as a search name: its words when short ("тарифа Старт"), else its (last or first)
+    capitalised name ("The Dandy Warhols" of "the forming of The Dandy Warhols"), else its words."""
+    tokens = list(WORD.finditer(span))
+    while tokens and fold(tokens[0].group()).casefold() in FUNCTION_WORDS:
+        tokens.pop(0)
+    while tokens and fold(tokens[-1].group()).casefold() in FUNCTION_WORDS:
+        tokens.pop()
+    if tokens and len(content_words(span)) <= 3:
+        return span[tokens[0].start():tokens[-1].end()]
+    mentions = question_mentions(span)
+    if mentions:
+        m = mentions[-1] if last else mentions[0]
+        return m.text
+    words = [w for w in words_of(span) if fold(w).casefold() not in FUNCTION_WORDS]
+    return " ".join(words)
+
+
+def parse_comparison(question: str) -> Comparison | None:
+    """The two compared entities and the attribute, when the question's form is a comparison."""
+    q = " ".join(question.split())
+    for template in _COMPARISON_TEMPLATES:
+        m = template.search(q)
+        if not m:
+            continue
+        a, b = m.group("a").strip(" ,:;"), m.group("b").strip(" ,:;?.!")
+        if not a or not b or not content_words(a) or not content_words(b):
+            continue
+        a_name, b_name = _trim_side(a, last=True), _trim_side(b, last=False)
+        groups = m.groupdict()
+        attr_src = " ".join(x for x in (groups.get("pre"), groups.get("attr")) if x)
+        if not attr_src:
+            attr_src = q[: m.start()] + " " + q[m.end():]
+        # words of the spans that are not the names (e.g. "the birth of") describe the attribute too
+        rest = f"{attr_src} {a.replace(a_name, ' ')} {b.replace(b_name, ' ')}"
+        return Comparison(a_name, b_name, _attribute(rest, (a_name, b_name)))
+    m = _WHICH_OR.search(q)
+    if m and question_mentions(m.group("a")) and question_mentions(m.group("b")) and "," not in m.group("b"):
+        a_name, b_name = _trim_side(m.group("a"), last=True), _trim_side(m.group("b"), last=False)
+        rest = f"{m.group('a').replace(a_name, ' ')} {m.group('b').replace(b_name, ' ')}"
+        return Comparison(a_name, b_name, _attribute(rest, (a_name, b_name)))
+    return _mention_pair(q)
+
+
+def _attribute(text: str, names: Iterable[str]) -> str:
+    drop = set().union(*(stems_of(n) for n in names)) if names else set()
+    words = [w for w in content_words(text) if stem_of(w) not in drop
+             and fold(w).casefold() not in ATTRIBUTE_NOISE | IMPERATIVES]
+    return " ".join(words[:6])
+
+
+def _mention_pair(q: str) -> Comparison | None:
+    """Two names joined by and/or/и/или in a question with a comparison cue ("both", "same", "which ...
+    or", a yes/no question): "Are A and B both directors?", "Both A and B films were released by ...?"."""
+    mentions = question_mentions(q)
+    words = {fold(w).casefold() for w in words_of(q)}
+    first = fold(words_of(q)[0]).casefold() if words_of(q) else ""
+    cued = bool(words & PAIR_CUES) or first in AUX_START
+    if not cued:
+        return None
+    for x, y in zip(mentions, mentions[1:]):
+        between = [w.casefold() for w in words_of(q[x.end:y.start])]
+        if between and between[0] in CONJUNCTIONS and all(w in CONJUNCTIONS or w in ("the", "a", "an") for w in between) \
+                and "," not in q[x.end:y.start].replace(", and", " and").replace(", or", " or"):
+            rest = q[: x.start] + " " + q[y.end:]
+            return Comparison(x.text, y.text, _attribute(rest, (x.text, y.text)))
+    return None
+
+
+@dataclass
+class _State:
+    explored: set[int] = field(default_factory=set)  # evidence ids already mined for bridge entities
+    hops: int = 0  # rounds whose queries followed an entity found in the evidence
+
+
+class OfflinePlanner:
+    """Question-form planner without a model (see the module docstring).
+
+    `min_hops`: bridge hops (searches for entities found in the evidence) before a bridge question
+    counts as covered; `max_bridges`: bridge queries per round; `per_passage`: at most this many
+    entities from one passage per round. It remembers, per question, which evidence it has mined, so
+    "the previous round's evidence" is what arrived since its last call; a loop restarts it (one
+    question asked so far)."""
+
+    name = "offline"
+
+    def __init__(self, min_hops: int = 1, max_bridges: int = MAX_PLANNED_QUERIES, per_passage: int = 2,
+                 frontier: int = 5, off_anchor: float = 0.5):
+        self.min_hops, self.max_bridges, self.per_passage, self.frontier = min_hops, max_bridges, per_passage, frontier
+        self.off_anchor = off_anchor
+        self._states: dict[tuple[int, str], _State] = {}
+        self._lock = threading.Lock()
+        self._extractor = None
+
+    def _state(self, question: str, asked: list[str]) -> _State:
+        key = (threading.get_ident(), question)
+        with self._lock:
+            if len(asked) <= 1 or key not in self._states:
+                if len(self._states) > 256:
+                    self._states.clear()
+                self._states[key] = _State()
+            return self._states[key]
+
+    def plan(self, question: str, evidence: list[Passage], asked: list[str]) -> Decision:
+        state = self._state(question, asked)
+        asked_keys = {query_key(a) for a in asked}
+        # what the loop searched besides the question itself: a name in it has had its own search
+        asked_text = fold(" ".join(a for a in asked if query_key(a) != query_key(question))).casefold()
+        comparison = parse_comparison(question)
+        if comparison is not None:
+            return self._plan_comparison(comparison, evidence, asked_keys, asked_text)
+
+        mentions = [m.text for m in question_mentions(question)]
+        uncovered = [m for m in mentions if not any(covers(p, m) for p in evidence)]
+        new = [p for p in evidence if p.id not in state.explored]
+        state.explored.update(p.id for p in new)
+        if not uncovered and state.hops >= self.min_hops:
+            return Decision(True, [], f"every named entity has a passage ({', '.join(mentions) or 'none named'}) "
+                                      f"and {state.hops} bridge hop(s) searched")
+        queries: list[str] = []
+        for m in uncovered:  # a named part of the question without a passage: search it in its clause
+            q = _clause_query(question, m)
+            if query_key(q) not in asked_keys and fold(m).casefold() not in asked_text:
+                queries.append(q)
+        queries = queries[:2]
+        bridges = self._bridges(question, mentions, new[: self.frontier], asked_text)
+        for entity, q in bridges:
+            if len(queries) >= MAX_PLANNED_QUERIES:
+                break
+            if query_key(q) not in asked_keys:
+                queries.append(q)
+        if bridges:
+            state.hops += 1
+        if not queries:
+            return Decision(False, [], "nothing new to search: " + (
+                f"no passage about {', '.join(uncovered)}" if uncovered else "no new entity in the evidence"))
+        reason = []
+        if uncovered:
+            reason.append(f"no passage yet about {', '.join(uncovered)}")
+        if bridges:
+            reason.append("bridge entities from the evidence: " + ", ".join(e for e, _ in bridges[: len(queries)]))
+        return Decision(False, queries, "; ".join(reason) or "searching further")
+
+    def _plan_comparison(self, c: Comparison, evidence: list[Passage], asked_keys: set, asked_text: str) -> Decision:
+        missing = [(name, q) for name, q in zip((c.a, c.b), c.queries()) if not any(covers(p, name) for p in evidence)]
+        if not missing:
+            return Decision(True, [], f"comparison: both {c.a!r} and {c.b!r} have passages")
+        queries = []
+        for name, q in missing:
+            if query_key(q) not in asked_keys:
+                queries.append(q)
+            elif query_key(name) not in asked_keys:  # the attribute may have misled the search: the bare name
+                queries.append(name)
+        if not queries:
+            return Decision(False, [], f"comparison: no passage about {', '.join(n for n, _ in missing)} "
+                                       "after searching for it")
+        return Decision(False, queries, f"comparison of {c.a!r} and {c.b!r}"
+                                        + (f" on {c.attribute!r}" if c.attribute else "")
+                                        + f": no passage yet about {', '.join(n for n, _ in missing)}")
+
+    # -- bridge entities ------------------------------------------------------------------------
+    def _entities(self, passage: Passage) -> list[str]:
+        if self._extractor is None:
+            from graph.extract_offline import OfflineExtractor
+
+            self._extractor = OfflineExtractor()
+        from graph.types import ChunkInput
+        from vector.language import detect_language
+
+        chunk = ChunkInput(chunk_id=passage.id, doc_id=passage.doc_id or "", title=passage.title or "",
+                           heading=passage.heading or "", text=passage.text or "",
+                           lang=detect_language(passage.text or ""), content_hash="")
+        try:
+            return [e.name for e in self._extractor.extract(chunk).entities]
+        except Exception:  # noqa: BLE001 - an extractor bug must not break the loop
+            log.exception("offline entity extraction failed for chunk %s", passage.id)
+            return []
+
+    def _bridges(self, question: str, mentions: list[str], frontier: list[Passage],
+                 asked_text: str) -> list[tuple[str, str]]:
+        """(entity, query) for entities of the frontier passages that the question does not name, best first."""
+        q_stems = stems_of(question)
+        mention_stems = set().union(*(stems_of(m) for m in mentions)) if mentions else set()
+        relation_stems = q_stems - mention_stems  # "spouse", "director", "country": what links the hops
+        scored: list[tuple[float, int, str, Passage]] = []
+        anchors = [any(covers(p, m) for m in mentions) for p in frontier]
+        for rank, p in enumerate(frontier):
+            weight = 1.0 / (1.0 + 0.35 * rank)
+            anchor_passage = anchors[rank]
+            if anchor_passage:
+                weight *= 1.5  # an anchor: a passage about a named part of the question
+            elif any(anchors):
+                weight *= self.off_anchor  # the bridge leads out of an anchor; other passages are noise or targets
+            text = p.text or ""
+            folded = fold(text).casefold()
+            sentences = _sentence_spans(text)
+            candidates = list(self._entities(p))
+            title = title_core(p.title)
+            # An anchor's title is usually the named entity itself; when it names something else (the
+            # "Billing team" page listing the Payments Gateway among its services), it is the bridge.
+            title_is_other = bool(title) and not (stems_of(title) & mention_stems)
+            if title and (not anchor_passage or title_is_other):
+                candidates.insert(0, title)
+            seen_local: set[str] = set()
+            for name in candidates:
+                key = fold(name).casefold().strip()
+                n_stems = stems_of(name)
+                if not n_stems or key in seen_local or key in asked_text:
+                    continue
+                seen_local.add(key)
+                if n_stems <= q_stems or (n_stems & mention_stems and len(n_stems - q_stems) == 0):
+                    continue  # the question names it already
+                if any(stem_of(w) in mention_stems for w in words_of(name)) and len(n_stems) <= 2:
+                    continue  # a part of a named entity ("Neil" of "Neil Young album")
+                pos = folded.find(key)
+                if pos < 0 and name == title:
+                    pos = 0
+                if pos < 0 or (anchor_passage and pos < 3 and not (name == title and title_is_other)):
+                    continue  # not in the text, or the anchor's own subject ('Andrew Alan "Drew" Fuller ...')
+                if _is_adjective(text, pos, name):
+                    continue
+                sentence = next((s for a, b, s in sentences if a <= pos < b), "")
+                s_stems = stems_of(sentence) - n_stems
+                relation = len(s_stems & relation_stems)
+                anchor = len(s_stems & mention_stems)
+                score = weight * (1.0 + relation + 0.25 * anchor) / (1.0 + pos / 300.0)
+                if len(n_stems) >= 2:
+                    score *= 1.15
+                scored.append((score, rank, name, p))
+        scored.sort(key=lambda x: (-x[0], x[1], -len(x[2])))
+        out: list[tuple[str, str]] = []
+        per: dict[int, int] = {}
+        used: set[str] = set()
+        for score, rank, name, p in scored:
+            key = fold(name).casefold()
+            if key in used or any(key in u or u in key for u in used) or per.get(p.id, 0) >= self.per_passage:
+                continue
+            used.add(key)
+            per[p.id] = per.get(p.id, 0) + 1
+            out.append((name, _bridge_query(question, name, p, mention_stems)))
+            if len(out) >= self.max_bridges:
+                break
+        return out
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int, str]]:
+    spans, start = [], 0
+    for m in SENTENCE_END.finditer(text):
+        spans.append((start, m.start(), text[start:m.start()]))
+        start = m.end()
+    spans.append((start, len(text) + 1, text[start:]))
+    return spans
+
+
+def _is_adjective(text: str, pos: int, name: str) -> bool:
+    """"American" in "a 2014 American drama film": a one-word demonym used as an adjective, not a name."""
+    if " " in name.strip() or not DEMONYM.search(name.casefold()):
+        return False
+    after = words_of(text[pos + len(name): pos + len(name) + 40])
+    return bool(after) and after[0][:1].islower() and after[0].casefold() not in FUNCTION_WORDS
+
+
+def _bridge_query(question: str, entity: str, passage: Passage, mention_stems: set[str]) -> str:
+    """The entity plus the words of the question the passage did not resolve ("spouse" for "Tim Burton")."""
+    covered = stems_of(f"{passage.title} {passage.heading} {passage.text}") | mention_stems
+    e_stems = stems_of(entity)
+    rest = [w for w in content_words(question) if stem_of(w) not in covered and stem_of(w) not in e_stems]
+    return " ".join([entity, *rest[:8]]).strip()
+
+
+def _clause_query(question: str, mention: str) -> str:
+    """A named entity with the words of its clause: "Silverton" in "..., in the state where Silverton is
+    located, ..." -> "Silverton state located"."""
+    clauses = re.split(r"[,;:?!()]", question)
+    clause = next((c for c in clauses if mention in c), question)
+    words = [w for w in content_words(clause) if stem_of(w) not in stems_of(mention)]
+    return " ".join([mention, *words[:6]]).strip()
