@@ -82,7 +82,23 @@ def pick_sentences(question: str, passages: list[Passage], *, max_sentences: int
     return sorted(chosen, key=lambda p: (p.passage, p.position))
 
 
-def extractive_answer(question: str, passages: list[Passage], **budget) -> tuple[str, list[Picked]]:
-    """("sentence [n] sentence [m]", the sentences), or ("", []) when no sentence shares a content word."""
+def extractive_answer(question: str, passages: list[Passage], follow_ups: list[str] = (), *,
+                      max_follow_ups: int = 2, **budget) -> tuple[str, list[Picked]]:
+    """("sentence [n] sentence [m]", the sentences), or ("", []) when no sentence shares a content word.
+
+    `follow_ups`: the multi-hop loop's later queries ("Billing team lead"): the best sentence for
+    each of the first `max_follow_ups` is added when new, since a later hop's fact rarely shares
+    the question's words."""
     picked = pick_sentences(question, passages, **budget)
+    if picked:
+        seen = {(p.passage, p.position) for p in picked}
+        for query in follow_ups:
+            if max_follow_ups <= 0:
+                break
+            best = pick_sentences(query, passages, max_sentences=1)
+            if best and (best[0].passage, best[0].position) not in seen:
+                seen.add((best[0].passage, best[0].position))
+                picked.append(best[0])
+                max_follow_ups -= 1
+        picked.sort(key=lambda p: (p.passage, p.position))
     return " ".join(f"{p.text} [{p.passage}]" for p in picked), picked

@@ -152,7 +152,8 @@ class Router:
         evidence_searcher = HybridPassageSearcher(self.searcher, tenant, groups)
         result = agentic_search(evidence_searcher, planner, question, limits)
         context = result.context()
-        answer = self._write(question, context, decision, llm, partial=result.partial)
+        answer = self._write(question, context, decision, llm, partial=result.partial,
+                             follow_ups=[q for q in result.asked if q != question])
         answer.partial = result.partial
         answer.trace.update({"queries": result.asked, "agentic": result.trace,
                              "evidence": [p.id for p in result.evidence], "context": [p.id for p in context],
@@ -176,7 +177,8 @@ class Router:
                       no_answer=not citations,
                       trace={"level": result["level"], "global": result["trace"], "points": result["points"]})
 
-    def _write(self, question: str, passages: list[Passage], decision: RouteDecision, llm, *, partial: bool) -> Answer:
+    def _write(self, question: str, passages: list[Passage], decision: RouteDecision, llm, *, partial: bool,
+               follow_ups: list[str] = ()) -> Answer:
         """The answer over `passages` (best first): the LLM's, citations checked, else extractive."""
         language = detect_language(question)
         trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
@@ -198,7 +200,7 @@ class Router:
             except LLMError as exc:
                 log.warning("LLM answer failed: %s", exc)
                 reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
-        text, picked = extractive_answer(question, passages)
+        text, picked = extractive_answer(question, passages, list(follow_ups))
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in picked]
         if not picked:
             return Answer(question, no_answer_sentence(language), [], decision, offline=True, degraded=bool(reasons),

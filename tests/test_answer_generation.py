@@ -74,3 +74,18 @@ def test_extractive_answer_in_russian_uses_stems():
 def test_extractive_answer_is_empty_without_a_shared_content_word():
     text, picked = extractive_answer("What is the capital of Peru?", [passage(1, "Label printing became faster.")])
     assert text == "" and picked == []
+
+
+def test_follow_up_queries_add_the_later_hops_fact():
+    passages = [
+        passage(1, "The Payments Gateway is owned by the Billing team. It settles card payments nightly."),
+        passage(2, "Marcus Oyelaran is based in Austin, next to the support floor."),
+    ]
+    question = "In which office does the lead of the team that owns the Payments Gateway work?"
+    alone, _ = extractive_answer(question, passages)
+    assert "Austin" not in alone  # the last hop shares no content word with the question ...
+    text, picked = extractive_answer(question, passages, ["Marcus Oyelaran office"])
+    assert "Marcus Oyelaran is based in Austin" in text and "[2]" in text  # ... its follow-up query does
+    assert [p.passage for p in picked] == [1, 2]
+    again, _ = extractive_answer(question, passages, ["Marcus Oyelaran office"] * 3)
+    assert again == text  # a sentence already picked is not repeated
