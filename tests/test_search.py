@@ -154,6 +154,19 @@ def test_chunk_of_hr_never_reaches_a_user_without_hr(db, corpus_tenant, searcher
     assert insider.hits[0].doc_id == "hr/bonus.md" and insider.hits[0].title == "Bonus formula"
 
 
+def test_term_counts_are_cached_per_reader(corpus_tenant, db, local_embedder):
+    query = "Thornbury bonus formula"
+    with HybridSearcher(db, local_embedder) as fresh:
+        first = fresh.search(corpus_tenant, ["staff", "public"], query, mode="bm25").trace["bm25"]
+        again = fresh.search(corpus_tenant, ["staff", "public"], query, mode="bm25").trace["bm25"]
+        insider = fresh.search(corpus_tenant, ["hr"], query, mode="bm25").trace["bm25"]
+    assert first["df_cached"] == 0 and again["df_cached"] == len(first["df"]) + len(first["phrase_df"]) > 0
+    assert again["df"] == first["df"]
+    # another reader's counts are its own: the hr-only word is counted for hr, not served from staff's zero
+    assert insider["df_cached"] == 0
+    assert any(insider["df"][x] > 0 and first["df"][x] == 0 for x in first["df"])
+
+
 def test_no_groups_means_no_results(corpus_tenant, searcher):
     result = searcher.search(corpus_tenant, [], "Thornbury bonus formula")
     assert result.hits == [] and result.candidates == [] and result.trace["empty_reason"] == "no groups"
