@@ -317,7 +317,9 @@ def test_one_failed_transform_leaves_the_others(db, corpus_tenant, local_embedde
 
 def test_switches_off_is_exactly_the_plain_search(db, corpus_tenant, local_embedder):
     def same(a, b):
-        strip = lambda t: {key: v for key, v in t.items() if key not in ("timings_ms", "transforms")}  # noqa: E731
+        def strip(t):  # timings differ, and the second search finds its term counts cached
+            return {key: ({**v, "df_cached": None} if key == "bm25" else v) for key, v in t.items()
+                    if key not in ("timings_ms", "transforms")}
         assert (a.hits, a.candidates, a.degraded, a.degraded_reason) == (b.hits, b.candidates, b.degraded,
                                                                          b.degraded_reason)
         assert strip(a.trace) == strip(b.trace)
