@@ -28,8 +28,9 @@ def serve(
     from api.app import create_app
 
     settings = get_settings()
-    with _database(settings):  # fail here, with a clear message, when the database is unusable
-        pass
+    # fail here, with a clear message, when the database is unreachable or too old
+    with _database(settings) as db, db.connection() as conn:
+        conn.execute("SELECT 1")
     err.print(f"Crossroads API on http://{host}:{port} (docs: /docs, health: /healthz, metrics: /metrics)")
     if workers == 1:
         uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, proxy_headers=True)

@@ -7,6 +7,8 @@ per bad field, with the field's dotted path.
 """
 from __future__ import annotations
 
+import contextlib
+
 import logging
 import uuid
 from http import HTTPStatus
@@ -175,7 +177,7 @@ class CatchAllMiddleware:
 
 
 class BodyTooLarge(Exception):
-    pass
+    """Raised inside the app's receive() once a streamed body passes the limit; answered with 413."""
 
 
 class BodyLimitMiddleware:
@@ -223,10 +225,8 @@ class BodyLimitMiddleware:
                 replaced = True
                 await self._too_large(scope, receive, send, path)
 
-        try:
+        with contextlib.suppress(BodyTooLarge):  # `too_large` is set: the 413 is sent below
             await self.app(scope, counting_receive, guarded_send)
-        except BodyTooLarge:
-            pass
         if too_large and not replaced:
             await self._too_large(scope, receive, send, path)
 

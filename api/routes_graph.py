@@ -44,8 +44,7 @@ def get_community(community_id: int = Path(..., ge=0, le=2**31 - 1), principal: 
         access = _level(conn, principal)
         report = None
         if access is not None:
-            report = next((r for r in store.list_reports(conn, principal.tenant, access.name)
-                           if r["id"] == community_id), None)
+            report = next(iter(store.list_reports(conn, principal.tenant, access.name, community_id)), None)
         if report is None:
             raise ApiProblem(404, "community-not-found", "Community not found",
                              f"No community {community_id} in the graph this token is served from.")

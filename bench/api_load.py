@@ -44,6 +44,13 @@ def questions() -> list[str]:
     return [json.loads(line)["question"] for line in lines if line.strip()]
 
 
+def ready(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+    except httpx.HTTPError:  # not listening yet
+        return False
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
@@ -97,12 +104,7 @@ def main() -> int:
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
+        while not ready(base):
             if time.monotonic() > deadline or server.poll() is not None:
                 raise SystemExit("the API did not become ready in 60 s")
             time.sleep(0.3)

@@ -93,6 +93,15 @@ def _timed(report: LevelReport, stage: str, started: float) -> float:
     return now
 
 
+def _not_cached(items, found: Mapping[str, object]) -> dict:
+    """content hash -> the first item with it, for items whose hash is not in the cache's `found`."""
+    todo: dict = {}
+    for item in items:
+        if item.content_hash not in found:
+            todo.setdefault(item.content_hash, item)
+    return todo
+
+
 def extract_missing(
     db: Database, chunks: list[ChunkInput], extractor: Extractor, concurrency: int, report: LevelReport,
     progress: Progress | None,
@@ -102,10 +111,7 @@ def extract_missing(
     with db.connection() as conn:
         found = store.cached_extractions(conn, hashes, extractor.name, extractor.version, extractor.model)
     report.extraction_cached = len(found)
-    todo = {}
-    for chunk in chunks:
-        if chunk.content_hash not in found:
-            todo.setdefault(chunk.content_hash, chunk)
+    todo = _not_cached(chunks, found)
     if progress:
         progress("extract", 0, len(todo))
 
@@ -176,10 +182,7 @@ def summarize_descriptions(
         found = store.cached_summaries(conn, sorted({r.content_hash for r in requests}), summarizer.name,
                                        summarizer.version, summarizer.model)
     report.summaries_cached = sum(1 for r in requests if r.content_hash in found)
-    todo = {}
-    for r in requests:
-        if r.content_hash not in found:
-            todo.setdefault(r.content_hash, r)
+    todo = _not_cached(requests, found)
     if progress:
         progress("summaries", 0, len(todo))
 

@@ -249,16 +249,18 @@ def documents_of_chunks(conn: psycopg.Connection, tenant: str, chunk_ids: list[i
     return {cid: (doc, title) for cid, doc, title in rows}
 
 
-def list_reports(conn: psycopg.Connection, tenant: str, level: str) -> list[dict]:
+def list_reports(conn: psycopg.Connection, tenant: str, level: str, community_id: int | None = None) -> list[dict]:
+    """The level's reports with their communities (or only `community_id`'s)."""
     rows = conn.execute(
         """
         SELECT r.community_id, c.level, c.parent, r.title, r.summary, r.rating, r.rating_explanation,
                r.findings, r.source_chunk_ids, r.model, c.members, r.embedding, r.embed_model
         FROM community_reports r JOIN graph_communities c
           ON c.tenant_id = r.tenant_id AND c.access_level = r.access_level AND c.community_id = r.community_id
-        WHERE r.tenant_id = %s AND r.access_level = %s ORDER BY c.level, r.community_id
+        WHERE r.tenant_id = %s AND r.access_level = %s AND (%s::int IS NULL OR r.community_id = %s::int)
+        ORDER BY c.level, r.community_id
         """,
-        (tenant, level),
+        (tenant, level, community_id, community_id),
     ).fetchall()
     keys = ("id", "level", "parent", "title", "summary", "rating", "rating_explanation", "findings",
             "source_chunk_ids", "model", "members", "embedding", "embed_model")

@@ -74,7 +74,7 @@ def _attr(value: str) -> str:
 
 
 class _Malformed(ValueError):
-    pass
+    """The planner's tool output is not a valid plan (the offline decision is used instead)."""
 
 
 def _parse_plan(data: Any) -> tuple[bool, list[str], str]:
