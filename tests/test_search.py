@@ -10,11 +10,11 @@ from psycopg import sql
 
 from tests.conftest import unit
 from vector import search_sql, store
-from vector.bm25 import MAX_SCORED, estimate_df, select_match_terms
+from vector.bm25 import select_match_terms
 from vector.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
 from vector.fusion import DENSE_WEIGHT, rrf, zscore_fusion
 from vector.ingest import ingest_documents
-from vector.search import HybridSearcher
+from vector.search import HybridSearcher, use_exact_scan
 from vector.sources import load_source
 
 CORPUS = {
@@ -125,9 +125,14 @@ def test_candidates_come_from_the_rarest_terms_within_the_budget():
     assert select_match_terms(("a", "b", "c"), [10, 0, 3], budget=13) == ("a", "c")
     assert select_match_terms(("a", "b"), [900, 800], budget=10) == ("b",)  # always the rarest one
     assert select_match_terms(("a",), [0], budget=10) == ()
-    assert estimate_df(12, 0.5, 100_000, cap=5000) == 12  # counted exactly
-    assert estimate_df(5000, 0.5, 100_000, cap=5000) == 50_000  # capped: table-wide share
-    assert estimate_df(5000, None, 100_000, cap=5000) == 5000
+
+
+def test_exact_vector_scan_only_where_it_is_cheaper_than_the_walk():
+    assert use_exact_scan(1_500, 10_000_000, 100)  # tiny reader: always exact
+    assert use_exact_scan(11_000, 1_000_000, 400)  # 1% of 1M: the walk would step over ~40k nodes
+    assert not use_exact_scan(10_000, 100_000, 400)  # 10% of 100k: the walk is cheaper
+    assert not use_exact_scan(100_000, 1_000_000, 400)
+    assert use_exact_scan(20_000, 1_000_000, 400) and not use_exact_scan(20_000, 1_000_000, 100)
 
 
 def test_lexeme_quoting_round_trips_through_postgres(db):
@@ -154,17 +159,80 @@ def test_chunk_of_hr_never_reaches_a_user_without_hr(db, corpus_tenant, searcher
     assert insider.hits[0].doc_id == "hr/bonus.md" and insider.hits[0].title == "Bonus formula"
 
 
-def test_term_counts_are_cached_per_reader(corpus_tenant, db, local_embedder):
-    query = "Thornbury bonus formula"
-    with HybridSearcher(db, local_embedder) as fresh:
-        first = fresh.search(corpus_tenant, ["staff", "public"], query, mode="bm25").trace["bm25"]
-        again = fresh.search(corpus_tenant, ["staff", "public"], query, mode="bm25").trace["bm25"]
-        insider = fresh.search(corpus_tenant, ["hr"], query, mode="bm25").trace["bm25"]
-    assert first["df_cached"] == 0 and again["df_cached"] == len(first["df"]) + len(first["phrase_df"]) > 0
-    assert again["df"] == first["df"]
-    # another reader's counts are its own: the hr-only word is counted for hr, not served from staff's zero
-    assert insider["df_cached"] == 0
-    assert any(insider["df"][x] > 0 and first["df"][x] == 0 for x in first["df"])
+STATS_CORPUS = {
+    "a.md": "---\nacl: [staff]\n---\nGateway retries back off exponentially. The gateway parks calls.\n",
+    "b.md": "---\nacl: [hr]\n---\nThe bonus formula multiplies salary. Gateway access needs approval.\n",
+    "c.md": "---\nacl: [staff, public]\n---\nStatus page: the gateway was down for a minute.\n",
+}
+
+
+def live_fulltext_stats(conn, tenant, groups) -> tuple[int, int, dict[str, int]]:
+    """N, total length and per-lexeme document frequencies counted from the chunks themselves."""
+    n, total = conn.execute("SELECT count(*), coalesce(sum(length(tsv)), 0) FROM chunks"
+                            " WHERE tenant_id = %s AND acl && %s", (tenant, groups)).fetchone()
+    dfs = conn.execute("SELECT x, count(*) FROM chunks, unnest(tsvector_to_array(tsv)) AS x"
+                       " WHERE tenant_id = %s AND acl && %s GROUP BY x", (tenant, groups)).fetchall()
+    return int(n), int(total), {x: int(df) for x, df in dfs}
+
+
+def kept_fulltext_stats(conn, tenant, groups) -> tuple[int, int, dict[str, int]]:
+    n, total = conn.execute("SELECT coalesce(sum(chunks), 0), coalesce(sum(lexemes), 0) FROM fulltext_acl_stats"
+                            " WHERE tenant_id = %s AND acl && %s", (tenant, groups)).fetchone()
+    dfs = conn.execute("SELECT lexeme, sum(df) FROM fulltext_lexeme_stats WHERE tenant_id = %s AND acl && %s"
+                       " GROUP BY lexeme HAVING sum(df) <> 0", (tenant, groups)).fetchall()
+    return int(n), int(total), {x: int(df) for x, df in dfs}
+
+
+def test_fulltext_statistics_follow_every_write_per_reader(db, settings, local_embedder, tmp_path):
+    tenant, readers = "t_stats", (["staff"], ["hr"], ["public"], ["hr", "public", "staff"])
+
+    def ingest(files: dict[str, str]) -> None:
+        for name, text in files.items():
+            (tmp_path / name).write_text(text, encoding="utf-8")
+        docs, skipped = load_source(tmp_path, [], settings.max_document_bytes)
+        assert ingest_documents(db, local_embedder, settings, tenant, docs, skipped, prune=True).clean
+
+    def check(step: str) -> dict:
+        with db.connection() as conn:
+            kept = {tuple(g): kept_fulltext_stats(conn, tenant, g) for g in readers}
+            for groups in readers:
+                assert kept[tuple(groups)] == live_fulltext_stats(conn, tenant, groups), (step, groups)
+        return kept
+
+    ingest(STATS_CORPUS)
+    first = check("ingest")
+    assert first[("staff",)][2]["gateway"] == 2 and first[("hr",)][2]["gateway"] == 1  # per reader, not per table
+    assert "bonus" not in first[("staff",)][2]
+    with db.connection() as conn:
+        store.set_acl(conn, tenant, "b.md", ["staff"])
+        conn.commit()
+    assert check("acl change")[("staff",)][2]["bonus"] == 1
+    ingest({"c.md": "---\nacl: [public]\n---\nStatus page: all systems normal.\n"})  # changed text and ACL
+    check("changed document")
+    (tmp_path / "a.md").unlink()
+    ingest({})  # prune: a.md is deleted (and b.md's file puts it back under hr)
+    after = check("delete")
+    assert "gateway" not in after[("staff",)][2] and after[("hr",)][2]["gateway"] == 1
+    with db.connection() as conn:
+        assert store.compact_fulltext_stats(conn, tenant, min_pending=1)
+        conn.commit()
+        assert conn.execute("SELECT count(*) FROM fulltext_lexeme_stats WHERE tenant_id = %s AND NOT compacted",
+                            (tenant,)).fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM fulltext_lexeme_stats WHERE tenant_id = %s"
+                            " GROUP BY lexeme, acl HAVING count(*) > 1", (tenant,)).fetchall() == []
+    check("compaction")
+    with db.connection() as conn:  # TRUNCATE fires no DELETE trigger: its own trigger empties the statistics
+        with conn.transaction(force_rollback=True):
+            conn.execute("TRUNCATE chunks CASCADE")
+            assert kept_fulltext_stats(conn, tenant, ["hr", "public", "staff"]) == (0, 0, {})
+
+
+def test_bm25_reads_exact_counts_of_what_the_reader_may_see(corpus_tenant, searcher):
+    query = "Thornbury bonus formula"  # the words exist only in the hr document
+    outsider = searcher.search(corpus_tenant, ["staff", "public"], query, mode="bm25").trace["bm25"]
+    insider = searcher.search(corpus_tenant, ["hr"], query, mode="bm25").trace["bm25"]
+    assert set(outsider["df"].values()) == {0} and outsider["match"] == []
+    assert sorted(insider["df"].values())[-3:] == [1, 1, 1] and len(insider["match"]) >= 3
 
 
 def test_no_groups_means_no_results(corpus_tenant, searcher):
@@ -419,10 +487,10 @@ def test_selective_filter_still_returns_k_results(db, local_embedder, synthetic_
 
 
 def test_full_text_on_a_large_tenant_selects_candidates_by_the_rare_term(db, local_embedder, synthetic_tenant):
-    """'row' is in all 5,000 rows (its count stops at the cap), '17' in one: only '17' selects."""
+    """'row' is in all 5,000 rows, '17' in one: only '17' selects."""
     s = HybridSearcher(db, local_embedder)
     result = s.search(synthetic_tenant, ["common", "rare"], "row 17", k=3, mode="bm25")
     s.close()
     bm25 = result.trace["bm25"]
-    assert bm25["df"]["row"] >= MAX_SCORED and bm25["df"]["17"] == 1 and bm25["match"] == ["17"]
+    assert bm25["df"]["row"] == ROWS and bm25["df"]["17"] == 1 and bm25["match"] == ["17"]
     assert [h.text for h in result.hits] == ["row 17"]

@@ -135,6 +135,10 @@ def ingest_documents(
 
     if prune:
         _prune(db, tenant, {d.doc_id for d in documents}, skipped, report)
+    with db.connection() as conn:
+        if store.compact_fulltext_stats(conn, tenant):
+            conn.commit()
+            log.info("compacted the full-text statistics of tenant %s", tenant)
     if report.chunks["added"] + report.chunks["changed"]:
         with db.connection() as conn:
             if store.ensure_vector_index(conn, embedder.model_id, embedder.dimension):

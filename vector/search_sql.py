@@ -103,12 +103,9 @@ def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, s
         )
 
 
-def readable_rows(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], cap: int) -> int:
-    """How many chunks the reader may see, counted up to `cap` (so a huge tenant costs `cap` rows)."""
-    return conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE tenant_id = %s AND acl && %s LIMIT %s) AS t",
-        (tenant, list(groups), cap),
-    ).fetchone()[0]
+def indexed_rows(conn: psycopg.Connection) -> int:
+    """Chunks of every tenant: what an HNSW walk may have to step over (from the kept statistics)."""
+    return int(conn.execute("SELECT coalesce(sum(chunks), 0) FROM fulltext_acl_stats").fetchone()[0])
 
 
 def vector_leg(
@@ -172,22 +169,36 @@ def analyse_pieces(conn: psycopg.Connection, pieces: Sequence[tuple[str, str]]) 
 
 
 def corpus_stats(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str]) -> tuple[int, float]:
-    """(readable chunks, their mean number of distinct lexemes): BM25's N and average length.
-
-    A full pass over the tenant's readable rows: the searcher caches it for a while.
-    """
-    n, avg = conn.execute(
-        "SELECT count(*), coalesce(avg(length(tsv)), 0)::float8 FROM chunks WHERE tenant_id = %s AND acl && %s",
+    """(readable chunks, their mean number of distinct lexemes): BM25's N and average length, from
+    the per-ACL statistics kept at write time (migration 008)."""
+    n, lexemes = conn.execute(
+        "SELECT coalesce(sum(chunks), 0), coalesce(sum(lexemes), 0) FROM fulltext_acl_stats"
+        " WHERE tenant_id = %s AND acl && %s",
         (tenant, list(groups)),
     ).fetchone()
-    return int(n), float(avg)
+    return int(n), (float(lexemes) / int(n) if n else 0.0)
 
 
-def document_frequencies(
+def lexeme_frequencies(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], lexemes: Sequence[str]
+) -> list[int]:
+    """Readable chunks containing each lexeme, exact, from the statistics kept at write time."""
+    if not lexemes:
+        return []
+    rows = conn.execute(
+        "SELECT lexeme, sum(df) FROM fulltext_lexeme_stats"
+        " WHERE tenant_id = %s AND lexeme = ANY(%s) AND acl && %s GROUP BY lexeme",
+        (tenant, list(lexemes), list(groups)),
+    ).fetchall()
+    found = {lexeme: int(df) for lexeme, df in rows}
+    return [max(0, found.get(x, 0)) for x in lexemes]
+
+
+def phrase_frequencies(
     conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], tsqueries: Sequence[str], cap: int
 ) -> list[int]:
-    """Readable chunks matching each tsquery, counted up to `cap` (a common word's exact count does
-    not change its near-zero IDF but would cost a scan of its whole posting list)."""
+    """Readable chunks matching each phrase tsquery, counted up to `cap`. Phrases (identifiers,
+    quoted text) have no kept statistics; they are rare, so their counts stop early."""
     if not tsqueries:
         return []
     rows = conn.execute(
@@ -197,19 +208,6 @@ def document_frequencies(
         {"tenant": tenant, "groups": list(groups), "qs": list(tsqueries), "cap": cap},
     ).fetchall()
     return [int(r[0]) for r in rows]
-
-
-def common_lexemes(conn: psycopg.Connection) -> dict[str, float]:
-    """Lexeme -> share of chunk rows containing it, for the most common lexemes of the whole table
-    (ANALYZE's statistics of `tsv`; empty before the first ANALYZE). Used only for words too
-    common to count exactly."""
-    row = conn.execute(
-        "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
-        " WHERE schemaname = current_schema() AND tablename = 'chunks' AND attname = 'tsv'"
-    ).fetchone()
-    if not row or not row[0]:
-        return {}
-    return dict(zip(row[0], (float(f) for f in row[1])))  # freqs carry 3 trailing summary values
 
 
 # BM25 over the chunks that match any selected term. tf of a lexeme is its number of positions in

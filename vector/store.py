@@ -15,6 +15,10 @@ _COPY_COLUMNS = (
     "tenant_id", "doc_id", "chunk_no", "heading", "context", "content",
     "acl", "content_hash", "lang", "embedding", "embed_model",
 )
+# Each written statement adds a statistics delta row per (lexeme, ACL) of its chunks (migration 008);
+# readers sum them, so they are folded once this many have piled up in a tenant.
+STATS_COMPACT_MIN_PENDING = 20_000
+
 _COPY_TYPES = ["text", "text", "int4", "text", "text", "text", "text[]", "text", "text", "vector", "text"]
 
 
@@ -241,3 +245,16 @@ def readable_documents(conn: psycopg.Connection, tenant: str, groups: list[str],
     ).fetchall()
     keys = ("doc_id", "title", "lang", "acl", "version", "updated_at", "chunks")
     return [dict(zip(keys, r)) for r in rows]
+
+
+def compact_fulltext_stats(conn: psycopg.Connection, tenant: str, min_pending: int = STATS_COMPACT_MIN_PENDING) -> bool:
+    """Fold the tenant's statistics deltas into one row per key once at least `min_pending` have
+    piled up (each written statement adds a row per lexeme and ACL); returns whether it did."""
+    pending = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM fulltext_lexeme_stats WHERE tenant_id = %s AND NOT compacted"
+        " LIMIT %s) p", (tenant, min_pending),
+    ).fetchone()[0]
+    if pending < min_pending:
+        return False
+    conn.execute("SELECT compact_fulltext_stats(%s)", (tenant,))
+    return True
