@@ -23,6 +23,10 @@ with two parameters, leave-one-dataset-out 0.720 against 0.716, but lower recall
 evidence recall: within noise, not worth the second parameter). Also tried outside this script and
 not kept: scoring every candidate on both legs (cosine of BM25-only chunks, BM25 of vector-only
 chunks) before a convex combination, about +0.002 mean nDCG@10 for an extra query per search.
+Tried later on the same cache, not kept: ranking chunks by their document's evidence (best chunk +
+beta x the next ones: anthropic_docs nDCG 0.766 -> 0.75-0.69 for beta 0.1-0.5, others unchanged),
+and a BM25 weight scaled by the two legs' top-10 document overlap (moves nDCG from anthropic_docs
+to BEIR: at best mean 0.7336 against 0.7321, BEIR still not above dense on both sets).
 """
 from __future__ import annotations
 

@@ -36,6 +36,7 @@ def test_migrations_apply_once(make_database, settings):
 def test_pool_uses_custom_plans_and_knows_iterative_scan(db):
     with db.connection() as conn:
         assert conn.execute("SHOW plan_cache_mode").fetchone() == ("force_custom_plan",)
+        assert conn.execute("SHOW jit").fetchone() == ("off",)
         assert conn.prepare_threshold is None
     assert db.pgvector_version >= (0, 8)
     assert db.supports_iterative_scan
@@ -59,11 +60,11 @@ def test_unreachable_external_database_gives_a_clear_error(tmp_path):
 def test_embedded_server_start_status_stop():
     data_dir = ROOT / ".crossroads" / f"lifecycle-{uuid.uuid4().hex[:6]}"
     try:
-        uri = embedded.start(data_dir)
+        uri = embedded.start(data_dir, shared_buffers="160MB")
         state = embedded.status(data_dir)
         assert state.running and state.pid and state.uri == uri
-        with psycopg.connect(uri) as conn:
-            assert conn.execute("SELECT 1").fetchone() == (1,)
+        with psycopg.connect(uri) as conn:  # applied at the first start, by one restart
+            assert conn.execute("SELECT current_setting('shared_buffers')").fetchone() == ("160MB",)
         assert embedded.start(data_dir) == uri  # already running: reused, not started twice
         assert embedded.stop(data_dir) is True
         assert not embedded.status(data_dir).running
@@ -71,6 +72,17 @@ def test_embedded_server_start_status_stop():
     finally:
         embedded.stop(data_dir)
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def test_embedded_server_settings_scale_with_memory():
+    gib = 2**30
+    assert embedded.server_settings(24 * gib)["shared_buffers"] == "4096MB"  # capped
+    assert embedded.server_settings(2 * gib)["shared_buffers"] == "512MB"  # a quarter
+    assert embedded.server_settings(256 * 2**20)["shared_buffers"] == "128MB"  # PostgreSQL's floor
+    assert embedded.server_settings(24 * gib, "2GB")["shared_buffers"] == "2GB"
+    assert embedded.server_settings(24 * gib)["effective_cache_size"] == "12288MB"
+    with pytest.raises(CrossroadsError, match="write it like 512MB"):
+        embedded.server_settings(24 * gib, "lots")
 
 
 def test_embedded_data_dir_under_root_home_is_refused(monkeypatch):
