@@ -10,7 +10,7 @@ from psycopg import sql
 
 from tests.conftest import unit
 from vector import search_sql, store
-from vector.bm25 import select_match_terms
+from vector.bm25 import select_match_groups, select_match_terms
 from vector.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
 from vector.fusion import DENSE_WEIGHT, rrf, zscore_fusion
 from vector.ingest import ingest_documents
@@ -125,6 +125,27 @@ def test_candidates_come_from_the_rarest_terms_within_the_budget():
     assert select_match_terms(("a", "b", "c"), [10, 0, 3], budget=13) == ("a", "c")
     assert select_match_terms(("a", "b"), [900, 800], budget=10) == ("b",)  # always the rarest one
     assert select_match_terms(("a",), [0], budget=10) == ()
+
+
+def test_in_a_large_tenant_candidates_hold_two_rare_terms():
+    # the rarest term fits the budget: single terms, as above
+    assert select_match_groups(("a", "b", "c"), [10, 0, 3], n=1000, budget=12) == (("c",),)
+    # even the rarest is over the budget: pairs among the rarest terms, as many as the expected size allows
+    dfs = [5_000, 3_000, 4_000, 900_000]
+    assert select_match_groups(("a", "b", "c", "d"), dfs, n=1_000_000, budget=2000) == (
+        ("a", "b"), ("a", "c"), ("b", "c"))  # adding d would expect ~11,000 rows
+    assert select_match_groups(("a", "b"), [5_000, 3_000], n=10_000, budget=10) == (("a", "b"),)  # at least a pair
+    assert select_match_groups(("a", "b"), [5_000, 0], n=10_000, budget=10) == (("a",),)  # one term: no pair
+    q = build_query([("'a'", ["a"]), ("'b'", ["b"]), ("'c'", ["c"])])
+    assert q.match((("a", "b"), ("c",))) == "( 'a' & 'b' ) | 'c'"
+
+
+def test_pair_candidates_are_filled_from_the_rarest_term(corpus_tenant, searcher, monkeypatch):
+    monkeypatch.setattr("vector.bm25.MAX_SCORED", 1)  # every term of the question is "common"
+    result = searcher.search(corpus_tenant, ["staff", "public"], "error 2043 every", k=5, mode="bm25")
+    bm25 = result.trace["bm25"]
+    assert bm25["match"] == ["2043 & error"] and bm25["match_fallback"] == ["2043"]
+    assert [h.doc_id for h in result.hits] == ["payments.md"]  # one row scored: the budget is also the cap
 
 
 def test_exact_vector_scan_only_where_it_is_cheaper_than_the_walk():

@@ -13,9 +13,12 @@ instead of a pass over posting lists (which cost p50 114 ms at 1M chunks). Only 
 live, capped at MAX_SCORED.
 
 Cost is bounded by MAX_SCORED: candidates come from the rarest terms whose frequencies add up to at
-most it (rows with only common words rarely reach the top), and no more than it rows are scored.
+most it (rows with only common words rarely reach the top), or, when even the rarest term is more
+common than that, from rows holding two of the rarest terms; no more than MAX_SCORED rows are scored.
 """
 from __future__ import annotations
+
+from itertools import combinations
 
 import psycopg
 
@@ -23,6 +26,7 @@ from vector import search_sql
 from vector.fulltext import BM25_B, BM25_K1, FullTextQuery, bm25_idf
 
 MAX_SCORED = 2000  # dev data: 1,000, 5,000 and unlimited all gave identical full-text numbers
+MAX_PAIRED_TERMS = 6  # pairs of at most this many terms: 15 AND-ed pairs in the candidate query
 
 
 def select_match_terms(lexemes: tuple[str, ...], dfs: list[int], budget: int) -> tuple[str, ...]:
@@ -39,6 +43,25 @@ def select_match_terms(lexemes: tuple[str, ...], dfs: list[int], budget: int) ->
     return tuple(sorted(chosen))
 
 
+def select_match_groups(lexemes: tuple[str, ...], dfs: list[int], n: int, budget: int) -> tuple[tuple[str, ...], ...]:
+    """Which rows become candidates: groups of lexemes, a row matching every lexeme of any group.
+
+    Single terms (`select_match_terms`) while the rarest one fits the budget. In a large tenant even
+    the rarest question term can be in more rows than the budget, and then the rows kept would be
+    whichever come first: there, candidates are the rows holding at least two of the rarest terms,
+    as many terms as keep the expected size (independent terms: sum of df_a * df_b / n) within it.
+    """
+    present = sorted((df, x) for x, df in zip(lexemes, dfs) if df > 0)
+    if len(present) < 2 or present[0][0] <= budget:
+        return tuple((x,) for x in select_match_terms(lexemes, dfs, budget))
+    chosen = present[:2]
+    for m in range(3, min(len(present), MAX_PAIRED_TERMS) + 1):
+        if sum(a[0] * b[0] / max(n, 1) for a, b in combinations(present[:m], 2)) > budget:
+            break
+        chosen = present[:m]
+    return tuple(combinations(sorted(x for _, x in chosen), 2))
+
+
 class Bm25Leg:
     def __init__(self, limit: int):
         self.limit = limit
@@ -49,14 +72,23 @@ class Bm25Leg:
         lexeme_df = search_sql.lexeme_frequencies(conn, tenant=tenant, groups=groups, lexemes=terms.lexemes)
         phrase_df = search_sql.phrase_frequencies(conn, tenant=tenant, groups=groups, tsqueries=terms.phrases,
                                                   cap=MAX_SCORED)
-        match = select_match_terms(terms.lexemes, lexeme_df, MAX_SCORED)
+        match = select_match_groups(terms.lexemes, lexeme_df, n, MAX_SCORED)
         trace["bm25"] = {"n": n, "avg_len": round(avg_len, 2), "df": dict(zip(terms.lexemes, lexeme_df)),
-                         "phrase_df": dict(zip(terms.phrases, phrase_df)), "match": list(match)}
+                         "phrase_df": dict(zip(terms.phrases, phrase_df)), "match": [" & ".join(g) for g in match]}
         if not match:
             return []
-        return search_sql.bm25_leg(
-            conn, tenant=tenant, groups=groups, match=terms.match(match),
+        score = dict(
+            conn=conn, tenant=tenant, groups=groups,
             lexemes=terms.lexemes, lexeme_idf=[bm25_idf(n, df) for df in lexeme_df],
             phrases=terms.phrases, phrase_idf=[bm25_idf(n, df) for df in phrase_df],
             avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.limit, max_scored=MAX_SCORED,
         )
+        found = search_sql.bm25_leg(match=terms.match(match), **score)
+        if len(found) < self.limit and len(match[0]) > 1:
+            # too few rows hold two of the rare terms: the rarest term's rows fill the list
+            rarest = select_match_terms(terms.lexemes, lexeme_df, MAX_SCORED)
+            trace["bm25"]["match_fallback"] = list(rarest)
+            merged = dict(search_sql.bm25_leg(match=terms.match(tuple((x,) for x in rarest)), **score))
+            merged.update(found)
+            found = sorted(merged.items(), key=lambda p: (-p[1], p[0]))[: self.limit]
+        return found

@@ -68,9 +68,12 @@ class FullTextQuery:
     def empty(self) -> bool:
         return not self.lexemes
 
-    def match(self, lexemes: tuple[str, ...] | None = None) -> str:
-        """OR of the lexemes: a chunk is a candidate when it contains any of them (phrases imply it)."""
-        return " | ".join(quote_lexeme(x) for x in (self.lexemes if lexemes is None else lexemes))
+    def match(self, groups: tuple[tuple[str, ...], ...] | None = None) -> str:
+        """OR over groups of AND-ed lexemes (default: every lexeme alone): a chunk is a candidate when
+        it contains every lexeme of some group (phrases imply their lexemes)."""
+        groups = tuple((x,) for x in self.lexemes) if groups is None else groups
+        parts = [" & ".join(map(quote_lexeme, g)) for g in groups]
+        return " | ".join(p if len(g) == 1 else f"( {p} )" for p, g in zip(parts, groups))
 
     def text(self) -> str:
         """The whole query in tsquery syntax, for traces and the ts_rank comparison."""
