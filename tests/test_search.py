@@ -224,6 +224,13 @@ def test_fulltext_statistics_follow_every_write_per_reader(db, settings, local_e
     first = check("ingest")
     assert first[("staff",)][2]["gateway"] == 2 and first[("hr",)][2]["gateway"] == 1  # per reader, not per table
     assert "bonus" not in first[("staff",)][2]
+    with db.connection() as conn, conn.transaction(force_rollback=True):
+        deltas = "SELECT count(*) FROM fulltext_lexeme_stats WHERE tenant_id = %s"
+        before = conn.execute(deltas, (tenant,)).fetchone()[0]
+        conn.execute("UPDATE chunks SET embedding = embedding, updated_at = now() WHERE tenant_id = %s", (tenant,))
+        assert conn.execute(deltas, (tenant,)).fetchone()[0] == before  # a vector swap writes no statistics
+        conn.execute("UPDATE chunks SET lang = 'simple' WHERE tenant_id = %s AND doc_id = 'a.md'", (tenant,))
+        assert kept_fulltext_stats(conn, tenant, ["staff"]) == live_fulltext_stats(conn, tenant, ["staff"])
     with db.connection() as conn:
         store.set_acl(conn, tenant, "b.md", ["staff"])
         conn.commit()

@@ -5,7 +5,7 @@
 -- ACL arrays, so per-(tenant, acl) counts summed over `acl && reader_groups` are exact for every
 -- reader and never include a row the reader cannot see.
 --
--- Both tables are append-only deltas written by statement-level triggers (no upsert: concurrent
+-- Both tables are append-only deltas written by triggers (no upsert: concurrent
 -- writers to one tenant never wait on, or deadlock over, a shared counter row); readers sum them.
 -- `compact_fulltext_stats(tenant)` folds a tenant's deltas into one row per key; the sync runs it
 -- when enough deltas have piled up.
@@ -29,22 +29,14 @@ CREATE TABLE fulltext_lexeme_stats (
 CREATE INDEX fulltext_lexeme_stats_key ON fulltext_lexeme_stats (tenant_id, lexeme);
 CREATE INDEX fulltext_lexeme_stats_pending ON fulltext_lexeme_stats (tenant_id) WHERE NOT compacted;
 
--- Transition tables are visible only to queries run by the trigger function itself (not to a
--- function it calls), hence one function that picks the delta query and runs the two inserts.
+-- Rows added or removed by a statement, from its transition table. Transition tables are visible
+-- only to queries run by the trigger function itself (not to a function it calls), hence the
+-- dynamic query here.
 CREATE FUNCTION chunks_fulltext_stats() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
-    changed CONSTANT text := ' FROM old_rows o JOIN new_rows n USING (id)'
-        ' WHERE (o.tenant_id, o.acl, o.tsv) IS DISTINCT FROM (n.tenant_id, n.acl, n.tsv)';
-    delta text;  -- (tenant_id, acl, tsv, sign): rows the statement added (+1) or removed (-1)
+    delta text := CASE TG_OP WHEN 'INSERT' THEN 'SELECT tenant_id, acl, tsv, 1 AS sign FROM new_rows'
+                             ELSE 'SELECT tenant_id, acl, tsv, -1 AS sign FROM old_rows' END;
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        delta := 'SELECT tenant_id, acl, tsv, 1 AS sign FROM new_rows';
-    ELSIF TG_OP = 'DELETE' THEN
-        delta := 'SELECT tenant_id, acl, tsv, -1 AS sign FROM old_rows';
-    ELSE  -- only rows whose tenant, ACL or text changed: an embedding update leaves the counts alone
-        delta := 'SELECT o.tenant_id, o.acl, o.tsv, -1 AS sign' || changed
-              || ' UNION ALL SELECT n.tenant_id, n.acl, n.tsv, 1' || changed;
-    END IF;
     EXECUTE format($q$
         WITH delta AS MATERIALIZED (%s),
         per_acl AS (
@@ -56,7 +48,6 @@ BEGIN
         SELECT d.tenant_id, x.lexeme, d.acl, sum(d.sign)
           FROM delta d, unnest(tsvector_to_array(d.tsv)) AS x(lexeme)
          GROUP BY d.tenant_id, x.lexeme, d.acl
-        HAVING sum(d.sign) <> 0
     $q$, delta);
     RETURN NULL;
 END
@@ -66,8 +57,26 @@ CREATE TRIGGER chunks_fulltext_stats_insert AFTER INSERT ON chunks
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION chunks_fulltext_stats();
 CREATE TRIGGER chunks_fulltext_stats_delete AFTER DELETE ON chunks
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION chunks_fulltext_stats();
-CREATE TRIGGER chunks_fulltext_stats_update AFTER UPDATE ON chunks
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION chunks_fulltext_stats();
+
+-- Updates, row by row and only when the tenant, ACL or text changed. A statement trigger with
+-- transition tables would capture every updated row whatever changed, and the one bulk UPDATE of
+-- chunks (`embeddings switch` swapping vectors) would copy the whole tenant into them.
+CREATE FUNCTION chunks_fulltext_stats_update() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    INSERT INTO fulltext_acl_stats (tenant_id, acl, chunks, lexemes)
+    VALUES (OLD.tenant_id, OLD.acl, -1, -length(OLD.tsv)), (NEW.tenant_id, NEW.acl, 1, length(NEW.tsv));
+    INSERT INTO fulltext_lexeme_stats (tenant_id, lexeme, acl, df)
+    SELECT OLD.tenant_id, x, OLD.acl, -1 FROM unnest(tsvector_to_array(OLD.tsv)) AS x
+    UNION ALL
+    SELECT NEW.tenant_id, x, NEW.acl, 1 FROM unnest(tsvector_to_array(NEW.tsv)) AS x;
+    RETURN NULL;
+END
+$fn$;
+
+CREATE TRIGGER chunks_fulltext_stats_update
+    AFTER UPDATE OF tenant_id, acl, lang, heading, context, content ON chunks FOR EACH ROW
+    WHEN ((OLD.tenant_id, OLD.acl, OLD.tsv) IS DISTINCT FROM (NEW.tenant_id, NEW.acl, NEW.tsv))
+    EXECUTE FUNCTION chunks_fulltext_stats_update();
 
 -- TRUNCATE fires no row or statement DELETE trigger: empty the statistics with the table.
 CREATE FUNCTION chunks_fulltext_stats_truncate() RETURNS trigger LANGUAGE plpgsql AS $fn$
