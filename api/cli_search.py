@@ -45,6 +45,35 @@ def search(
         out.print(f"[yellow]degraded:[/yellow] {result.degraded_reason}")
 
 
+@app.command("fulltext-stats")
+def fulltext_stats(
+    tenant: str = TenantOption,
+    check: bool = typer.Option(False, "--check", help="Recount from the chunks and report any difference."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Recompute the statistics from the chunks."),
+    json_out: bool = JsonOption,
+) -> None:
+    """BM25 statistics kept for a tenant (chunks, pending deltas). Triggers keep them; --rebuild after
+    a restore or replication that skipped triggers, --check to verify (a full pass over the tenant)."""
+    from vector import store
+
+    with _database(get_settings()) as db, db.connection() as conn:
+        if rebuild:
+            store.rebuild_fulltext_stats(conn, tenant)
+            conn.commit()
+        status = store.fulltext_stats_status(conn, tenant, check=check) | {"rebuilt": rebuild}
+    if json_out:
+        _print_json(status)
+        raise typer.Exit(code=1 if status.get("consistent") is False else 0)
+    out.print(f"tenant {tenant}: {status['chunks']:,} chunks, {status['lexeme_rows']:,} statistics rows "
+              f"({status['pending_deltas']:,} deltas not yet compacted)" + (", rebuilt" if rebuild else ""))
+    if check:
+        out.print("consistent with the chunks" if status["consistent"] else
+                  f"[red]differs from the chunks[/red]: {status['live_chunks']:,} chunks counted, "
+                  f"{status['drifted_lexeme_counts']:,} lexeme counts differ; run with --rebuild")
+    if status.get("consistent") is False:
+        raise typer.Exit(code=1)
+
+
 @app.command("eval")
 def eval_command(
     dataset_dir: Path = typer.Argument(..., help="A folder with corpus.jsonl, queries.jsonl and optionally qrels.tsv."),

@@ -125,3 +125,20 @@ def test_route_classifies_a_file_as_json_lines(tmp_path):
     assert [(r["qid"], r["route"]) for r in rows] == [("a", "local"), ("b", "global"), ("c", "multihop")]
     assert all(0 <= r["confidence"] <= 1 and r["reason"] for r in rows)
     assert "q.jsonl:3" in result.stderr
+
+
+def test_fulltext_stats_check_finds_drift_and_rebuild_repairs_it(cli_env, tmp_path):
+    import psycopg
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "s.md").write_text("---\nacl: [staff]\n---\nGateway retries back off. Gateway logs.\n", encoding="utf-8")
+    crossroads(cli_env, "ingest", str(corpus), "--tenant", "stats", "--json")
+    ok = json.loads(crossroads(cli_env, "fulltext-stats", "--tenant", "stats", "--check", "--json").stdout)
+    assert ok["consistent"] and ok["chunks"] == ok["live_chunks"] == 1 and ok["drifted_lexeme_counts"] == 0
+    with psycopg.connect(cli_env["CROSSROADS_DATABASE_URL"]) as conn:  # as a restore that skipped triggers would
+        conn.execute("DELETE FROM fulltext_lexeme_stats WHERE tenant_id = 'stats' AND lexeme = 'gateway'")
+    drift = json.loads(crossroads(cli_env, "fulltext-stats", "--tenant", "stats", "--check", "--json", check_rc=1).stdout)
+    assert drift["consistent"] is False and drift["drifted_lexeme_counts"] == 1
+    fixed = json.loads(crossroads(cli_env, "fulltext-stats", "--tenant", "stats", "--rebuild", "--check", "--json").stdout)
+    assert fixed["rebuilt"] and fixed["consistent"] and fixed["pending_deltas"] == 0

@@ -258,3 +258,33 @@ def compact_fulltext_stats(conn: psycopg.Connection, tenant: str, min_pending: i
         return False
     conn.execute("SELECT compact_fulltext_stats(%s)", (tenant,))
     return True
+
+
+def rebuild_fulltext_stats(conn: psycopg.Connection, tenant: str) -> None:
+    """Recompute the tenant's BM25 statistics from its chunks (migration 008's function)."""
+    conn.execute("SELECT rebuild_fulltext_stats(%s)", (tenant,))
+
+
+def fulltext_stats_status(conn: psycopg.Connection, tenant: str, check: bool = False) -> dict:
+    """What the kept statistics say about a tenant; with `check`, how many (lexeme, ACL) counts and
+    chunk totals differ from a recount of the chunks (a full pass over the tenant's rows)."""
+    chunks, rows, pending = conn.execute(
+        "SELECT (SELECT coalesce(sum(chunks), 0) FROM fulltext_acl_stats WHERE tenant_id = %(t)s),"
+        " count(*), count(*) FILTER (WHERE NOT compacted) FROM fulltext_lexeme_stats WHERE tenant_id = %(t)s",
+        {"t": tenant},
+    ).fetchone()
+    status = {"tenant": tenant, "chunks": int(chunks), "lexeme_rows": int(rows), "pending_deltas": int(pending)}
+    if check:
+        live_chunks, drifted = conn.execute(
+            "WITH kept AS (SELECT lexeme, acl, sum(df) AS df FROM fulltext_lexeme_stats WHERE tenant_id = %(t)s"
+            "              GROUP BY lexeme, acl HAVING sum(df) <> 0),"
+            " live AS (SELECT x AS lexeme, acl, count(*) AS df FROM chunks, unnest(tsvector_to_array(tsv)) AS x"
+            "          WHERE tenant_id = %(t)s GROUP BY x, acl)"
+            " SELECT (SELECT count(*) FROM chunks WHERE tenant_id = %(t)s),"
+            "        count(*) FROM kept FULL JOIN live USING (lexeme, acl) WHERE kept.df IS DISTINCT FROM live.df",
+            {"t": tenant},
+        ).fetchone()
+        status.update(live_chunks=int(live_chunks), drifted_lexeme_counts=int(drifted),
+                      consistent=int(live_chunks) == status["chunks"] and not drifted)
+    return status
+

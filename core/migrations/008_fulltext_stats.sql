@@ -92,6 +92,7 @@ CREATE TRIGGER chunks_fulltext_stats_truncate AFTER TRUNCATE ON chunks
 -- are not visible to the DELETE and stay as deltas, so nothing is lost or counted twice; two
 -- concurrent compactions delete each row once.
 CREATE FUNCTION compact_fulltext_stats(tenant text) RETURNS void LANGUAGE sql AS $fn$
+    SELECT pg_advisory_xact_lock(hashtextextended('crossroads.fulltext_stats.' || tenant, 0));
     WITH gone AS (DELETE FROM fulltext_acl_stats WHERE tenant_id = tenant RETURNING acl, chunks, lexemes)
     INSERT INTO fulltext_acl_stats (tenant_id, acl, chunks, lexemes, compacted)
     SELECT tenant, acl, sum(chunks), sum(lexemes), true FROM gone GROUP BY acl HAVING sum(chunks) <> 0;
@@ -100,10 +101,21 @@ CREATE FUNCTION compact_fulltext_stats(tenant text) RETURNS void LANGUAGE sql AS
     SELECT tenant, lexeme, acl, sum(df), true FROM gone GROUP BY lexeme, acl HAVING sum(df) <> 0;
 $fn$;
 
--- The chunks already stored, one compacted row per key.
-INSERT INTO fulltext_acl_stats (tenant_id, acl, chunks, lexemes, compacted)
-SELECT tenant_id, acl, count(*), sum(length(tsv)), true FROM chunks GROUP BY tenant_id, acl;
-INSERT INTO fulltext_lexeme_stats (tenant_id, lexeme, acl, df, compacted)
-SELECT c.tenant_id, x.lexeme, c.acl, count(*), true
-  FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS x(lexeme)
- GROUP BY c.tenant_id, x.lexeme, c.acl;
+-- Recompute a tenant's statistics from its chunks (`crossroads fulltext-stats --rebuild`): after a
+-- restore or replication that skipped triggers. Each statement deletes and recounts under one
+-- snapshot, so writes committed meanwhile keep their deltas and are counted once; the advisory
+-- lock keeps a compaction (whose new rows this snapshot could not see) from running meanwhile.
+CREATE FUNCTION rebuild_fulltext_stats(tenant text) RETURNS void LANGUAGE sql AS $fn$
+    SELECT pg_advisory_xact_lock(hashtextextended('crossroads.fulltext_stats.' || tenant, 0));
+    WITH gone AS (DELETE FROM fulltext_acl_stats WHERE tenant_id = tenant)
+    INSERT INTO fulltext_acl_stats (tenant_id, acl, chunks, lexemes, compacted)
+    SELECT tenant, acl, count(*), sum(length(tsv)), true FROM chunks WHERE tenant_id = tenant GROUP BY acl;
+    WITH gone AS (DELETE FROM fulltext_lexeme_stats WHERE tenant_id = tenant)
+    INSERT INTO fulltext_lexeme_stats (tenant_id, lexeme, acl, df, compacted)
+    SELECT tenant, x.lexeme, c.acl, count(*), true
+      FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS x(lexeme)
+     WHERE c.tenant_id = tenant GROUP BY x.lexeme, c.acl;
+$fn$;
+
+-- The chunks already stored.
+SELECT rebuild_fulltext_stats(tenant_id) FROM (SELECT DISTINCT tenant_id FROM chunks) AS t;
