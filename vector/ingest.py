@@ -130,21 +130,28 @@ def ingest_documents(
             for plan in group:
                 _write_one(db, embedder, tenant, plan, vectors, report)
                 done += 1
+            _compact_statistics(db, tenant)
         if progress:
             progress(done, len(documents))
 
     if prune:
         _prune(db, tenant, {d.doc_id for d in documents}, skipped, report)
-    with db.connection() as conn:
-        if store.compact_fulltext_stats(conn, tenant):
-            conn.commit()
-            log.info("compacted the full-text statistics of tenant %s", tenant)
+    _compact_statistics(db, tenant)
     if report.chunks["added"] + report.chunks["changed"]:
         with db.connection() as conn:
             if store.ensure_vector_index(conn, embedder.model_id, embedder.dimension):
                 log.info("built the HNSW index for %s", embedder.model_id)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _compact_statistics(db: Database, tenant: str) -> None:
+    """Searches sum the statistics deltas each write adds: fold them whenever enough have piled up,
+    during a long ingest too (a check is one capped index count)."""
+    with db.connection() as conn:
+        if store.compact_fulltext_stats(conn, tenant):
+            conn.commit()
+            log.info("compacted the full-text statistics of tenant %s", tenant)
 
 
 def _plan_changed(db, tenant, doc, stored, key, settings, contextualizer, embedder) -> DocumentPlan:

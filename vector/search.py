@@ -165,7 +165,7 @@ class HybridSearcher:
         start = time.perf_counter()
         with self.db.connection() as conn:
             readable, _ = search_sql.corpus_stats(conn, tenant=tenant, groups=groups)
-            exact = use_exact_scan(readable, search_sql.indexed_rows(conn), self.ef_search)
+            exact = use_exact_scan(readable, max(readable, search_sql.indexed_rows(conn)), self.ef_search)
             found = search_sql.vector_leg(
                 conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
                 fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,

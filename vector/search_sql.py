@@ -104,8 +104,9 @@ def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, s
 
 
 def indexed_rows(conn: psycopg.Connection) -> int:
-    """Chunks of every tenant: what an HNSW walk may have to step over (from the kept statistics)."""
-    return int(conn.execute("SELECT coalesce(sum(chunks), 0) FROM fulltext_acl_stats").fetchone()[0])
+    """About how many chunks an HNSW walk may have to step over (every tenant's): the planner's
+    estimate, which VACUUM and ANALYZE keep current; 0 before the table was first analysed."""
+    return max(0, int(conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass").fetchone()[0]))
 
 
 def vector_leg(

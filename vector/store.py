@@ -16,7 +16,8 @@ _COPY_COLUMNS = (
     "acl", "content_hash", "lang", "embedding", "embed_model",
 )
 # Each written statement adds a statistics delta row per (lexeme, ACL) of its chunks (migration 008);
-# readers sum them, so they are folded once this many have piled up in a tenant.
+# readers sum them, so they are folded once this many have piled up in a tenant (about 100
+# documents; a fold rewrites the tenant's statistics, a few seconds at 1M chunks).
 STATS_COMPACT_MIN_PENDING = 20_000
 
 _COPY_TYPES = ["text", "text", "int4", "text", "text", "text", "text[]", "text", "text", "vector", "text"]
