@@ -139,17 +139,32 @@ class StepTimer:
         return out
 
 
+def target_ids(db: Database, queries: dict[str, list[QuerySpec]]) -> dict[tuple[str, int], int]:
+    """(doc_id, chunk_no) -> chunk id of every chunk a query was made from."""
+    keys = sorted({s.target for specs in queries.values() for s in specs if s.target})
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT c.doc_id, c.chunk_no, c.id FROM chunks c"
+            " JOIN unnest(%s::text[], %s::int[]) AS k(doc_id, chunk_no) USING (doc_id, chunk_no)"
+            " WHERE c.tenant_id = %s", ([k[0] for k in keys], [k[1] for k in keys], TENANT)).fetchall()
+    return {(d, n): int(i) for d, n, i in rows}
+
+
 def measure(db: Database, embedder: PrecomputedQueryEmbedder, queries: dict[str, list[QuerySpec]], ef_values: list[int],
-            exact: dict[str, list[list[int]]], warmup: int, candidates: int) -> list[dict]:
+            exact: dict[str, list[list[int]]], warmup: int, candidates: int, max_scored: int) -> list[dict]:
+    """Latency per leg and ANN recall, plus a known-item check of the full-text leg's candidate
+    selection: a "chunk" query holds two words of the chunk it was made from, so that chunk should
+    be among the leg's candidates (`fts_known_item`) and the hybrid top 10 (`hybrid_known_item`)."""
+    targets = target_ids(db, queries)
     results = []
     for ef in ef_values:
-        with HybridSearcher(db, embedder, ef_search=ef, candidates=candidates) as searcher:
+        with HybridSearcher(db, embedder, ef_search=ef, candidates=candidates, bm25_max_scored=max_scored) as searcher:
             for profile, specs in queries.items():
                 groups = PROFILES[profile]
                 for spec in specs[:warmup]:
                     searcher.search(TENANT, groups, spec.text, k=10, mode="hybrid")
                 hybrid, legs = [], {"vector": [], "fts": [], "fetch": [], "fts_df": [], "fts_score": []}
-                degraded = 0
+                degraded, known, fts_found, hybrid_found = 0, 0, 0, 0
                 with StepTimer() as steps:
                     for spec in specs[warmup:]:
                         steps.take()
@@ -157,6 +172,10 @@ def measure(db: Database, embedder: PrecomputedQueryEmbedder, queries: dict[str,
                         result = searcher.search(TENANT, groups, spec.text, k=10, mode="hybrid")
                         hybrid.append((time.perf_counter() - t0) * 1000)
                         degraded += result.degraded
+                        if spec.target in targets:
+                            known += 1
+                            fts_found += targets[spec.target] in {e["id"] for e in result.trace["stages"].get("fts", [])}
+                            hybrid_found += targets[spec.target] in {h.id for h in result.hits}
                         timings = {**result.trace["timings_ms"], **steps.take()}
                         for name in legs:
                             legs[name].append(timings.get(name, 0.0))
@@ -184,7 +203,9 @@ def measure(db: Database, embedder: PrecomputedQueryEmbedder, queries: dict[str,
                     "recall_at_50": round(statistics.fmean(r50), 4) if r50 else None,
                     "recall_queries": len(r10), "recall_at_10_min": round(min(r10), 2) if r10 else None,
                     "recall_at_10_below_half": round(sum(x < 0.5 for x in r10) / len(r10), 3) if r10 else None,
-                    "short_results": short, "degraded": degraded,
+                    "short_results": short, "degraded": degraded, "known_item_queries": known,
+                    "fts_known_item": round(fts_found / known, 3) if known else None,
+                    "hybrid_known_item": round(hybrid_found / known, 3) if known else None,
                     "plan": vector_plan(db, groups, specs[0].vector, ef, candidates),
                 }
                 results.append(row)
@@ -258,7 +279,7 @@ def build_index(db: Database, build_memory: str | None) -> dict:
 def print_table(results: list[dict], default_ef: int) -> None:
     print()
     print(f"{'ef':>4} {'profile':<12} {'hybrid p50':>10} {'p95':>7} {'p99':>7} | {'vector p50':>10} {'p95':>7} {'p99':>7}"
-          f" | {'fts p50':>7} {'p95':>7} {'df p50':>6} {'bm25 p50':>8} | {'R@10':>6} {'R@50':>6} | plan")
+          f" | {'fts p50':>7} {'p95':>7} {'df p50':>6} {'bm25 p50':>8} | {'R@10':>6} {'R@50':>6} | {'KI fts':>6} {'KI@10':>6} | plan")
     for r in results:
         h, v, legs = r["hybrid_ms"], r["vector_leg_ms"], r["hybrid_legs_ms"]
         mark = "*" if r["ef_search"] == default_ef else " "
@@ -266,10 +287,11 @@ def print_table(results: list[dict], default_ef: int) -> None:
         print(f"{r['ef_search']:>3}{mark} {r['profile']:<12} {h['p50']:>10.1f} {h['p95']:>7.1f} {h['p99']:>7.1f} |"
               f" {v['p50']:>10.1f} {v['p95']:>7.1f} {v['p99']:>7.1f} | {legs['fts']['p50']:>7.1f} {legs['fts']['p95']:>7.1f}"
               f" {legs.get('fts_df', {}).get('p50', 0):>6.1f} {legs.get('fts_score', {}).get('p50', 0):>8.1f} |"
-              f" {recall[0]} {recall[1]} | {r['plan']}")
+              f" {recall[0]} {recall[1]} | {r['fts_known_item'] or 0:>6.3f} {r['hybrid_known_item'] or 0:>6.3f} | {r['plan']}")
     print("(ms; * = the default hnsw_ef_search; hybrid = HybridSearcher.search, mode hybrid, no rerank, k=10;"
           " vector = the vector leg alone; fts = the full-text leg inside the hybrid search, df = its document-frequency"
-          " counts, bm25 = its scoring query; R@k = the vector leg's recall against exact search, same filter)")
+          " counts, bm25 = its scoring query; R@k = the vector leg's recall against exact search, same filter;"
+          " KI = share of queries made from a chunk that find it: among the full-text candidates, in the hybrid top 10)")
 
 
 def main() -> None:
@@ -287,11 +309,14 @@ def main() -> None:
     parser.add_argument("--copy-workers", type=int, default=2, help="parallel COPY connections")
     parser.add_argument("--build-memory", default=None,
                         help="maintenance_work_mem for the HNSW build (default: ensure_vector_index's own 512MB)")
+    parser.add_argument("--max-scored", type=int, default=None,
+                        help="rows the full-text leg scores (default: CROSSROADS_BM25_MAX_SCORED), to compare budgets")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep the scratch database (its name is printed)")
     args = parser.parse_args()
 
     settings = Settings()
+    max_scored = args.max_scored or settings.bm25_max_scored
     ef_values = args.ef_search or sorted({settings.hnsw_ef_search, 100, 200, 400})
     steps: dict[str, float] = {}
     wall = time.perf_counter()
@@ -348,7 +373,7 @@ def main() -> None:
 
         load_before = os.getloadavg()
         started = time.perf_counter()
-        results = measure(db, embedder, queries, ef_values, exact, args.warmup, settings.search_candidates)
+        results = measure(db, embedder, queries, ef_values, exact, args.warmup, settings.search_candidates, max_scored)
         steps["measure_s"] = time.perf_counter() - started
         load_after = os.getloadavg()
 
@@ -368,7 +393,7 @@ def main() -> None:
     print(f"load average (1/5/15 min) before measuring {tuple(round(x, 1) for x in load_before)},"
           f" after {tuple(round(x, 1) for x in load_after)} on {os.cpu_count()} cores")
     print(json.dumps({
-        "rows": args.rows, "documents": int(len(layout.doc_acl)), "dimension": DIM, "queries_per_profile": args.queries,
+        "rows": args.rows, "max_scored": max_scored, "documents": int(len(layout.doc_acl)), "dimension": DIM, "queries_per_profile": args.queries,
         "cores": os.cpu_count(), "group_shares": shares, "profile_selectivity": selectivity, "vocabulary": len(vocabulary),
         "vocabulary_source": vocab_origin, "steps_s": steps, "index": index, "results": results, "goal": goal,
         "exact_search_ms": {p: percentiles(v) for p, v in exact_ms.items()},

@@ -194,6 +194,7 @@ class QuerySpec:
     text: str
     vector: np.ndarray
     kind: str  # "chunk" or "topic"
+    target: tuple[str, int] | None = None  # (doc_id, chunk_no) of the chunk a "chunk" query was made from
 
 
 @dataclass
@@ -320,7 +321,7 @@ def build_queries(layout: Layout, space: Space, words: Words, plan: Plan, n: int
                     break
             seen.add(text)
             q = _normalise(vector + rng.standard_normal(DIM).astype(np.float32) * noise)
-            specs.append(QuerySpec(text, q, "chunk"))
+            specs.append(QuerySpec(text, q, "chunk", (f"doc-{layout.doc_of[r]:07d}", int(layout.chunk_no[r]))))
         readable = np.isin(layout.acl, [GROUPS.index(g) for g in PROFILES[profile]])
         topics_readable = np.unique(layout.topic[readable])
         for _ in range(n - len(specs)):

@@ -140,9 +140,9 @@ def test_in_a_large_tenant_candidates_hold_two_rare_terms():
     assert q.match((("a", "b"), ("c",))) == "( 'a' & 'b' ) | 'c'"
 
 
-def test_pair_candidates_are_filled_from_the_rarest_term(corpus_tenant, searcher, monkeypatch):
-    monkeypatch.setattr("vector.bm25.MAX_SCORED", 1)  # every term of the question is "common"
-    result = searcher.search(corpus_tenant, ["staff", "public"], "error 2043 every", k=5, mode="bm25")
+def test_pair_candidates_are_filled_from_the_rarest_term(corpus_tenant, db, local_embedder):
+    with HybridSearcher(db, local_embedder, bm25_max_scored=1) as tight:  # every question term is "common"
+        result = tight.search(corpus_tenant, ["staff", "public"], "error 2043 every", k=5, mode="bm25")
     bm25 = result.trace["bm25"]
     assert bm25["match"] == ["2043 & error"] and bm25["match_fallback"] == ["2043"]
     assert [h.doc_id for h in result.hits] == ["payments.md"]  # one row scored: the budget is also the cap

@@ -10,11 +10,12 @@ Statistics: N, the mean length and each lexeme's document frequency come from ta
 triggers keep per (tenant, ACL array) (migration 008), summed over the ACL arrays the reader can
 read: exact for every reader, never counting a row the reader cannot see, and one index lookup
 instead of a pass over posting lists (which cost p50 114 ms at 1M chunks). Only phrases are counted
-live, capped at MAX_SCORED.
+live, capped at `max_scored`.
 
-Cost is bounded by MAX_SCORED: candidates come from the rarest terms whose frequencies add up to at
-most it (rows with only common words rarely reach the top), or, when even the rarest term is more
-common than that, from rows holding two of the rarest terms; no more than MAX_SCORED rows are scored.
+Cost is bounded by `max_scored` (settings.bm25_max_scored): candidates come from the rarest terms
+whose frequencies add up to at most it (rows with only common words rarely reach the top), or, when
+even the rarest term is more common than that, from rows holding two of the rarest terms; no more
+than `max_scored` rows are scored.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import psycopg
 from vector import search_sql
 from vector.fulltext import BM25_B, BM25_K1, FullTextQuery, bm25_idf
 
-MAX_SCORED = 2000  # dev data: 1,000, 5,000 and unlimited all gave identical full-text numbers
+MAX_SCORED = 1000  # the default of settings.bm25_max_scored; dev data: 1,000 to unlimited all the same
 MAX_PAIRED_TERMS = 6  # pairs of at most this many terms: 15 AND-ed pairs in the candidate query
 
 
@@ -63,16 +64,16 @@ def select_match_groups(lexemes: tuple[str, ...], dfs: list[int], n: int, budget
 
 
 class Bm25Leg:
-    def __init__(self, limit: int):
-        self.limit = limit
+    def __init__(self, limit: int, max_scored: int = MAX_SCORED):
+        self.limit, self.max_scored = limit, max_scored
 
     def search(self, conn: psycopg.Connection, tenant: str, groups: list[str], terms: FullTextQuery, trace: dict):
         """(chunk id, BM25 score) best first, inside the caller's read-only transaction."""
         n, avg_len = search_sql.corpus_stats(conn, tenant=tenant, groups=groups)
         lexeme_df = search_sql.lexeme_frequencies(conn, tenant=tenant, groups=groups, lexemes=terms.lexemes)
         phrase_df = search_sql.phrase_frequencies(conn, tenant=tenant, groups=groups, tsqueries=terms.phrases,
-                                                  cap=MAX_SCORED)
-        match = select_match_groups(terms.lexemes, lexeme_df, n, MAX_SCORED)
+                                                  cap=self.max_scored)
+        match = select_match_groups(terms.lexemes, lexeme_df, n, self.max_scored)
         trace["bm25"] = {"n": n, "avg_len": round(avg_len, 2), "df": dict(zip(terms.lexemes, lexeme_df)),
                          "phrase_df": dict(zip(terms.phrases, phrase_df)), "match": [" & ".join(g) for g in match]}
         if not match:
@@ -81,12 +82,12 @@ class Bm25Leg:
             conn=conn, tenant=tenant, groups=groups,
             lexemes=terms.lexemes, lexeme_idf=[bm25_idf(n, df) for df in lexeme_df],
             phrases=terms.phrases, phrase_idf=[bm25_idf(n, df) for df in phrase_df],
-            avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.limit, max_scored=MAX_SCORED,
+            avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.limit, max_scored=self.max_scored,
         )
         found = search_sql.bm25_leg(match=terms.match(match), **score)
         if len(found) < self.limit and len(match[0]) > 1:
             # too few rows hold two of the rare terms: the rarest term's rows fill the list
-            rarest = select_match_terms(terms.lexemes, lexeme_df, MAX_SCORED)
+            rarest = select_match_terms(terms.lexemes, lexeme_df, self.max_scored)
             trace["bm25"]["match_fallback"] = list(rarest)
             merged = dict(search_sql.bm25_leg(match=terms.match(tuple((x,) for x in rarest)), **score))
             merged.update(found)

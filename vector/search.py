@@ -19,7 +19,7 @@ from core.database import Database
 from core.embeddings import Embedder
 from core.errors import ModelNotServedError
 from vector import search_sql
-from vector.bm25 import Bm25Leg
+from vector.bm25 import MAX_SCORED, Bm25Leg
 from vector.fulltext import build_query, query_pieces
 from vector.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
 from vector.language import detect_language
@@ -123,6 +123,7 @@ class HybridSearcher:
         vectors: Literal["served", "staged"] = "served",
         fusion: Literal["zscore", "rrf"] = DEFAULT_FUSION,
         dense_weight: float = DENSE_WEIGHT,
+        bm25_max_scored: int = MAX_SCORED,
     ):
         if fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {FUSIONS}")
@@ -140,7 +141,7 @@ class HybridSearcher:
         self.fts_rank = fts_rank
         # "zscore": weighted sum of z-scores (dense_weight for the vector leg); "rrf": RRF with rrf_k
         self.fusion, self.dense_weight = fusion, dense_weight
-        self._bm25 = Bm25Leg(candidates)
+        self._bm25 = Bm25Leg(candidates, bm25_max_scored)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="search-leg")
 
     def close(self) -> None:
