@@ -16,16 +16,20 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 @contextmanager
-def scratch_database(settings: Settings) -> Iterator[Database]:
-    """A fresh, migrated database, dropped afterwards, so runs never see each other's rows."""
+def scratch_database(settings: Settings, keep: bool = False) -> Iterator[Database]:
+    """A fresh, migrated database, dropped afterwards (unless `keep`: its name is printed), so runs
+    never see each other's rows."""
     admin = resolve_url(settings)
     name = f"crossroads_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
+    if keep:
+        print(f'keeping database {name} (drop it with: DROP DATABASE "{name}")', flush=True)
     db = open_database(settings, url=psycopg.conninfo.make_conninfo(admin, dbname=name))
     try:
         yield db
     finally:
         db.close()
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not keep:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
