@@ -165,8 +165,7 @@ class HybridSearcher:
         timings["embed"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         with self.db.connection() as conn:
-            readable, _ = search_sql.corpus_stats(conn, tenant=tenant, groups=groups)
-            exact = use_exact_scan(readable, max(readable, search_sql.indexed_rows(conn)), self.ef_search)
+            exact = use_exact_scan(*search_sql.scan_sizes(conn, tenant=tenant, groups=groups), self.ef_search)
             found = search_sql.vector_leg(
                 conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
                 fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,

@@ -103,10 +103,16 @@ def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, s
         )
 
 
-def indexed_rows(conn: psycopg.Connection) -> int:
-    """About how many chunks an HNSW walk may have to step over (every tenant's): the planner's
-    estimate, which VACUUM and ANALYZE keep current; 0 before the table was first analysed."""
-    return max(0, int(conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass").fetchone()[0]))
+def scan_sizes(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str]) -> tuple[int, int]:
+    """(chunks the reader may see, chunks an HNSW walk may step over): the first from the kept
+    statistics (migration 008), the second the planner's estimate for the whole table, which VACUUM
+    and ANALYZE keep current (0 before the first ANALYZE, so at least the readable count)."""
+    readable, table = conn.execute(
+        "SELECT coalesce(sum(chunks), 0), (SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass)"
+        " FROM fulltext_acl_stats WHERE tenant_id = %s AND acl && %s",
+        (tenant, list(groups)),
+    ).fetchone()
+    return int(readable), max(int(readable), int(table))
 
 
 def vector_leg(
