@@ -16,15 +16,22 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 @contextmanager
-def scratch_database(settings: Settings, keep: bool = False) -> Iterator[Database]:
+def scratch_database(settings: Settings, keep: bool = False, reuse: str | None = None) -> Iterator[Database]:
     """A fresh, migrated database, dropped afterwards (unless `keep`: its name is printed), so runs
-    never see each other's rows."""
+    never see each other's rows. `reuse` opens a database an earlier run kept instead, and keeps it."""
     admin = resolve_url(settings)
-    name = f"crossroads_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    if keep:
-        print(f'keeping database {name} (drop it with: DROP DATABASE "{name}")', flush=True)
+    if reuse:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (reuse,)).fetchone():
+                raise SystemExit(f"no database {reuse!r} on {admin}: run with --keep first and pass the name it prints")
+        keep = True
+        name = reuse
+    else:
+        name = f"crossroads_bench_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        if keep:
+            print(f'keeping database {name} (drop it with: DROP DATABASE "{name}")', flush=True)
     db = open_database(settings, url=psycopg.conninfo.make_conninfo(admin, dbname=name))
     try:
         yield db

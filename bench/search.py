@@ -1,6 +1,6 @@
 """`make bench-search`: latency and ANN recall of hybrid search on a synthetic, access-controlled corpus.
 
-    .venv/bin/python -m bench.search [--rows 100000] [--queries 200] [--ef-search 100 200 400] [--keep]
+    .venv/bin/python -m bench.search [--rows 100000] [--queries 200] [--ef-search 100 200 400] [--keep | --reuse DB]
 
 Generates a corpus straight into a scratch database (documents + chunks by binary COPY, no
 embedding model involved), builds the HNSW index with `vector.store.ensure_vector_index`, then
@@ -44,7 +44,7 @@ from bench.common import scratch_database
 from bench.search_measure import exact_neighbours, measure, percentiles
 from bench.synthetic_corpus import (
     DIM, GROUPS, MODEL, N_TOPICS, PROFILES, PrecomputedQueryEmbedder, Space, Words,
-    build_queries, load_corpus, load_vocabulary, make_layout, pick_targets,
+    build_queries, load_corpus, load_vocabulary, make_layout, pick_targets, recapture_targets,
 )
 from core.database import Database
 from core.settings import Settings
@@ -74,12 +74,6 @@ def build_index(db: Database, build_memory: str | None) -> dict:
         conn.commit()
         seconds = time.perf_counter() - started
         conn.remove_notice_handler(on_notice)
-        name = store.vector_index_name(MODEL)
-        size, definition = conn.execute(
-            "SELECT pg_relation_size(%s::regclass), pg_get_indexdef(%s::regclass)", (name, name)).fetchone()
-        table, total = conn.execute(
-            "SELECT pg_relation_size('chunks'), pg_total_relation_size('chunks')").fetchone()
-        conn.commit()
         started = time.perf_counter()
         conn.autocommit = True
         try:
@@ -88,10 +82,31 @@ def build_index(db: Database, build_memory: str | None) -> dict:
         finally:
             conn.autocommit = False
         analyse_s = time.perf_counter() - started
-    return {"built": built, "build_s": round(seconds, 1), "index_bytes": size, "index_mb": round(size / 2**20, 1),
-            "definition": definition, "build_memory": build_memory or "512MB (ensure_vector_index)",
-            "notices": notices, "table_heap_mb": round(table / 2**20, 1), "table_total_mb": round(total / 2**20, 1),
-            "vacuum_analyze_s": round(analyse_s, 1)}
+    return {"built": built, "build_s": round(seconds, 1), **describe_index(db),
+            "build_memory": build_memory or "512MB (ensure_vector_index)",
+            "notices": notices, "vacuum_analyze_s": round(analyse_s, 1)}
+
+
+def describe_index(db: Database) -> dict:
+    name = store.vector_index_name(MODEL)
+    with db.connection() as conn:
+        size, definition = conn.execute(
+            "SELECT pg_relation_size(%s::regclass), pg_get_indexdef(%s::regclass)", (name, name)).fetchone()
+        table, total = conn.execute(
+            "SELECT pg_relation_size('chunks'), pg_total_relation_size('chunks')").fetchone()
+    return {"index_bytes": size, "index_mb": round(size / 2**20, 1), "definition": definition,
+            "table_heap_mb": round(table / 2**20, 1), "table_total_mb": round(total / 2**20, 1)}
+
+
+def reused_corpus(db: Database, rows: int) -> dict:
+    """The kept corpus of an earlier run, checked to be the one this run's arguments describe."""
+    with db.connection() as conn:
+        found = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    if found != rows:
+        raise SystemExit(f"the reused database holds {found:,} chunks, not --rows {rows:,}: pass the --rows and"
+                         " --seed of the run that kept it")
+    print(f"reusing the kept corpus ({found:,} chunks): load and index build skipped", flush=True)
+    return {"reused": True, **describe_index(db)}
 
 
 def print_table(results: list[dict], default_ef: int) -> None:
@@ -131,6 +146,8 @@ def main() -> None:
                         help="rows the full-text leg scores (default: CROSSROADS_BM25_MAX_SCORED), to compare budgets")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep the scratch database (its name is printed)")
+    parser.add_argument("--reuse", metavar="DATABASE", default=None,
+                        help="measure on a database an earlier --keep run left (same --rows and --seed): no load, no build")
     args = parser.parse_args()
 
     settings = Settings()
@@ -154,20 +171,23 @@ def main() -> None:
           f"vocabulary {len(vocabulary):,} words from {vocab_origin}; {os.cpu_count()} cores", flush=True)
     print(f"ACL profiles (share of chunks readable): {selectivity}", flush=True)
 
-    with scratch_database(settings, keep=args.keep) as db:
-        load = load_corpus(db, layout, space, words, plan, args.batch, args.seed, args.copy_workers)
-        steps.update({k: v for k, v in load.items() if k.endswith("_s")})
-        print(f"load: documents {load['documents_copy_s']:.1f} s, chunks COPY {load['chunks_copy_s']:.1f} s "
-              f"({args.rows / load['chunks_copy_s']:,.0f} rows/s, of which generating {load['generate_s']:.1f} s), "
-              f"secondary indexes {load['secondary_indexes_s']:.1f} s, "
-              f"full-text statistics compacted in {load['fulltext_stats_compact_s']:.1f} s", flush=True)
-
-        index = build_index(db, args.build_memory)
-        steps["hnsw_build_s"] = index["build_s"]
-        steps["vacuum_analyze_s"] = index["vacuum_analyze_s"]
-        print(f"HNSW build: {index['build_s']:.1f} s, index {index['index_mb']:,.1f} MB "
-              f"(table {index['table_total_mb']:,.1f} MB with indexes); VACUUM ANALYZE {index['vacuum_analyze_s']:.1f} s"
-              + (f"; notices: {index['notices']}" if index["notices"] else ""), flush=True)
+    with scratch_database(settings, keep=args.keep, reuse=args.reuse) as db:
+        if args.reuse:
+            index = reused_corpus(db, args.rows)
+            recapture_targets(layout, space, words, plan, args.batch, args.seed)
+        else:
+            load = load_corpus(db, layout, space, words, plan, args.batch, args.seed, args.copy_workers)
+            steps.update({k: v for k, v in load.items() if k.endswith("_s")})
+            print(f"load: documents {load['documents_copy_s']:.1f} s, chunks COPY {load['chunks_copy_s']:.1f} s "
+                  f"({args.rows / load['chunks_copy_s']:,.0f} rows/s, of which generating {load['generate_s']:.1f} s), "
+                  f"secondary indexes {load['secondary_indexes_s']:.1f} s, "
+                  f"full-text statistics compacted in {load['fulltext_stats_compact_s']:.1f} s", flush=True)
+            index = build_index(db, args.build_memory)
+            steps["hnsw_build_s"] = index["build_s"]
+            steps["vacuum_analyze_s"] = index["vacuum_analyze_s"]
+            print(f"HNSW build: {index['build_s']:.1f} s, index {index['index_mb']:,.1f} MB "
+                  f"(table {index['table_total_mb']:,.1f} MB with indexes); VACUUM ANALYZE {index['vacuum_analyze_s']:.1f} s"
+                  + (f"; notices: {index['notices']}" if index["notices"] else ""), flush=True)
 
         queries = build_queries(layout, space, words, plan, args.queries, args.seed)
         queries = {p: specs for p, specs in queries.items() if p in args.profiles}

@@ -213,14 +213,46 @@ def _secondary_indexes(conn: psycopg.Connection) -> list[tuple[str, str]]:
     ).fetchall()
 
 
+def _batch_words(layout: Layout, space: Space, words: Words, seed: int, lo: int, hi: int):
+    """Rows lo..hi's vectors and word indices, from the batch's own seed (so any batch can be made
+    again alone); returns the generator too, positioned for the batch's texts and headings."""
+    brng = np.random.default_rng([seed, lo])
+    topics = layout.topic[lo:hi].astype(np.int64)
+    vectors = space.draw(topics, brng)
+    lengths = brng.integers(80, 201, size=hi - lo)
+    return brng, topics, vectors, lengths, words.sample(topics, lengths, brng)
+
+
+def _capture(plan: Plan, wanted: np.ndarray, lo: int, vectors: np.ndarray, lengths: np.ndarray, idx: np.ndarray) -> None:
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    for i in np.flatnonzero(wanted[lo:lo + len(vectors)]):
+        plan.captured[lo + int(i)] = (vectors[i].copy(), idx[offsets[i]:offsets[i + 1]].copy())
+
+
+def _wanted(layout: Layout, plan: Plan) -> np.ndarray:
+    wanted = np.zeros(layout.rows, dtype=bool)
+    for chosen in plan.targets.values():
+        wanted[chosen] = True
+    return wanted
+
+
+def recapture_targets(layout: Layout, space: Space, words: Words, plan: Plan, batch: int, seed: int) -> None:
+    """Fill `plan.captured` as `load_corpus` does, without writing anything: for a kept corpus
+    (bench-search --reuse), whose batches are generated again only as far as the queries need."""
+    wanted = _wanted(layout, plan)
+    for lo in range(0, layout.rows, batch):
+        hi = min(layout.rows, lo + batch)
+        if wanted[lo:hi].any():
+            _, _, vectors, lengths, idx = _batch_words(layout, space, words, seed, lo, hi)
+            _capture(plan, wanted, lo, vectors, lengths, idx)
+
+
 def load_corpus(db: Database, layout: Layout, space: Space, words: Words, plan: Plan, batch: int, seed: int,
                 workers: int) -> dict:
     timings = {}
     rows = layout.rows
     n_docs = len(layout.doc_acl)
-    wanted = np.zeros(rows, dtype=bool)
-    for chosen in plan.targets.values():
-        wanted[chosen] = True
+    wanted = _wanted(layout, plan)
     with db.connection() as conn:
         started = time.perf_counter()
         indexes = _secondary_indexes(conn)
@@ -264,17 +296,11 @@ def load_corpus(db: Database, layout: Layout, space: Space, words: Words, plan: 
             for lo in range(0, rows, batch):
                 hi = min(rows, lo + batch)
                 g0 = time.perf_counter()
-                brng = np.random.default_rng([seed, lo])
-                topics = layout.topic[lo:hi].astype(np.int64)
-                vectors = space.draw(topics, brng)
-                lengths = brng.integers(80, 201, size=hi - lo)
-                idx = words.sample(topics, lengths, brng)
+                brng, topics, vectors, lengths, idx = _batch_words(layout, space, words, seed, lo, hi)
                 texts = words.texts(idx, lengths, brng)
                 head_idx = words.sample(topics, np.full(hi - lo, 3), brng)
                 headings = [" ".join(h).capitalize() for h in words.vocab[head_idx].reshape(hi - lo, 3).tolist()]
-                offsets = np.concatenate([[0], np.cumsum(lengths)])
-                for i in np.flatnonzero(wanted[lo:hi]):
-                    plan.captured[lo + int(i)] = (vectors[i].copy(), idx[offsets[i]:offsets[i + 1]].copy())
+                _capture(plan, wanted, lo, vectors, lengths, idx)
                 gen_s += time.perf_counter() - g0
                 pending.append(pool.submit(copy_batch, lo, headings, texts, vectors))
                 while len(pending) > workers:  # bounded memory: at most one batch waiting per worker
