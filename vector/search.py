@@ -180,6 +180,7 @@ class HybridSearcher:
         start = time.perf_counter()
         lang = detect_language(query)
         with self.db.connection() as conn, search_sql.read_only(conn):
+            search_sql.stable_scan_order(conn)
             terms = build_query(search_sql.analyse_pieces(conn, query_pieces(query, lang)))
             trace.update(query_lang=lang, tsquery=terms.text())
             if terms.empty:  # only stop words

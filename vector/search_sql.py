@@ -32,6 +32,15 @@ def read_only(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
         yield conn
 
 
+def stable_scan_order(conn: psycopg.Connection) -> None:
+    """For the rest of this transaction, scans return rows in the same order on every run: no
+    parallel workers (their rows interleave by timing) and no synchronised sequential scans (a scan
+    of a large table joins one already running, mid-table). The full-text leg's capped candidate
+    list depends on it."""
+    conn.execute("SELECT set_config('max_parallel_workers_per_gather', '0', true),"
+                 " set_config('synchronize_seqscans', 'off', true)")
+
+
 def model_dimension(conn: psycopg.Connection, model: str) -> int | None:
     """The dimension of the model's partial HNSW index, None while it has no index yet."""
     row = conn.execute("SELECT dimension FROM embedding_models WHERE embed_model = %s", (model,)).fetchone()
@@ -222,8 +231,12 @@ def phrase_frequencies(
 # distinct lexemes, normalised by the readable corpus's mean. `ts_filter(setweight(tsv, 'D', L),
 # '{D}')` keeps only the query's lexemes before unnesting (chunk_tsv writes weights A and B only,
 # so D marks exactly L): 2-4x faster than unnesting every lexeme of every candidate.
-# `matched` is capped (ORDER BY id keeps the cap deterministic) so that a question made only of
-# very common words cannot make the leg score a whole large tenant.
+# `matched` is capped so that a question made only of very common words cannot make the leg read
+# and score a whole large tenant. The cap takes the first rows in scan order, with no ORDER BY: a
+# sort would read (and decompress the tsv of) every matching row before the LIMIT, which at 1M
+# chunks was most of the leg's time (`bench/search.py`: p95 61 -> 15 ms for the broadest reader).
+# Scan order is block order, the same for the same table; `stable_scan_order` rules out the two
+# things that would change it between runs (parallel workers, synchronised sequential scans).
 _BM25 = """
 WITH terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(lexeme_idf)s::float8[]) AS t(lexeme, idf)),
 phrases AS (SELECT * FROM unnest(%(phrases)s::tsquery[], %(phrase_idf)s::float8[]) AS p(q, idf)),
@@ -231,7 +244,6 @@ matched AS (
     SELECT id, tsv, %(k1)s * (1 - %(b)s + %(b)s * length(tsv) / %(avg_len)s) AS norm
     FROM chunks
     WHERE tenant_id = %(tenant)s AND acl && %(groups)s AND tsv @@ CAST(%(match)s AS tsquery)
-    ORDER BY id
     LIMIT %(max_scored)s
 )
 SELECT m.id,
