@@ -148,6 +148,22 @@ def test_pair_candidates_are_filled_from_the_rarest_term(corpus_tenant, db, loca
     assert [h.doc_id for h in result.hits] == ["payments.md"]  # one row scored: the budget is also the cap
 
 
+def test_capped_candidates_are_the_same_on_every_run(corpus_tenant, db, local_embedder):
+    # a budget of 2 rows for words in many chunks: which rows are kept must not vary between runs
+    with HybridSearcher(db, local_embedder, bm25_max_scored=2) as tight:
+        runs = [tight.search(corpus_tenant, ["staff", "public"], "the policy for every team", k=5, mode="bm25")
+                for _ in range(3)]
+    first = runs[0].trace["stages"]["fts"]
+    assert 0 < len(first) <= 2
+    assert all(r.trace["stages"]["fts"] == first for r in runs[1:])
+    with db.connection() as conn, conn.transaction():
+        search_sql.stable_scan_order(conn)
+        assert conn.execute("SELECT current_setting('max_parallel_workers_per_gather'),"
+                            " current_setting('synchronize_seqscans')").fetchone() == ("0", "off")
+    with db.connection() as conn:  # local to the transaction: the pooled connection is unchanged
+        assert conn.execute("SELECT current_setting('synchronize_seqscans')").fetchone() == ("on",)
+
+
 def test_exact_vector_scan_only_where_it_is_cheaper_than_the_walk():
     assert use_exact_scan(1_500, 10_000_000, 100)  # tiny reader: always exact
     assert use_exact_scan(11_000, 1_000_000, 400)  # 1% of 1M: the walk would step over ~40k nodes
