@@ -148,20 +148,43 @@ def _print_estimate(estimate: dict, pipeline) -> None:
               f"({reports['model'] or 'offline reports, no LLM'})")
 
 
+GRAPH_TEXT_KINDS = ("entities", "relationships", "reports")
+
+
+def _level_status(tenant: str, level: str, kinds: dict[str, dict[str, int]]) -> dict:
+    """A level's served and withdrawn counts per kind, and the command that clears what is withdrawn."""
+    served = {k: kinds.get(k, {}).get("served", 0) for k in GRAPH_TEXT_KINDS}
+    withdrawn = {k: kinds.get(k, {}).get("withdrawn", 0) for k in GRAPH_TEXT_KINDS}
+    rebuild = f"crossroads graph build --tenant {tenant} --level {level}" if any(withdrawn.values()) else None
+    return {"level": level, "served": served, "withdrawn": withdrawn, "rebuild": rebuild}
+
+
 @graph_app.command("status")
 def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
-    """The last graph builds of a tenant."""
+    """The last graph builds of a tenant, and per level what its graph serves and what it has withdrawn
+    (text whose source chunks were deleted or narrowed since the build) until the next build."""
+    from graph import store
+
     with _database(get_settings()) as db, db.connection() as conn:
         rows = conn.execute(
             "SELECT id, status, stage, created_at, finished_at, usage, errors FROM jobs"
             " WHERE tenant_id = %s AND kind = 'graph-build' ORDER BY id DESC LIMIT 10", (tenant,)
         ).fetchall()
+        counts = store.graph_text_counts(conn, tenant)
     jobs = [dict(zip(("id", "status", "stage", "created_at", "finished_at", "usage", "errors"), r)) for r in rows]
+    levels = [_level_status(tenant, level, kinds) for level, kinds in counts.items()]
     if json_out:
-        _print_json({"jobs": jobs})
+        _print_json({"jobs": jobs, "levels": levels})
         return
     for j in jobs:
         out.print(f"job {j['id']}: {j['status']} ({j['stage']}) started {j['created_at']:%Y-%m-%d %H:%M} usage {j['usage']}")
+    for lvl in levels:
+        served = ", ".join(f"{lvl['served'][k]} {k}" for k in GRAPH_TEXT_KINDS)
+        line = f"level {lvl['level']}: serves {served}"
+        if lvl["rebuild"]:
+            withdrawn = ", ".join(f"{lvl['withdrawn'][k]} {k}" for k in GRAPH_TEXT_KINDS)
+            line += f"; withdrawn {withdrawn} (their sources were deleted or narrowed): run `{lvl['rebuild']}` to rebuild"
+        out.print(line, markup=False)
 
 
 @communities_app.command("list")

@@ -27,7 +27,7 @@ from graph.assemble import assemble_with_descriptions, drop_entities, gather_cla
 from graph.communities import Community, detect_communities, match_communities, membership_hash, relabel
 from graph.extract_offline import prune_entities
 from graph.levels import AccessLevel
-from graph.reports import community_claims, community_inputs, input_hash, offline_report
+from graph.reports import community_claims, community_inputs, input_chunk_ids, input_hash, offline_report
 from graph.resolve import merge_descriptions, resolve
 from graph.summarize import SUMMARY_MIN_CHARS, DescriptionSummarizer, SummaryError, summary_requests
 from graph.types import ChunkInput, Extraction, Extractor, GraphClaim, GraphEntity, GraphRelationship
@@ -224,7 +224,8 @@ def report_communities(
     relationships: list[GraphRelationship], reporter: Reporter, report: LevelReport, progress: Progress | None,
     claims: Mapping[str, Sequence[GraphClaim]] | None = None,
 ) -> None:
-    """Bottom-up, so a parent's report can lean on its children's; unchanged inputs keep their report.
+    """Bottom-up, so a parent's report can lean on its children's; unchanged inputs keep their report
+    (a withdrawn one is not kept: graph.store.report_input_hashes leaves it out).
     `claims`: entity key -> its claims (LevelGraph.claims); each report gets its members' claims."""
     by_key = {e.key: e for e in entities}
     with db.connection() as conn:
@@ -236,8 +237,9 @@ def report_communities(
     for n, community in enumerate(ordered, start=1):
         ents, rels = community_inputs(community, by_key, relationships)
         members_claims = community_claims(community, claims or {})
-        digest = input_hash(ents, rels, members_claims)
-        if stored.get(community.id) == (digest, reporter.model):
+        digest, sources = input_hash(ents, rels, members_claims), input_chunk_ids(ents, rels, members_claims)
+        kept = stored.get(community.id)
+        if kept and (kept.input_hash, kept.model) == (digest, reporter.model) and sources <= set(kept.input_chunk_ids):
             report.reports_kept += 1
         else:
             subs = [written[c] for c in community.children if c in written]
@@ -246,7 +248,8 @@ def report_communities(
             # A fallback (offline) report is stored as offline (model ""), so the next build retries the LLM.
             model = "" if result.get("fallback") else reporter.model
             with db.connection() as conn:
-                store.upsert_report(conn, tenant, level, community.id, result, digest, model)
+                store.upsert_report(conn, tenant, level, community.id, result, digest, model,
+                                    sorted(sources | set(result["source_chunk_ids"])))
             report.reports_generated += 1
         if progress:
             progress("reports", n, len(ordered))

@@ -36,6 +36,13 @@ def community_claims(community: Community, claims: Mapping[str, Sequence[GraphCl
     return [c for k in community.members for c in claims.get(k, ())]
 
 
+def input_chunk_ids(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship],
+                    claims: Sequence[GraphClaim] = ()) -> set[int]:
+    """Every chunk behind a report's inputs: a change to any of them withdraws the report."""
+    return ({c for e in ents for c in e.chunk_ids} | {c for r in rels for c in r.chunk_ids}
+            | {c for claim in claims for c in claim.chunk_ids})
+
+
 def input_hash(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship],
                claims: Sequence[GraphClaim] = ()) -> str:
     """Changes exactly when what a report is written from changes: members, descriptions, relations,

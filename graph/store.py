@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import NamedTuple
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -128,8 +129,11 @@ def save_summary(conn: psycopg.Connection, content_hash: str, summarizer: str, v
 def replace_graph(
     conn: psycopg.Connection, tenant: str, level: str, entities: list[GraphEntity], relationships: list[GraphRelationship]
 ) -> None:
-    """Swap a level's entities and relationships in one transaction (readers see old or new, never half)."""
+    """Swap a level's entities and relationships in one transaction (readers see old or new, never half).
+    Rows citing a chunk the level no longer reads (changed since the build read it) are withdrawn
+    before the swap is seen."""
     with conn.transaction():
+        conn.execute("SELECT lock_graph_sources(%s, true)", (tenant,))
         conn.execute("DELETE FROM graph_entities WHERE tenant_id = %s AND access_level = %s", (tenant, level))
         conn.execute("DELETE FROM graph_relationships WHERE tenant_id = %s AND access_level = %s", (tenant, level))
         with conn.cursor() as cur:
@@ -143,21 +147,25 @@ def replace_graph(
                 copy.set_types(["text", "text", "text", "text", "text", "float4", "int8[]"])
                 for r in relationships:
                     copy.write_row((tenant, level, r.source_key, r.target_key, r.description, r.weight, list(r.chunk_ids)))
+        cited = sorted({c for e in entities for c in e.chunk_ids} | {c for r in relationships for c in r.chunk_ids})
+        conn.execute("SELECT withdraw_unreadable_graph_text(%s, %s, %s::bigint[])", (tenant, level, cited))
 
 
 def load_entities(conn: psycopg.Connection, tenant: str, level: str) -> list[GraphEntity]:
+    """The level's served entities (withdrawn ones are not)."""
     rows = conn.execute(
         "SELECT key, name, type, description, chunk_ids, degree FROM graph_entities"
-        " WHERE tenant_id = %s AND access_level = %s ORDER BY key",
+        " WHERE tenant_id = %s AND access_level = %s AND withdrawn_at IS NULL ORDER BY key",
         (tenant, level),
     ).fetchall()
     return [GraphEntity(r[0], r[1], r[2], r[3], tuple(r[4]), r[5]) for r in rows]
 
 
 def load_relationships(conn: psycopg.Connection, tenant: str, level: str) -> list[GraphRelationship]:
+    """The level's served relationships (withdrawn ones are not)."""
     rows = conn.execute(
         "SELECT source_key, target_key, description, weight, chunk_ids FROM graph_relationships"
-        " WHERE tenant_id = %s AND access_level = %s ORDER BY source_key, target_key",
+        " WHERE tenant_id = %s AND access_level = %s AND withdrawn_at IS NULL ORDER BY source_key, target_key",
         (tenant, level),
     ).fetchall()
     return [GraphRelationship(r[0], r[1], r[2], r[3], tuple(r[4])) for r in rows]
@@ -195,31 +203,46 @@ def replace_communities(conn: psycopg.Connection, tenant: str, level: str, commu
         )
 
 
-def report_input_hashes(conn: psycopg.Connection, tenant: str, level: str) -> dict[int, tuple[str, str]]:
-    """community id -> (input hash, model) of the stored report."""
+class StoredReportInputs(NamedTuple):
+    input_hash: str
+    model: str
+    input_chunk_ids: tuple[int, ...]
+
+
+def report_input_hashes(conn: psycopg.Connection, tenant: str, level: str) -> dict[int, StoredReportInputs]:
+    """community id -> what the served report was written from. A withdrawn report is left out, so the
+    next build writes it anew from readable inputs instead of serving it again."""
     rows = conn.execute(
-        "SELECT community_id, input_hash, model FROM community_reports WHERE tenant_id = %s AND access_level = %s",
+        "SELECT community_id, input_hash, model, input_chunk_ids FROM community_reports"
+        " WHERE tenant_id = %s AND access_level = %s AND withdrawn_at IS NULL",
         (tenant, level),
     ).fetchall()
-    return {cid: (h, m) for cid, h, m in rows}
+    return {cid: StoredReportInputs(h, m, tuple(ids)) for cid, h, m, ids in rows}
 
 
-def upsert_report(conn: psycopg.Connection, tenant: str, level: str, community_id: int, report: dict, input_hash: str, model: str) -> None:
-    conn.execute(
-        """
-        INSERT INTO community_reports (tenant_id, access_level, community_id, title, summary, rating,
-            rating_explanation, findings, source_chunk_ids, input_hash, model)
-        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-        ON CONFLICT (tenant_id, access_level, community_id) DO UPDATE SET
-            title = EXCLUDED.title, summary = EXCLUDED.summary, rating = EXCLUDED.rating,
-            rating_explanation = EXCLUDED.rating_explanation, findings = EXCLUDED.findings,
-            source_chunk_ids = EXCLUDED.source_chunk_ids, input_hash = EXCLUDED.input_hash,
-            model = EXCLUDED.model, generated_at = now(), embedding = NULL, embed_model = NULL
-        """,
-        (tenant, level, community_id, report["title"], report["summary"], report["rating"],
-         report.get("rating_explanation", ""), Jsonb(report["findings"]), list(report["source_chunk_ids"]),
-         input_hash, model),
-    )
+def upsert_report(conn: psycopg.Connection, tenant: str, level: str, community_id: int, report: dict, input_hash: str,
+                  model: str, input_chunk_ids: list[int]) -> None:
+    """Store a report written now, served (again); `input_chunk_ids`: every chunk behind its inputs.
+    Withdrawn at once if one of them changed since the build read it."""
+    with conn.transaction():
+        conn.execute("SELECT lock_graph_sources(%s, true)", (tenant,))
+        conn.execute(
+            """
+            INSERT INTO community_reports (tenant_id, access_level, community_id, title, summary, rating,
+                rating_explanation, findings, source_chunk_ids, input_hash, model, input_chunk_ids)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            ON CONFLICT (tenant_id, access_level, community_id) DO UPDATE SET
+                title = EXCLUDED.title, summary = EXCLUDED.summary, rating = EXCLUDED.rating,
+                rating_explanation = EXCLUDED.rating_explanation, findings = EXCLUDED.findings,
+                source_chunk_ids = EXCLUDED.source_chunk_ids, input_hash = EXCLUDED.input_hash,
+                model = EXCLUDED.model, generated_at = now(), embedding = NULL, embed_model = NULL,
+                input_chunk_ids = EXCLUDED.input_chunk_ids, withdrawn_at = NULL
+            """,
+            (tenant, level, community_id, report["title"], report["summary"], report["rating"],
+             report.get("rating_explanation", ""), Jsonb(report["findings"]), list(report["source_chunk_ids"]),
+             input_hash, model, list(input_chunk_ids)),
+        )
+        conn.execute("SELECT withdraw_unreadable_graph_text(%s, %s, %s::bigint[])", (tenant, level, list(input_chunk_ids)))
 
 
 def save_report_embeddings(conn: psycopg.Connection, tenant: str, level: str, model: str, vectors: dict[int, object]) -> None:
@@ -234,7 +257,8 @@ def save_report_embeddings(conn: psycopg.Connection, tenant: str, level: str, mo
 def reports_missing_embedding(conn: psycopg.Connection, tenant: str, level: str, model: str) -> list[tuple[int, str]]:
     return conn.execute(
         "SELECT community_id, title || '. ' || summary FROM community_reports"
-        " WHERE tenant_id = %s AND access_level = %s AND embed_model IS DISTINCT FROM %s ORDER BY community_id",
+        " WHERE tenant_id = %s AND access_level = %s AND embed_model IS DISTINCT FROM %s AND withdrawn_at IS NULL"
+        " ORDER BY community_id",
         (tenant, level, model),
     ).fetchall()
 
@@ -250,7 +274,7 @@ def documents_of_chunks(conn: psycopg.Connection, tenant: str, chunk_ids: list[i
 
 
 def list_reports(conn: psycopg.Connection, tenant: str, level: str, community_id: int | None = None) -> list[dict]:
-    """The level's reports with their communities (or only `community_id`'s)."""
+    """The level's served reports with their communities (or only `community_id`'s)."""
     rows = conn.execute(
         """
         SELECT r.community_id, c.level, c.parent, r.title, r.summary, r.rating, r.rating_explanation,
@@ -258,6 +282,7 @@ def list_reports(conn: psycopg.Connection, tenant: str, level: str, community_id
         FROM community_reports r JOIN graph_communities c
           ON c.tenant_id = r.tenant_id AND c.access_level = r.access_level AND c.community_id = r.community_id
         WHERE r.tenant_id = %s AND r.access_level = %s AND (%s::int IS NULL OR r.community_id = %s::int)
+          AND r.withdrawn_at IS NULL
         ORDER BY c.level, r.community_id
         """,
         (tenant, level, community_id, community_id),
@@ -265,6 +290,19 @@ def list_reports(conn: psycopg.Connection, tenant: str, level: str, community_id
     keys = ("id", "level", "parent", "title", "summary", "rating", "rating_explanation", "findings",
             "source_chunk_ids", "model", "members", "embedding", "embed_model")
     return [dict(zip(keys, r)) for r in rows]
+
+
+def graph_text_counts(conn: psycopg.Connection, tenant: str) -> dict[str, dict[str, dict[str, int]]]:
+    """level -> kind (entities, relationships, reports) -> {"served": n, "withdrawn": n}."""
+    rows = conn.execute(
+        "SELECT access_level, kind, count(*) FILTER (WHERE withdrawn_at IS NULL), count(withdrawn_at)"
+        " FROM graph_text WHERE tenant_id = %s GROUP BY access_level, kind ORDER BY access_level, kind",
+        (tenant,),
+    ).fetchall()
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    for level, kind, served, withdrawn in rows:
+        counts.setdefault(level, {})[kind] = {"served": served, "withdrawn": withdrawn}
+    return counts
 
 
 # --- jobs ----------------------------------------------------------------------------------------
@@ -325,7 +363,7 @@ def find_entities(conn: psycopg.Connection, tenant: str, level: str, q: str | No
     pattern = "%" + (q or "").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     rows = conn.execute(
         f"SELECT {_ENTITY_COLUMNS} FROM graph_entities"
-        " WHERE tenant_id = %s AND access_level = %s AND (name ILIKE %s OR key ILIKE %s)"
+        " WHERE tenant_id = %s AND access_level = %s AND (name ILIKE %s OR key ILIKE %s) AND withdrawn_at IS NULL"
         " ORDER BY degree DESC, key LIMIT %s",
         (tenant, level, pattern, pattern, limit),
     ).fetchall()
@@ -335,7 +373,8 @@ def find_entities(conn: psycopg.Connection, tenant: str, level: str, q: str | No
 def entities_by_key(conn: psycopg.Connection, tenant: str, level: str, keys: list[str]) -> list[dict]:
     rows = conn.execute(
         f"SELECT {_ENTITY_COLUMNS} FROM graph_entities"
-        " WHERE tenant_id = %s AND access_level = %s AND key = ANY(%s) ORDER BY degree DESC, key",
+        " WHERE tenant_id = %s AND access_level = %s AND key = ANY(%s) AND withdrawn_at IS NULL"
+        " ORDER BY degree DESC, key",
         (tenant, level, list(keys)),
     ).fetchall()
     return _entities(rows)
@@ -346,6 +385,7 @@ def relationships_among(conn: psycopg.Connection, tenant: str, level: str, keys:
     rows = conn.execute(
         "SELECT source_key, target_key, description, weight FROM graph_relationships"
         " WHERE tenant_id = %s AND access_level = %s AND source_key = ANY(%s) AND target_key = ANY(%s)"
+        " AND withdrawn_at IS NULL"
         " ORDER BY weight DESC, source_key, target_key LIMIT %s",
         (tenant, level, list(keys), list(keys), limit),
     ).fetchall()

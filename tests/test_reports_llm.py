@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -207,6 +208,23 @@ def graph(d_description: str = "") -> tuple[list[GraphEntity], list[GraphRelatio
     return ents, [rel(x, y, 5, [10 + n]) for n, (x, y) in enumerate(pairs)]
 
 
+def stored_chunks(db, tenant: str, numbers) -> dict[int, int]:
+    """Real chunks of the tenant standing for the made-up chunk numbers of a graph (number -> chunk id):
+    a report stays served only while every chunk behind it exists (migration 011)."""
+    with db.connection() as conn:
+        conn.execute("INSERT INTO documents (tenant_id, doc_id, lang, acl, content_hash, index_key)"
+                     " VALUES (%s, 'graph.md', 'english', '{staff}', '', '')", (tenant,))
+        return dict(conn.execute(
+            "INSERT INTO chunks (tenant_id, doc_id, chunk_no, content, acl, content_hash, lang)"
+            " SELECT %s, 'graph.md', n, 'Chunk ' || n, '{staff}', md5(n::text), 'english' FROM unnest(%s::int[]) AS n"
+            " RETURNING chunk_no, id", (tenant, list(numbers))).fetchall())
+
+
+def on_chunks(ents, rels, chunk_ids: dict[int, int]) -> tuple[list[GraphEntity], list[GraphRelationship]]:
+    return ([replace(e, chunk_ids=tuple(chunk_ids[c] for c in e.chunk_ids)) for e in ents],
+            [replace(r, chunk_ids=tuple(chunk_ids[c] for c in r.chunk_ids)) for r in rels])
+
+
 def test_bottom_up_build_regenerates_only_changed_communities(db, tenant):
     counter = itertools.count(1)
 
@@ -216,9 +234,12 @@ def test_bottom_up_build_regenerates_only_changed_communities(db, tenant):
     with db.connection() as conn:
         store.replace_communities(conn, tenant, "all", HIERARCHY, {c.id: membership_hash(c) for c in HIERARCHY})
 
+    chunk_ids = stored_chunks(db, tenant, range(1, 20))
+
     def run(api, ents, rels) -> LevelReport:
         level = LevelReport("all", [])
-        report_communities(db, tenant, "all", HIERARCHY, ents, rels, reporter(api, max_context_tokens=500), level, None)
+        report_communities(db, tenant, "all", HIERARCHY, *on_chunks(ents, rels, chunk_ids),
+                           reporter(api, max_context_tokens=500), level, None)
         return level
 
     with FakeAnthropic(handler=handler) as api:
@@ -247,13 +268,14 @@ def test_fallback_report_is_stored_as_offline_and_retried_next_build(db, tenant)
     leaf = [Community(0, 0, None, ("anna", "billing", "payments"), ())]
     with db.connection() as conn:
         store.replace_communities(conn, tenant, "all", leaf, {0: membership_hash(leaf[0])})
+    ents, rels = on_chunks(ENTS, RELS, stored_chunks(db, tenant, range(1, 6)))
     with FakeAnthropic(error(500, "down"), GOOD) as api:
         for _ in range(3):
-            report_communities(db, tenant, "all", leaf, ENTS, RELS, reporter(api), LevelReport("all", []), None)
+            report_communities(db, tenant, "all", leaf, ents, rels, reporter(api), LevelReport("all", []), None)
             with db.connection() as conn:
                 [stored] = store.list_reports(conn, tenant, "all")
             if api.calls == 1:
-                assert stored["model"] == "" and stored["title"] == offline_report(ENTS, RELS)["title"]
+                assert stored["model"] == "" and stored["title"] == offline_report(ents, rels)["title"]
         assert api.calls == 2  # failed, retried on the next build, then kept
     assert (stored["model"], stored["title"]) == (MODEL, "Payments and billing")
 
