@@ -7,7 +7,7 @@ import typer
 from rich.table import Table
 
 from api.cli import JsonOption, TenantOption, _database, _fail, _groups, _print_json, _progress, app, err, out
-from core.errors import CrossroadsError
+from core.errors import CrossroadsError, JobRunningError
 from core.settings import get_settings
 
 levels_app = typer.Typer(help="Access levels: the graph of a level is built only from chunks its groups may read.",
@@ -116,6 +116,8 @@ def graph_build(
                 job = build_graph(db, tenant, level, pipeline.extractor, pipeline.reporter, make_embedder(settings),
                                   build_settings, lambda stage, done, total: progress(done, total), meter.summary,
                                   summarizer=pipeline.summarizer)
+            except JobRunningError as exc:
+                _fail(CrossroadsError(f"{exc}. Follow it with `crossroads graph status --tenant {tenant}`"))
             except CrossroadsError as exc:
                 _fail(exc)
     job["estimate"] = estimate
@@ -163,21 +165,22 @@ def _level_status(tenant: str, level: str, kinds: dict[str, dict[str, int]]) -> 
 def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
     """The last graph builds of a tenant, and per level what its graph serves and what it has withdrawn
     (text whose source chunks were deleted or narrowed since the build) until the next build."""
+    from core import jobs
     from graph import store
 
     with _database(get_settings()) as db, db.connection() as conn:
-        rows = conn.execute(
-            "SELECT id, status, stage, created_at, finished_at, usage, errors FROM jobs"
-            " WHERE tenant_id = %s AND kind = 'graph-build' ORDER BY id DESC LIMIT 10", (tenant,)
-        ).fetchall()
+        recent = jobs.recent_jobs(conn, tenant, "graph-build", db.job_lease_s)
         counts = store.graph_text_counts(conn, tenant)
-    jobs = [dict(zip(("id", "status", "stage", "created_at", "finished_at", "usage", "errors"), r)) for r in rows]
+    shown = ("id", "status", "stage", "created_at", "finished_at", "heartbeat_at", "usage", "errors")
+    builds = [{key: job[key] for key in shown} for job in recent]
     levels = [_level_status(tenant, level, kinds) for level, kinds in counts.items()]
     if json_out:
-        _print_json({"jobs": jobs, "levels": levels})
+        _print_json({"jobs": builds, "levels": levels})
         return
-    for j in jobs:
-        out.print(f"job {j['id']}: {j['status']} ({j['stage']}) started {j['created_at']:%Y-%m-%d %H:%M} usage {j['usage']}")
+    for j in builds:
+        why = f": {j['errors'][-1]['error']}" if j["status"] == "failed" and j["errors"] else ""
+        out.print(f"job {j['id']}: {j['status']} ({j['stage']}) started {j['created_at']:%Y-%m-%d %H:%M} "
+                  f"usage {j['usage']}{why}", markup=False)
     for lvl in levels:
         served = ", ".join(f"{lvl['served'][k]} {k}" for k in GRAPH_TEXT_KINDS)
         line = f"level {lvl['level']}: serves {served}"

