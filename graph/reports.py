@@ -3,12 +3,15 @@
 The offline report is extractive and labelled as such (`model` = ""): its title names the most
 connected entities, its summary is the most central sentences of their descriptions, and each
 finding is an entity, a claim about one (when claims were extracted) or a strong relationship,
-with the chunks it comes from.
+with the chunks it comes from. Entities mentioned together share the sentences that mention them,
+so no sentence is said twice in one report: a sentence already in the summary or an earlier
+finding, or one that only adds a prefix to it (a heading run into the sentence), is left out.
 """
 from __future__ import annotations
 
 import hashlib
 import math
+import re
 from typing import Mapping, Sequence
 
 from core.sentences import split_sentences
@@ -58,6 +61,60 @@ def input_hash(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship],
     return h.hexdigest()
 
 
+_WORDS = re.compile(r"\w+")
+# A sentence holding one already said, plus at most this share of words more (a heading or a
+# speaker's name run into it), says nothing new; a longer one keeps what it adds.
+REPEAT_EXTRA_WORDS = 1 / 3
+
+
+def _words(sentence: str) -> tuple[str, ...]:
+    return tuple(_WORDS.findall(sentence.lower()))
+
+
+def _holds(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
+    """Whether `shorter` is a run of whole words inside `longer`."""
+    return f" {' '.join(shorter)} " in f" {' '.join(longer)} "
+
+
+class _SaidOnce:
+    """The sentences a report has said so far, compared by their words (case and punctuation aside)."""
+
+    def __init__(self) -> None:
+        self.said: list[tuple[str, ...]] = []
+
+    def repeats(self, sentence: str) -> bool:
+        """Whether it says nothing new: it is part of a sentence already said, or one of those with
+        little around it."""
+        words = _words(sentence)
+        return not words or any(
+            _holds(said, words) or (_holds(words, said) and len(words) - len(said) <= REPEAT_EXTRA_WORDS * len(words))
+            for said in self.said)
+
+    def say(self, sentence: str) -> bool:
+        """Count the sentence as said; False (and nothing counted) when it repeats."""
+        if self.repeats(sentence):
+            return False
+        self.said.append(_words(sentence))
+        return True
+
+    def keep_new(self, text: str) -> str:
+        """The sentences of `text` not said before, in order; they count as said from now on."""
+        return " ".join(sentence for sentence in split_sentences(text) if self.say(sentence))
+
+
+def _passages(chunk_ids: Sequence[int]) -> str:
+    return "1 passage" if len(chunk_ids) == 1 else f"{len(chunk_ids)} passages"
+
+
+def distinct_sentences(sentences: Sequence[str]) -> list[str]:
+    """Each thought once, in first-seen order: of two sentences that repeat each other, the shorter
+    (the sentence rather than the heading run into it)."""
+    unique = list(dict.fromkeys(x.strip() for x in sentences if x.strip()))
+    said = _SaidOnce()
+    kept = {x for x in sorted(unique, key=len) if said.say(x)}
+    return [x for x in unique if x in kept]
+
+
 def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship],
                    claims: Sequence[GraphClaim] = ()) -> dict:
     """An extractive report: no LLM, every finding cites the chunks it was taken from. Up to
@@ -72,11 +129,15 @@ def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship
     top = ranked[: max(1, MAX_FINDINGS // 2 + 1)]
     strong = sorted(rels, key=lambda r: (-r.weight, r.source_key, r.target_key))[: MAX_FINDINGS - len(top) + 2]
 
+    summary = " ".join(central_sentences(distinct_sentences(
+        [s for e in ranked[:6] for s in split_sentences(e.description)]), 2))
+    said = _SaidOnce()
+    said.keep_new(summary)
     findings = []
     for e in top:
         findings.append({
             "summary": f"{e.name} ({e.type})",
-            "explanation": e.description or f"{e.name} is mentioned in {len(e.chunk_ids)} passages.",
+            "explanation": said.keep_new(e.description) or f"{e.name} is mentioned in {_passages(e.chunk_ids)}.",
             "entity_keys": [e.key],
             "chunk_ids": list(e.chunk_ids[:CHUNKS_PER_FINDING]),
         })
@@ -87,7 +148,7 @@ def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship
     for c in best_claims:
         findings.append({
             "summary": f"{names[c.subject_key]}: {c.claim_type} ({c.status.lower()})",
-            "explanation": c.description or f"A {c.claim_type} claim about {names[c.subject_key]}.",
+            "explanation": said.keep_new(c.description) or f"A {c.claim_type} claim about {names[c.subject_key]}.",
             "entity_keys": [c.subject_key],
             "chunk_ids": list(c.chunk_ids[:CHUNKS_PER_FINDING]),
         })
@@ -96,7 +157,8 @@ def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship
             break
         findings.append({
             "summary": f"{names[r.source_key]} — {names[r.target_key]}",
-            "explanation": r.description or f"{names[r.source_key]} and {names[r.target_key]} appear together.",
+            "explanation": said.keep_new(r.description)
+            or f"{names[r.source_key]} and {names[r.target_key]} appear together in {_passages(r.chunk_ids)}.",
             "entity_keys": [r.source_key, r.target_key],
             "chunk_ids": list(r.chunk_ids[:CHUNKS_PER_FINDING]),
         })
@@ -104,7 +166,6 @@ def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship
     chunks = sorted({c for e in ents for c in e.chunk_ids})
     title_names = [e.name for e in ranked[:3]]
     title = title_names[0] if len(title_names) == 1 else ", ".join(title_names[:-1]) + " and " + title_names[-1]
-    summary = " ".join(central_sentences([s for e in ranked[:6] for s in split_sentences(e.description)], 2))
     rating = round(min(10.0, 1.2 * math.log2(1 + len(chunks)) + 0.3 * math.log2(1 + len(rels))), 1)
     return {
         "title": title,
