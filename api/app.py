@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from contextlib import asynccontextmanager
+from typing import NamedTuple
 
 from fastapi import FastAPI, Request
 
@@ -21,6 +22,13 @@ from core.settings import Settings, get_settings
 log = logging.getLogger("crossroads.api")
 
 
+class RunningBuild(NamedTuple):
+    """A graph build this process runs: its job row and the thread running it."""
+
+    job_id: int
+    thread: threading.Thread
+
+
 class Services:
     def __init__(self, settings: Settings, db: Database | None = None, *, embedder=None, router=None):
         self.settings = settings
@@ -30,7 +38,8 @@ class Services:
         self._router, self._owns_router = router, router is None
         self._lock = threading.RLock()
         self.metrics = Metrics()
-        self.jobs: dict[str, threading.Thread] = {}  # tenant -> running graph build (see routes_jobs)
+        # tenant -> its graph build running in this process; the build's thread removes it when it ends
+        self.jobs: dict[str, RunningBuild] = {}
         self.jobs_lock = threading.Lock()
 
     def db(self) -> Database:
@@ -124,7 +133,8 @@ def create_app(settings: Settings | None = None, db: Database | None = None, *, 
         openapi_tags=[
             {"name": "query", "description": "Ask, route and search (reader)."},
             {"name": "documents", "description": "Index and permission documents (writer; listing: reader)."},
-            {"name": "graph", "description": "Communities and entities of the caller's access level (reader)."},
+            {"name": "graph", "description": "Communities, entities and graph status of the caller's access level "
+             "(reader; status of every level: admin)."},
             {"name": "jobs", "description": "Graph builds (admin) and their progress (reader)."},
             {"name": "operations", "description": "Health, readiness and Prometheus metrics (no auth)."},
         ],

@@ -150,30 +150,42 @@ def _print_estimate(estimate: dict, pipeline) -> None:
               f"({reports['model'] or 'offline reports, no LLM'})")
 
 
-GRAPH_TEXT_KINDS = ("entities", "relationships", "reports")
+def _status_line(lvl: dict) -> str:
+    """One level of `graph status`, ending with the build to run (`rebuild`) when one would change it."""
+    from graph.status import GRAPH_TEXT_KINDS
 
-
-def _level_status(tenant: str, level: str, kinds: dict[str, dict[str, int]]) -> dict:
-    """A level's served and withdrawn counts per kind, and the command that clears what is withdrawn."""
-    served = {k: kinds.get(k, {}).get("served", 0) for k in GRAPH_TEXT_KINDS}
-    withdrawn = {k: kinds.get(k, {}).get("withdrawn", 0) for k in GRAPH_TEXT_KINDS}
-    rebuild = f"crossroads graph build --tenant {tenant} --level {level}" if any(withdrawn.values()) else None
-    return {"level": level, "served": served, "withdrawn": withdrawn, "rebuild": rebuild}
+    build = lvl["rebuild"]
+    groups = ",".join(lvl["groups"]) or "none"
+    withdrawn = ", ".join(f"{lvl['withdrawn'][k]} {k}" for k in GRAPH_TEXT_KINDS)
+    state = lvl["state"]
+    if state == "empty":
+        return (f"level {lvl['level']}: empty, no chunk its groups ({groups}) may read; nothing to build until "
+                "documents readable by them are ingested")
+    if state == "emptied":
+        return (f"level {lvl['level']}: no chunk its groups ({groups}) may read any more; withdrawn {withdrawn}, "
+                f"{lvl['communities']} communities left: run `{build}` to clear them")
+    if state == "unbuilt":
+        return f"level {lvl['level']}: not built yet ({lvl['chunks']} chunks, groups {groups}): run `{build}`"
+    served = ", ".join(f"{lvl['served'][k]} {k}" for k in GRAPH_TEXT_KINDS)
+    line = f"level {lvl['level']}: serves {served}, {lvl['communities']} communities ({lvl['chunks']} chunks, groups {groups})"
+    if state == "withdrawn":
+        line += f"; withdrawn {withdrawn} (their sources were deleted or narrowed): run `{build}` to rebuild"
+    return line
 
 
 @graph_app.command("status")
 def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
-    """The last graph builds of a tenant, and per level what its graph serves and what it has withdrawn
-    (text whose source chunks were deleted or narrowed since the build) until the next build."""
-    from core import jobs
+    """The last graph builds of a tenant, and per level (groups, chunks) what its graph serves and what it
+    has withdrawn (text whose source chunks were deleted or narrowed since the build) until the next build."""
     from graph import store
+    from graph.status import STATES_NEEDING_A_BUILD, level_statuses, recent_builds
 
     with _database(get_settings()) as db, db.connection() as conn:
-        recent = jobs.recent_jobs(conn, tenant, "graph-build", db.job_lease_s)
-        counts = store.graph_text_counts(conn, tenant)
-    shown = ("id", "status", "stage", "created_at", "finished_at", "heartbeat_at", "usage", "errors")
-    builds = [{key: job[key] for key in shown} for job in recent]
-    levels = [_level_status(tenant, level, kinds) for level, kinds in counts.items()]
+        builds = recent_builds(conn, tenant, db.job_lease_s)
+        levels = level_statuses(conn, tenant, store.list_levels(conn, tenant))
+    for lvl in levels:
+        needed = lvl["state"] in STATES_NEEDING_A_BUILD
+        lvl["rebuild"] = f"crossroads graph build --tenant {tenant} --level {lvl['level']}" if needed else None
     if json_out:
         _print_json({"jobs": builds, "levels": levels})
         return
@@ -182,12 +194,7 @@ def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> Non
         out.print(f"job {j['id']}: {j['status']} ({j['stage']}) started {j['created_at']:%Y-%m-%d %H:%M} "
                   f"usage {j['usage']}{why}", markup=False)
     for lvl in levels:
-        served = ", ".join(f"{lvl['served'][k]} {k}" for k in GRAPH_TEXT_KINDS)
-        line = f"level {lvl['level']}: serves {served}"
-        if lvl["rebuild"]:
-            withdrawn = ", ".join(f"{lvl['withdrawn'][k]} {k}" for k in GRAPH_TEXT_KINDS)
-            line += f"; withdrawn {withdrawn} (their sources were deleted or narrowed): run `{lvl['rebuild']}` to rebuild"
-        out.print(line, markup=False)
+        out.print(_status_line(lvl), markup=False)
 
 
 @communities_app.command("list")

@@ -1,10 +1,14 @@
-"""Communities and entities (role: reader), only ever from the caller's access level.
+"""Communities and entities (role: reader), only ever from the caller's access level; the graph's
+status (reader: its own level; admin: every level and the recent builds).
 
 The level is the one `graph.levels.choose_level` picks: all of its groups are among the token's
 groups, so every chunk behind its graph is readable by the caller. No other level is consulted, so
-an entity found only in `hr` documents never reaches a caller without `hr`.
+an entity found only in `hr` documents never reaches a caller without `hr`, and a level's name,
+groups and counts reach only its readers and the tenant's admins.
 """
 from __future__ import annotations
+
+import json
 
 from fastapi import APIRouter, Depends, Path, Query
 
@@ -12,9 +16,10 @@ from api.app import Services, services
 from api.auth import Principal, reader
 from api.problems import ApiProblem
 from api.routes_query import ERRORS
-from api.schemas import CommunityDetail, CommunityList, EntityList
+from api.schemas import CommunityDetail, CommunityList, EntityList, GraphStatus
 from graph import store
 from graph.levels import choose_level
+from graph.status import STATES_NEEDING_A_BUILD, level_statuses, recent_builds
 
 router = APIRouter(prefix="/v1", tags=["graph"])
 
@@ -69,3 +74,22 @@ def list_entities(q: str | None = Query(None, max_length=200, description="Part 
         access = _level(conn, principal)
         entities = store.find_entities(conn, principal.tenant, access.name, q, limit) if access else []
     return {"access_level": access.name if access else None, "entities": entities}
+
+
+@router.get("/graph/status", response_model=GraphStatus, responses=ERRORS,
+            summary="Per access level: groups, chunks, communities, served and withdrawn text, whether a build is due")
+def graph_status(principal: Principal = Depends(reader), svc: Services = Depends(services)):
+    """A reader (or writer) sees only the level its groups are served from; an admin sees every level
+    of the tenant and its latest graph builds, whose stages and errors name levels."""
+    is_admin = principal.can("admin")
+    db = svc.db()
+    with db.connection() as conn:
+        levels = store.list_levels(conn, principal.tenant)
+        access = choose_level(levels, set(principal.groups))
+        shown = levels if is_admin else [access] if access else []
+        statuses = level_statuses(conn, principal.tenant, shown)
+        builds = recent_builds(conn, principal.tenant, db.job_lease_s) if is_admin else None
+    for lvl in statuses:
+        needed = lvl["state"] in STATES_NEEDING_A_BUILD
+        lvl["rebuild"] = f"POST /v1/jobs/graph-build {json.dumps({'level': lvl['level']})}" if needed else None
+    return {"access_level": access.name if access else None, "levels": statuses, "jobs": builds}

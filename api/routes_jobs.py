@@ -1,9 +1,11 @@
-"""Jobs: start a graph build (role: admin), follow any job of the tenant (reader).
+"""Jobs: start a graph build (role: admin), follow any job of the tenant (admin too: a job names every access level).
 
 The build runs `graph.build.build_graph` in a background thread of this process; its job row
 (status, stage, progress, counts, usage) is what `GET /v1/jobs/{id}` returns. One build per tenant
-runs at a time: this process knows its own build threads, and the database (core.jobs: one running
-job per tenant and kind, kept alive by heartbeats) refuses a build that another replica or the CLI runs.
+runs at a time: this process knows its own build threads (`Services.jobs`, each entry dropped when
+its build ends), and the database (core.jobs: one running job per tenant and kind, kept alive by
+heartbeats) refuses a build that another replica or the CLI runs. Both refusals are the same 409,
+naming the running job in `job_id`.
 """
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import threading
 
 from fastapi import APIRouter, Body, Depends, Path, Response
 
-from api.app import Services, services
-from api.auth import Principal, admin, reader
+from api.app import RunningBuild, Services, services
+from api.auth import Principal, admin
 from api.problems import ApiProblem, validation_problem
 from api.routes_query import ERRORS
 from api.schemas import GraphBuildRequest, Job, JobAccepted
@@ -57,8 +59,8 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
 
     with svc.jobs_lock:
         running = svc.jobs.get(tenant)
-        if running is not None and running.is_alive():
-            raise _build_running(None)
+        if running is not None and running.thread.is_alive():
+            raise _build_running(running.job_id)
         try:
             job_id = create_build_job(db, tenant, body.level, pipeline.extractor, pipeline.reporter,
                                       pipeline.summarizer)
@@ -72,28 +74,42 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
             except BaseException:  # noqa: BLE001 - build_graph recorded the failure on the job row
                 log.exception("graph build %s of tenant %s failed", job_id, tenant)
             finally:
+                _forget_build(svc, tenant, job_id)
                 svc.metrics.usage(meter.summary())
 
         thread = threading.Thread(target=work, name=f"graph-build-{tenant}", daemon=True)
-        svc.jobs[tenant] = thread
-        thread.start()
+        thread.start()  # its first wait for `jobs_lock` (in _forget_build) comes after the entry below
+        svc.jobs[tenant] = RunningBuild(job_id, thread)
     response.headers["Location"] = f"/v1/jobs/{job_id}"
     return {"job_id": job_id, "status": "running", "href": f"/v1/jobs/{job_id}", "estimate": estimate}
 
 
+def _forget_build(svc: Services, tenant: str, job_id: int) -> None:
+    """Drop the tenant's entry once its build thread ends (only this build's: never a later one)."""
+    with svc.jobs_lock:
+        running = svc.jobs.get(tenant)
+        if running is not None and running.job_id == job_id:
+            del svc.jobs[tenant]
+
+
 def _build_running(job_id: int | None) -> ApiProblem:
-    if job_id is None:
+    """The 409 for a start while a build of the tenant runs, the same whether this process knows it
+    (its own thread) or only the database does (another replica, the CLI)."""
+    if job_id is None:  # the database's running job ended between the refusal and the look-up
         return ApiProblem(409, "job-running", "Build already running",
-                          "A graph build of this tenant is running; follow it with GET /v1/jobs/{id} and retry "
-                          "when it is done.")
+                          "A graph build of this tenant was running a moment ago and has just finished; "
+                          "start again.", job_id=None)
     return ApiProblem(409, "job-running", "Build already running",
-                      f"A graph build of this tenant is running (job {job_id}, possibly started by another replica "
-                      f"or the CLI); follow it with GET /v1/jobs/{job_id} and retry when it is done.", job_id=job_id)
+                      f"A graph build of this tenant is running (job {job_id}, started through this API, another "
+                      f"replica or the CLI); follow it with GET /v1/jobs/{job_id} and retry when it is done.",
+                      job_id=job_id)
 
 
+# admin only, as starting one is: a build's params, stage and counts name every access level and its
+# groups, which a reader must not learn beyond the level it is served from (GET /v1/graph/status)
 @router.get("/jobs/{job_id}", response_model=Job, responses=ERRORS,
-            summary="A job's status, stage, progress, counts and LLM usage")
-def get_job(job_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal = Depends(reader),
+            summary="A job's status, stage, progress, counts and LLM usage (admin)")
+def get_job(job_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal = Depends(admin),
             svc: Services = Depends(services)):
     db = svc.db()
     with db.connection() as conn:

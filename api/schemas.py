@@ -237,6 +237,44 @@ class Job(BaseModel):
     heartbeat_at: datetime | None = None  # last sign of life of the process running it (core.jobs)
 
 
+class GraphTextCounts(BaseModel):
+    entities: int
+    relationships: int
+    reports: int
+
+
+class GraphLevelStatus(BaseModel):
+    level: str
+    groups: list[str] = Field(description="The groups whose chunks its graph is built from.")
+    chunks: int = Field(description="Chunks its groups may read now.")
+    communities: int = Field(description="Communities of its last build.")
+    served: GraphTextCounts
+    withdrawn: GraphTextCounts = Field(description="Text no longer served: its sources were deleted or narrowed.")
+    state: Literal["empty", "emptied", "unbuilt", "withdrawn", "built"] = Field(
+        description="empty: nothing to read or build; emptied: nothing to read, leftovers a build clears; "
+                    "unbuilt: never built; withdrawn: a build writes the withdrawn text anew; built: up to date.")
+    rebuild: str | None = Field(description="The call that brings the level up to date (admin), when one would.")
+
+
+class GraphBuildSummary(BaseModel):
+    id: int
+    status: str
+    stage: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime | None
+    usage: dict
+    errors: list
+
+
+class GraphStatus(BaseModel):
+    access_level: str | None = Field(description="The level this token is served from (None: no level fits it).")
+    levels: list[GraphLevelStatus] = Field(description="Admin: every level; otherwise only `access_level`.")
+    jobs: list[GraphBuildSummary] | None = Field(
+        description="The latest graph builds, newest first; admin only (null otherwise): they name every level.")
+
+
 # --- checks against the settings ----------------------------------------------------------------------
 
 

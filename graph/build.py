@@ -28,7 +28,8 @@ from graph.assemble import assemble_with_descriptions, drop_entities, gather_cla
 from graph.communities import Community, detect_communities, match_communities, membership_hash, relabel
 from graph.extract_offline import prune_entities
 from graph.levels import AccessLevel
-from graph.reports import community_claims, community_inputs, input_chunk_ids, input_hash, offline_report
+from graph.reports import (OFFLINE_RECIPE, community_claims, community_inputs, input_chunk_ids, input_hash,
+                           offline_report)
 from graph.resolve import merge_descriptions, resolve
 from graph.summarize import SUMMARY_MIN_CHARS, DescriptionSummarizer, SummaryError, summary_requests
 from graph.types import ChunkInput, Extraction, Extractor, GraphClaim, GraphEntity, GraphRelationship
@@ -42,6 +43,7 @@ class Reporter(Protocol):
     """`claims`: the members' claims (graph.reports.community_claims order); empty without claim extraction."""
 
     model: str  # "" for the offline extractive report
+    recipe: str  # how it writes; a new recipe rewrites every stored report once ("" for the first)
 
     def report(self, community: Community, ents: list[GraphEntity], rels: list[GraphRelationship],
                sub_reports: list[dict], claims: Sequence[GraphClaim] = ()) -> dict:
@@ -50,6 +52,7 @@ class Reporter(Protocol):
 
 class OfflineReporter:
     model = ""
+    recipe = OFFLINE_RECIPE
 
     def report(self, community, ents, rels, sub_reports, claims=()) -> dict:
         return offline_report(ents, rels, claims)
@@ -238,7 +241,8 @@ def report_communities(
     for n, community in enumerate(ordered, start=1):
         ents, rels = community_inputs(community, by_key, relationships)
         members_claims = community_claims(community, claims or {})
-        digest, sources = input_hash(ents, rels, members_claims), input_chunk_ids(ents, rels, members_claims)
+        digest = input_hash(ents, rels, members_claims, reporter.recipe)
+        sources = input_chunk_ids(ents, rels, members_claims)
         kept = stored.get(community.id)
         if kept and (kept.input_hash, kept.model) == (digest, reporter.model) and sources <= set(kept.input_chunk_ids):
             report.reports_kept += 1
@@ -273,11 +277,16 @@ def build_level(
     embedder: Embedder | None, settings: BuildSettings, progress: Progress | None = None,
     summarizer: DescriptionSummarizer | None = None,
 ) -> LevelReport:
-    """`summarizer`: None keeps every entity's central-sentences description (no LLM)."""
+    """`summarizer`: None keeps every entity's central-sentences description (no LLM). A level with no
+    chunk to read (all deleted, or `all` of a tenant without documents) has its graph cleared."""
     report = LevelReport(level.name, list(level.groups))
     started = time.perf_counter()
     with db.connection() as conn:
         chunks = store.level_chunks(conn, tenant, level.groups)
+        if not chunks:
+            store.clear_level_graph(conn, tenant, level.name)
+            _timed(report, "graph", started)
+            return report
     report.chunks = len(chunks)
     extractions = extract_missing(db, chunks, extractor, settings.concurrency, report, progress)
     started = _timed(report, "extract", started)
@@ -367,7 +376,7 @@ def build_graph(
             with db.connection() as conn:
                 levels = store.list_levels(conn, tenant)
             for level in levels:
-                if level_name not in (None, level.name) or not level.groups:
+                if level_name not in (None, level.name):
                     continue
                 with db.connection() as conn:
                     jobs.update_job(conn, job_id, stage=f"level {level.name}")

@@ -19,6 +19,8 @@ from graph.assemble import central_sentences
 from graph.communities import Community
 from graph.types import GraphClaim, GraphEntity, GraphRelationship
 
+# The offline report's recipe: "2" says each sentence once (stored reports of "" are rewritten).
+OFFLINE_RECIPE = "2"
 MAX_FINDINGS = 8
 MAX_CLAIM_FINDINGS = 2
 CHUNKS_PER_FINDING = 5
@@ -47,9 +49,10 @@ def input_chunk_ids(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationshi
 
 
 def input_hash(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship],
-               claims: Sequence[GraphClaim] = ()) -> str:
+               claims: Sequence[GraphClaim] = (), recipe: str = "") -> str:
     """Changes exactly when what a report is written from changes: members, descriptions, relations,
-    claims. Without claims it is the hash of before claims were reported (stored reports stay valid)."""
+    claims, and the reporter's `recipe` (a reporter that writes differently now rewrites every report
+    once). Without claims and recipe it is the hash of before either existed (stored reports stay valid)."""
     h = hashlib.sha256()
     for e in sorted(ents, key=lambda e: e.key):
         h.update(f"E\x1f{e.key}\x1f{e.name}\x1f{e.type}\x1f{e.description}\x1f{e.chunk_ids}\n".encode())
@@ -58,6 +61,8 @@ def input_hash(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship],
     for c in sorted(claims, key=lambda c: (c.subject_key, c.claim_type, c.description, c.status, c.chunk_ids)):
         h.update(f"C\x1f{c.subject_key}\x1f{c.claim_type}\x1f{c.status}\x1f{c.description}\x1f{c.chunk_ids}\n"
                  .encode())
+    if recipe:
+        h.update(f"V\x1f{recipe}\n".encode())
     return h.hexdigest()
 
 

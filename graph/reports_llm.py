@@ -233,6 +233,8 @@ def parse_report(response: LLMResponse, ctx: Context) -> dict:
 class LLMReporter:
     """`Reporter` over an `LLM` (the `answer` task); `model` is that task's model id (stored with reports)."""
 
+    recipe = ""  # the prompt of the first stored reports
+
     def __init__(self, llm: LLM, model: str, max_context_tokens: int = 8000):
         if max_context_tokens < 500:
             raise ValueError(f"max_context_tokens must be >= 500, got {max_context_tokens}")

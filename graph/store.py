@@ -27,9 +27,16 @@ def set_level(conn: psycopg.Connection, tenant: str, name: str, groups: list[str
 def delete_level(conn: psycopg.Connection, tenant: str, name: str) -> bool:
     with conn.transaction():
         found = conn.execute("DELETE FROM access_levels WHERE tenant_id = %s AND name = %s", (tenant, name)).rowcount
-        for table in ("graph_entities", "graph_relationships", "graph_communities", "community_reports"):
-            conn.execute(f"DELETE FROM {table} WHERE tenant_id = %s AND access_level = %s", (tenant, name))
+        clear_level_graph(conn, tenant, name)
     return bool(found)
+
+
+def clear_level_graph(conn: psycopg.Connection, tenant: str, level: str) -> None:
+    """Remove a level's whole graph (entities, relationships, communities, reports) in one transaction:
+    for a deleted level, and for a level left without a readable chunk, whose rows are all withdrawn."""
+    with conn.transaction():
+        for table in ("graph_entities", "graph_relationships", "graph_communities", "community_reports"):
+            conn.execute(f"DELETE FROM {table} WHERE tenant_id = %s AND access_level = %s", (tenant, level))
 
 
 def list_levels(conn: psycopg.Connection, tenant: str) -> list[AccessLevel]:
@@ -303,6 +310,14 @@ def graph_text_counts(conn: psycopg.Connection, tenant: str) -> dict[str, dict[s
     for level, kind, served, withdrawn in rows:
         counts.setdefault(level, {})[kind] = {"served": served, "withdrawn": withdrawn}
     return counts
+
+
+def community_counts(conn: psycopg.Connection, tenant: str) -> dict[str, int]:
+    """level -> communities its last build clustered (a withdrawn report keeps its community until then)."""
+    return dict(conn.execute(
+        "SELECT access_level, count(*) FROM graph_communities WHERE tenant_id = %s GROUP BY access_level",
+        (tenant,),
+    ).fetchall())
 
 
 def readable_documents_of_chunks(conn: psycopg.Connection, tenant: str, groups: list[str], chunk_ids: list[int]) -> list[dict]:

@@ -7,6 +7,9 @@ that breaks the next one.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -142,3 +145,34 @@ def demo_tenant(db, settings, local_embedder) -> str:
         store.set_level(conn, tenant, "staff", ["public", "staff"])
     build_graph(db, tenant, None, OfflineExtractor(), OfflineReporter(), local_embedder, BuildSettings())
     return tenant
+
+
+# --- the CLI as a user runs it, and jobs followed over HTTP ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_env(db, tmp_path_factory):
+    """Environment for `crossroads` subprocesses on the test database, with a state dir of their own."""
+    return dict(os.environ, CROSSROADS_DATABASE_URL=db.url, CROSSROADS_STATE_DIR=str(tmp_path_factory.mktemp("cli")))
+
+
+def run_crossroads(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def crossroads_ok(env: dict, *args: str) -> str:
+    """stdout of a `crossroads` command that must succeed (its output in the failure message)."""
+    proc = run_crossroads(env, *args)
+    assert proc.returncode == 0, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr}"
+    return proc.stdout
+
+
+def wait_for_job(client, headers: dict, job_id: int, timeout_s: float = 120) -> dict:
+    """Poll `GET /v1/jobs/{id}` until the job is done or failed (or the timeout passes)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
+        if job["status"] in ("done", "failed") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.1)

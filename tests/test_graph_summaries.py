@@ -133,7 +133,8 @@ def test_report_hash_is_unchanged_without_claims_and_changes_with_them():
         old.update(f"E\x1f{e.key}\x1f{e.name}\x1f{e.type}\x1f{e.description}\x1f{e.chunk_ids}\n".encode())
     for r in rels:
         old.update(f"R\x1f{r.source_key}\x1f{r.target_key}\x1f{r.description}\x1f{r.weight}\n".encode())
-    assert input_hash(ents, rels) == input_hash(ents, rels, []) == old.hexdigest()
+    assert input_hash(ents, rels) == input_hash(ents, rels, []) == input_hash(ents, rels, [], "") == old.hexdigest()
+    assert input_hash(ents, rels, [], "2") != old.hexdigest()  # a new recipe rewrites the report once
 
     claims = [GraphClaim("payments", "incident", INCIDENT, "TRUE", (1,)),
               GraphClaim("billing", "ownership", "Owns the invoice run.", "SUSPECTED", (2,))]

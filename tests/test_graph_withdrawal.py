@@ -7,9 +7,6 @@ sets are read straight from the tables (withdrawn or not); "served" sets go thro
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from fastapi.testclient import TestClient
@@ -20,7 +17,7 @@ from graph import store
 from graph.build import BuildSettings, OfflineReporter, build_graph
 from graph.extract_offline import OfflineExtractor
 from graph.query import ask_global
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, crossroads_ok
 from vector import store as vector_store
 from vector.ingest import ingest_documents
 from vector.sources import load_source
@@ -42,17 +39,8 @@ def graph(db, settings, local_embedder):
     return TENANT
 
 
-@pytest.fixture(scope="module")
-def cli_env(db, tmp_path_factory):
-    return dict(os.environ, CROSSROADS_DATABASE_URL=db.url,
-                CROSSROADS_STATE_DIR=str(tmp_path_factory.mktemp("withdrawal-cli")))
 
 
-def crossroads(env, *args) -> str:
-    proc = subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr}"
-    return proc.stdout
 
 
 def doc_chunks(conn, doc_id: str) -> list[int]:
@@ -109,7 +97,7 @@ def test_narrowed_acl_withdraws_the_documents_text_from_the_level_that_lost_it(d
 
     assert_withdrawn_exactly(before["staff"], after["staff"], gone["staff"])
     assert gone["all"]["entities"] and after["all"] == before["all"]  # `all` still reads an `hr` chunk
-    listed = json.loads(crossroads(cli_env, "communities", "list", "--tenant", TENANT, "--level", "staff", "--json"))
+    listed = json.loads(crossroads_ok(cli_env, "communities", "list", "--tenant", TENANT, "--level", "staff", "--json"))
     assert {c["id"] for c in listed["communities"]} == after["staff"]["reports"]
     with db.connection() as conn:
         names = {e["name"] for e in store.entities_by_key(conn, TENANT, "staff", sorted(gone["staff"]["entities"]))}
@@ -233,10 +221,10 @@ def test_rebuild_serves_fresh_rows_and_writes_every_withdrawn_report_anew(db, gr
         assert gone["staff"][kind] and not waiting["staff"][kind] & gone["staff"][kind], kind
     assert gone["staff"]["reports"] <= withdrawn_reports
     command = f"crossroads graph build --tenant {TENANT} --level staff"
-    status = json.loads(crossroads(cli_env, "graph", "status", "--tenant", TENANT, "--json"))
+    status = json.loads(crossroads_ok(cli_env, "graph", "status", "--tenant", TENANT, "--json"))
     staff = next(lvl for lvl in status["levels"] if lvl["level"] == "staff")
     assert staff["withdrawn"]["reports"] > 0 and staff["rebuild"] == command
-    assert f"run `{command}` to rebuild" in crossroads(cli_env, "graph", "status", "--tenant", TENANT)
+    assert f"run `{command}` to rebuild" in crossroads_ok(cli_env, "graph", "status", "--tenant", TENANT)
 
     build_graph(db, TENANT, None, OfflineExtractor(), OfflineReporter(), local_embedder, BuildSettings())
 
@@ -258,5 +246,5 @@ def test_rebuild_serves_fresh_rows_and_writes_every_withdrawn_report_anew(db, gr
         assert fresh[kind] and fresh[kind] <= now_served[kind], kind  # the document's text is served again
     assert withdrawn_reports & set(generated)
     assert all(generated[c] >= started for c in withdrawn_reports & set(generated))
-    text = crossroads(cli_env, "graph", "status", "--tenant", TENANT)
+    text = crossroads_ok(cli_env, "graph", "status", "--tenant", TENANT)
     assert "level staff: serves" in text and "withdrawn" not in text

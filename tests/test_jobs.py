@@ -7,9 +7,6 @@ thread of the API under test knows about, and by the CLI run as a real process.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -23,7 +20,7 @@ from core.database import open_database
 from core.errors import JobRunningError
 from graph.build import BuildSettings, OfflineReporter, build_graph, create_build_job
 from graph.extract_offline import OfflineExtractor
-from tests.conftest import ROOT
+from tests.conftest import run_crossroads, wait_for_job
 from vector.ingest import ingest_documents
 from vector.sources import SourceDocument
 
@@ -31,14 +28,8 @@ KIND = "graph-build"
 PROBLEM = "application/problem+json"
 
 
-@pytest.fixture(scope="module")
-def cli_env(db, tmp_path_factory):
-    return dict(os.environ, CROSSROADS_DATABASE_URL=db.url, CROSSROADS_STATE_DIR=str(tmp_path_factory.mktemp("jobs-cli")))
 
 
-def crossroads(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
 
 
 def one_line(text: str) -> str:
@@ -76,13 +67,6 @@ def finish(db, job_id: int) -> None:
         jobs.update_job(conn, job_id, status="done", stage="done")
 
 
-def wait_for_job(client, headers, job_id: int, timeout_s: float = 120) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        if job["status"] in ("done", "failed") or time.monotonic() > deadline:
-            return job
-        time.sleep(0.1)
 
 
 def is_abandoned(job: dict) -> bool:
@@ -104,14 +88,14 @@ def test_job_silent_past_its_lease_is_reported_failed_everywhere(db, client, cli
     assert job["finished_at"] == job["heartbeat_at"]  # it stopped at its last sign of life
     assert stored_row(db, job_id)["status"] == "running"  # derived on read: a read writes nothing
 
-    over_http = client.get(f"/v1/jobs/{job_id}", headers=bearer(db, tenant, "reader"))
+    over_http = client.get(f"/v1/jobs/{job_id}", headers=bearer(db, tenant, "admin"))
     assert over_http.status_code == 200 and is_abandoned(over_http.json()), over_http.text
 
-    status = crossroads(cli_env, "graph", "status", "--tenant", tenant, "--json")
+    status = run_crossroads(cli_env, "graph", "status", "--tenant", tenant, "--json")
     assert status.returncode == 0, status.stderr
     [listed] = json.loads(status.stdout)["jobs"]
     assert listed["id"] == job_id and is_abandoned(listed)
-    text = crossroads(cli_env, "graph", "status", "--tenant", tenant)
+    text = run_crossroads(cli_env, "graph", "status", "--tenant", tenant)
     assert f"job {job_id}: failed" in text.stdout and "abandoned: no heartbeat since" in one_line(text.stdout)
 
 
@@ -178,12 +162,12 @@ def test_http_build_is_refused_with_409_while_another_process_builds(db, client,
 def test_cli_build_is_refused_while_another_process_builds(db, cli_env, tenant):
     running = live_job(db, tenant)
 
-    refused = crossroads(cli_env, "graph", "build", "--tenant", tenant)
+    refused = run_crossroads(cli_env, "graph", "build", "--tenant", tenant)
 
     assert refused.returncode == 1, refused.stderr
     message = one_line(refused.stderr)
     assert f"job {running}" in message and f"crossroads graph status --tenant {tenant}" in message, message
-    other = crossroads(cli_env, "graph", "build", "--tenant", f"{tenant}_other", "--json")
+    other = run_crossroads(cli_env, "graph", "build", "--tenant", f"{tenant}_other", "--json")
     assert other.returncode == 0, other.stderr
     assert json.loads(other.stdout)["status"] == "done"
     finish(db, running)
