@@ -28,6 +28,7 @@ from graph.assemble import assemble_with_descriptions, drop_entities, gather_cla
 from graph.communities import Community, detect_communities, match_communities, membership_hash, relabel
 from graph.extract_offline import prune_entities
 from graph.levels import AccessLevel
+from graph.status import BUILD_KIND
 from graph.reports import (OFFLINE_RECIPE, community_claims, community_inputs, input_chunk_ids, input_hash,
                            offline_report)
 from graph.resolve import merge_descriptions, resolve
@@ -334,7 +335,7 @@ def create_build_job(db: Database, tenant: str, level_name: str | None, extracto
         params = {"level": level_name, "extractor": extractor.name, "model": extractor.model or reporter.model}
         if summarizer is not None:
             params["summarizer"] = summarizer.name
-        return jobs.create_job(conn, "graph-build", tenant, params, db.job_lease_s)
+        return jobs.create_job(conn, BUILD_KIND, tenant, params, db.job_lease_s)
 
 
 class JobProgress:

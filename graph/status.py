@@ -19,7 +19,7 @@ from graph import store
 from graph.levels import AccessLevel
 
 GRAPH_TEXT_KINDS = ("entities", "relationships", "reports")
-BUILD_KIND = "graph-build"
+BUILD_KIND = "graph-build"  # the jobs.kind of a graph build (graph.build writes it)
 STATES_NEEDING_A_BUILD = ("emptied", "unbuilt", "withdrawn")
 # What a status shows of a build job (its counts, one LevelReport per level, are in GET /v1/jobs/{id}).
 BUILD_FIELDS = ("id", "status", "stage", "created_at", "started_at", "finished_at", "heartbeat_at", "usage", "errors")
