@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 
 import numpy as np
 import pytest
@@ -269,6 +270,27 @@ def test_fulltext_statistics_follow_every_write_per_reader(db, settings, local_e
         with conn.transaction(force_rollback=True):
             conn.execute("TRUNCATE chunks CASCADE")
             assert kept_fulltext_stats(conn, tenant, ["hr", "public", "staff"]) == (0, 0, {})
+
+
+def test_deletes_and_acl_changes_outside_an_ingest_fold_their_statistics_once_due(
+        db, settings, local_embedder, tmp_path, monkeypatch):
+    tenant = f"stats_fold_{uuid.uuid4().hex[:6]}"
+    for name, text in STATS_CORPUS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    docs, skipped = load_source(tmp_path, [], settings.max_document_bytes)
+    assert ingest_documents(db, local_embedder, settings, tenant, docs, skipped).clean
+    pending = "SELECT count(*) FROM fulltext_lexeme_stats WHERE tenant_id = %s AND NOT compacted"
+    with db.connection() as conn:
+        store.set_acl(conn, tenant, "b.md", ["staff"])  # below the threshold: the deltas wait
+        assert conn.execute(pending, (tenant,)).fetchone()[0] > 0
+    monkeypatch.setattr(store, "STATS_COMPACT_MIN_PENDING", 1)
+    with db.connection() as conn:
+        store.set_acl(conn, tenant, "b.md", ["hr"])
+        assert conn.execute(pending, (tenant,)).fetchone()[0] == 0
+        store.delete_documents(conn, tenant, ["a.md"])
+        assert conn.execute(pending, (tenant,)).fetchone()[0] == 0
+        for groups in (["staff"], ["hr"], ["hr", "public", "staff"]):
+            assert kept_fulltext_stats(conn, tenant, groups) == live_fulltext_stats(conn, tenant, groups)
 
 
 def test_bm25_reads_exact_counts_of_what_the_reader_may_see(corpus_tenant, searcher):

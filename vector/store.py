@@ -146,6 +146,8 @@ def delete_documents(conn: psycopg.Connection, tenant: str, doc_ids: list[str]) 
         docs = conn.execute(
             "DELETE FROM documents WHERE tenant_id = %s AND doc_id = ANY(%s)", (tenant, doc_ids)
         ).rowcount
+    # deletes through the API or CLI add statistics deltas too: fold them here, not at the next ingest
+    compact_fulltext_stats(conn, tenant)
     return docs, chunks
 
 
@@ -168,6 +170,7 @@ def set_acl(conn: psycopg.Connection, tenant: str, doc_id: str, acl: list[str]) 
             "UPDATE chunks SET acl = %s, updated_at = now() WHERE tenant_id = %s AND doc_id = %s",
             (acl, tenant, doc_id),
         )
+    compact_fulltext_stats(conn, tenant)
     return bool(found)
 
 
@@ -248,9 +251,11 @@ def readable_documents(conn: psycopg.Connection, tenant: str, groups: list[str],
     return [dict(zip(keys, r)) for r in rows]
 
 
-def compact_fulltext_stats(conn: psycopg.Connection, tenant: str, min_pending: int = STATS_COMPACT_MIN_PENDING) -> bool:
-    """Fold the tenant's statistics deltas into one row per key once at least `min_pending` have
-    piled up (each written statement adds a row per lexeme and ACL); returns whether it did."""
+def compact_fulltext_stats(conn: psycopg.Connection, tenant: str, min_pending: int | None = None) -> bool:
+    """Fold the tenant's statistics deltas into one row per key once at least `min_pending`
+    (default STATS_COMPACT_MIN_PENDING) have piled up (each written statement adds a row per lexeme
+    and ACL); returns whether it did."""
+    min_pending = STATS_COMPACT_MIN_PENDING if min_pending is None else min_pending
     pending = conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM fulltext_lexeme_stats WHERE tenant_id = %s AND NOT compacted"
         " LIMIT %s) p", (tenant, min_pending),
