@@ -98,7 +98,9 @@ def eval_command(
         _fail(CrossroadsError(str(exc)))
     if not dataset.labelled:
         _fail(CrossroadsError(f"{dataset_dir} has no relevance labels (gold or qrels.tsv): nothing to measure"))
-    settings = get_settings()
+    # each config asks the same questions: with the query-vector cache, every config after the first
+    # would report latencies without the embedding step, so eval measures questions asked afresh
+    settings = get_settings().model_copy(update={"query_embedding_cache": 0})
     with _database(settings) as db:
         base = make_embedder(settings)
         with _progress(f"indexing {dataset.name}") as progress:

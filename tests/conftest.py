@@ -90,6 +90,7 @@ class CountingEmbedder:
         self.dimension = inner.dimension
         self.texts_embedded = 0
         self.calls = 0
+        self.queries = 0
 
     def embed_documents(self, texts):
         self.calls += 1
@@ -97,6 +98,7 @@ class CountingEmbedder:
         return self.inner.embed_documents(texts)
 
     def embed_query(self, text):
+        self.queries += 1
         return self.inner.embed_query(text)
 
 

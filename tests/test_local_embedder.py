@@ -39,3 +39,32 @@ def test_concurrent_calls_give_the_same_vectors_and_a_query_does_not_wait_for_a_
     np.testing.assert_array_equal(out["questions"], alone_questions)
     # six short questions against 48 long passages: with a lock they would queue behind the batch
     assert finished == ["questions", "batch"]
+
+
+def test_query_vectors_are_remembered_read_only_and_the_oldest_go_first(local_embedder):
+    from core.embeddings import QueryEmbeddingCache
+    from tests.conftest import CountingEmbedder
+
+    counting = CountingEmbedder(local_embedder)
+    cached = QueryEmbeddingCache(counting, size=2)
+    first = cached.embed_query(QUESTIONS[0])
+    assert cached.embed_query(QUESTIONS[0]) is first and counting.queries == 1  # the model ran once
+    np.testing.assert_array_equal(first, local_embedder.embed_query(QUESTIONS[0]))
+    assert not first.flags.writeable  # a caller cannot change what the next one gets
+    cached.embed_query(QUESTIONS[1])
+    cached.embed_query(QUESTIONS[2])  # over the size: QUESTIONS[0] was the least recently used
+    cached.embed_query(QUESTIONS[0])
+    assert counting.queries == 4
+    cached.embed_documents(DOCS[:2])
+    cached.embed_documents(DOCS[:2])
+    assert counting.calls == 2 and counting.texts_embedded == 4  # passages are never cached here
+
+
+def test_the_configured_searcher_caches_query_vectors_unless_turned_off(db, settings, local_embedder):
+    from core.embeddings import QueryEmbeddingCache
+    from vector.factory import make_searcher
+
+    with make_searcher(db, settings, embedder=local_embedder) as searcher:
+        assert isinstance(searcher.embedder, QueryEmbeddingCache)
+    with make_searcher(db, settings.model_copy(update={"query_embedding_cache": 0}), embedder=local_embedder) as plain:
+        assert plain.embedder is local_embedder

@@ -8,7 +8,7 @@ def make_searcher(db, settings: Settings, reranker: str | None = None, *, embedd
                   threshold: bool = True):
     """The configured searcher. `threshold=False` keeps every reranked hit (ranking evaluation);
     `embedder`/`vectors="staged"` searches another model's staged vectors (eval --embeddings)."""
-    from core.embeddings import make_embedder
+    from core.embeddings import QueryEmbeddingCache, make_embedder
     from vector.rerank import make_reranker
     from vector.search import HybridSearcher
 
@@ -20,6 +20,8 @@ def make_searcher(db, settings: Settings, reranker: str | None = None, *, embedd
         # the calibrated cut is only meaningful for the embedding model it was fitted with
         cutoff = getattr(chosen, "suggested_threshold", None)
     timeout = settings.rerank_llm_timeout_s if (reranker or settings.reranker) == "llm" else settings.rerank_timeout_s
+    if settings.query_embedding_cache:
+        embedder = QueryEmbeddingCache(embedder, settings.query_embedding_cache)
     return HybridSearcher(
         db, embedder, ef_search=settings.hnsw_ef_search,
         candidates=settings.search_candidates, rrf_k=settings.rrf_k, reranker=chosen,
