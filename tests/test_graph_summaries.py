@@ -22,7 +22,7 @@ from graph.build import BuildSettings, LevelReport, OfflineReporter, assemble_le
 from graph.estimate import estimate_summaries
 from graph.communities import Community
 from graph.extract_llm import LLMExtractor
-from graph.reports import distinct_sentences, input_hash, offline_report
+from graph.reports import input_hash, offline_report
 from graph.reports_llm import LLMReporter, build_context, estimate_tokens
 from graph.summarize import LLMDescriptionSummarizer, needs_summary, summary_hash, summary_requests
 from graph.types import (ChunkInput, ExtractedClaim, ExtractedEntity, ExtractedRelationship, Extraction, GraphClaim,
@@ -184,34 +184,6 @@ def test_offline_report_adds_claims_only_when_there_are_some():
     assert finding == {"summary": "Payments: incident (true)", "explanation": INCIDENT, "entity_keys": ["payments"],
                        "chunk_ids": [7]}
     assert 7 in with_claim["source_chunk_ids"]
-
-
-def test_offline_report_says_each_sentence_once():
-    shared = "Anna Petrova and Boris Ivanov moved the billing service to the new cluster in March."
-    headed = "Migration log: " + shared  # a heading run into the sentence by the source's layout
-    ents = [
-        GraphEntity("anna petrova", "Anna Petrova", "PERSON", f"{shared} Anna Petrova leads the platform team.", (1, 2), 2),
-        GraphEntity("boris ivanov", "Boris Ivanov", "PERSON", f"{headed} Boris Ivanov runs the on-call rota.", (1, 3), 2),
-        GraphEntity("billing", "Billing", "SYSTEM", shared, (1,), 2),
-    ]
-    rels = [GraphRelationship("anna petrova", "boris ivanov", shared, 5.0, (1,)),
-            GraphRelationship("billing", "boris ivanov", "Boris Ivanov runs the on-call rota.", 3.0, (3,))]
-    report = offline_report(ents, rels)
-    said = report["summary"].split(". ") + [s for f in report["findings"] for s in f["explanation"].split(". ")]
-    words = [" ".join(re.findall(r"\w+", s.lower())) for s in said]
-    assert sum(shared.lower().rstrip(".") in w for w in words) == 1  # the shared sentence, headed or not, once
-    billing = next(f for f in report["findings"] if f["entity_keys"] == ["billing"])
-    assert billing["explanation"] == "Billing is mentioned in 1 passage."  # all it had was said already
-    on_call = next(f for f in report["findings"] if f["entity_keys"] == ["billing", "boris ivanov"])
-    assert on_call["explanation"] == "Billing and Boris Ivanov appear together in 1 passage."
-
-
-def test_distinct_sentences_keep_the_shorter_of_two_that_repeat_and_what_a_longer_one_adds():
-    assert distinct_sentences(["Log: The disk filled up.", "The disk filled up.", "The disk filled up."]) == [
-        "The disk filled up."]
-    short, long = "No, it is true.", "He said no, it is true that the team shipped the whole engine in one year."
-    assert distinct_sentences([long, short]) == [long, short]  # the long one says much more: both stay
-    assert distinct_sentences(["A.", "", "  "]) == ["A."]
 
 
 # --- builds through the fake Messages API ----------------------------------------------------------

@@ -3,14 +3,10 @@ from __future__ import annotations
 
 import math
 import time
-import uuid
 
-import numpy as np
 import pytest
-from psycopg import sql
 
-from tests.conftest import unit
-from vector import search_sql, store
+from vector import search_sql
 from vector.bm25 import select_match_groups, select_match_terms
 from vector.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
 from vector.fusion import DENSE_WEIGHT, rrf, zscore_fusion
@@ -197,102 +193,6 @@ def test_chunk_of_hr_never_reaches_a_user_without_hr(db, corpus_tenant, searcher
     assert insider.hits[0].doc_id == "hr/bonus.md" and insider.hits[0].title == "Bonus formula"
 
 
-STATS_CORPUS = {
-    "a.md": "---\nacl: [staff]\n---\nGateway retries back off exponentially. The gateway parks calls.\n",
-    "b.md": "---\nacl: [hr]\n---\nThe bonus formula multiplies salary. Gateway access needs approval.\n",
-    "c.md": "---\nacl: [staff, public]\n---\nStatus page: the gateway was down for a minute.\n",
-}
-
-
-def live_fulltext_stats(conn, tenant, groups) -> tuple[int, int, dict[str, int]]:
-    """N, total length and per-lexeme document frequencies counted from the chunks themselves."""
-    n, total = conn.execute("SELECT count(*), coalesce(sum(length(tsv)), 0) FROM chunks"
-                            " WHERE tenant_id = %s AND acl && %s", (tenant, groups)).fetchone()
-    dfs = conn.execute("SELECT x, count(*) FROM chunks, unnest(tsvector_to_array(tsv)) AS x"
-                       " WHERE tenant_id = %s AND acl && %s GROUP BY x", (tenant, groups)).fetchall()
-    return int(n), int(total), {x: int(df) for x, df in dfs}
-
-
-def kept_fulltext_stats(conn, tenant, groups) -> tuple[int, int, dict[str, int]]:
-    n, total = conn.execute("SELECT coalesce(sum(chunks), 0), coalesce(sum(lexemes), 0) FROM fulltext_acl_stats"
-                            " WHERE tenant_id = %s AND acl && %s", (tenant, groups)).fetchone()
-    dfs = conn.execute("SELECT lexeme, sum(df) FROM fulltext_lexeme_stats WHERE tenant_id = %s AND acl && %s"
-                       " GROUP BY lexeme HAVING sum(df) <> 0", (tenant, groups)).fetchall()
-    return int(n), int(total), {x: int(df) for x, df in dfs}
-
-
-def test_fulltext_statistics_follow_every_write_per_reader(db, settings, local_embedder, tmp_path):
-    tenant, readers = "t_stats", (["staff"], ["hr"], ["public"], ["hr", "public", "staff"])
-
-    def ingest(files: dict[str, str]) -> None:
-        for name, text in files.items():
-            (tmp_path / name).write_text(text, encoding="utf-8")
-        docs, skipped = load_source(tmp_path, [], settings.max_document_bytes)
-        assert ingest_documents(db, local_embedder, settings, tenant, docs, skipped, prune=True).clean
-
-    def check(step: str) -> dict:
-        with db.connection() as conn:
-            kept = {tuple(g): kept_fulltext_stats(conn, tenant, g) for g in readers}
-            for groups in readers:
-                assert kept[tuple(groups)] == live_fulltext_stats(conn, tenant, groups), (step, groups)
-        return kept
-
-    ingest(STATS_CORPUS)
-    first = check("ingest")
-    assert first[("staff",)][2]["gateway"] == 2 and first[("hr",)][2]["gateway"] == 1  # per reader, not per table
-    assert "bonus" not in first[("staff",)][2]
-    with db.connection() as conn, conn.transaction(force_rollback=True):
-        deltas = "SELECT count(*) FROM fulltext_lexeme_stats WHERE tenant_id = %s"
-        before = conn.execute(deltas, (tenant,)).fetchone()[0]
-        conn.execute("UPDATE chunks SET embedding = embedding, updated_at = now() WHERE tenant_id = %s", (tenant,))
-        assert conn.execute(deltas, (tenant,)).fetchone()[0] == before  # a vector swap writes no statistics
-        conn.execute("UPDATE chunks SET lang = 'simple' WHERE tenant_id = %s AND doc_id = 'a.md'", (tenant,))
-        assert kept_fulltext_stats(conn, tenant, ["staff"]) == live_fulltext_stats(conn, tenant, ["staff"])
-    with db.connection() as conn:
-        store.set_acl(conn, tenant, "b.md", ["staff"])
-        conn.commit()
-    assert check("acl change")[("staff",)][2]["bonus"] == 1
-    ingest({"c.md": "---\nacl: [public]\n---\nStatus page: all systems normal.\n"})  # changed text and ACL
-    check("changed document")
-    (tmp_path / "a.md").unlink()
-    ingest({})  # prune: a.md is deleted (and b.md's file puts it back under hr)
-    after = check("delete")
-    assert "gateway" not in after[("staff",)][2] and after[("hr",)][2]["gateway"] == 1
-    with db.connection() as conn:
-        assert store.compact_fulltext_stats(conn, tenant, min_pending=1)
-        conn.commit()
-        assert conn.execute("SELECT count(*) FROM fulltext_lexeme_stats WHERE tenant_id = %s AND NOT compacted",
-                            (tenant,)).fetchone()[0] == 0
-        assert conn.execute("SELECT count(*) FROM fulltext_lexeme_stats WHERE tenant_id = %s"
-                            " GROUP BY lexeme, acl HAVING count(*) > 1", (tenant,)).fetchall() == []
-    check("compaction")
-    with db.connection() as conn:  # TRUNCATE fires no DELETE trigger: its own trigger empties the statistics
-        with conn.transaction(force_rollback=True):
-            conn.execute("TRUNCATE chunks CASCADE")
-            assert kept_fulltext_stats(conn, tenant, ["hr", "public", "staff"]) == (0, 0, {})
-
-
-def test_deletes_and_acl_changes_outside_an_ingest_fold_their_statistics_once_due(
-        db, settings, local_embedder, tmp_path, monkeypatch):
-    tenant = f"stats_fold_{uuid.uuid4().hex[:6]}"
-    for name, text in STATS_CORPUS.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    docs, skipped = load_source(tmp_path, [], settings.max_document_bytes)
-    assert ingest_documents(db, local_embedder, settings, tenant, docs, skipped).clean
-    pending = "SELECT count(*) FROM fulltext_lexeme_stats WHERE tenant_id = %s AND NOT compacted"
-    with db.connection() as conn:
-        store.set_acl(conn, tenant, "b.md", ["staff"])  # below the threshold: the deltas wait
-        assert conn.execute(pending, (tenant,)).fetchone()[0] > 0
-    monkeypatch.setattr(store, "STATS_COMPACT_MIN_PENDING", 1)
-    with db.connection() as conn:
-        store.set_acl(conn, tenant, "b.md", ["hr"])
-        assert conn.execute(pending, (tenant,)).fetchone()[0] == 0
-        store.delete_documents(conn, tenant, ["a.md"])
-        assert conn.execute(pending, (tenant,)).fetchone()[0] == 0
-        for groups in (["staff"], ["hr"], ["hr", "public", "staff"]):
-            assert kept_fulltext_stats(conn, tenant, groups) == live_fulltext_stats(conn, tenant, groups)
-
-
 def test_bm25_reads_exact_counts_of_what_the_reader_may_see(corpus_tenant, searcher):
     query = "Thornbury bonus formula"  # the words exist only in the hr document
     outsider = searcher.search(corpus_tenant, ["staff", "public"], query, mode="bm25").trace["bm25"]
@@ -476,87 +376,3 @@ def test_failed_vector_leg_degrades_hybrid_to_full_text(corpus_tenant, db, local
     with pytest.raises(TimeoutError):
         s.search(corpus_tenant, ["staff"], "ERR_2043", mode="dense")
     s.close()
-
-
-# --- the vector leg at scale: selective filter, HNSW index -----------------------------------
-
-ROWS, RARE_EVERY = 5000, 100  # 1% of the rows are readable by group `rare`
-
-
-@pytest.fixture(scope="module")
-def synthetic_tenant(db, local_embedder) -> str:
-    """5,000 chunks with random unit vectors, written directly (no embedding), and the HNSW index."""
-    tenant, model, dim = "t_synthetic", local_embedder.model_id, local_embedder.dimension
-    rng = np.random.default_rng(7)
-    with db.connection() as conn:
-        with conn.transaction():
-            conn.execute(
-                "INSERT INTO documents (tenant_id, doc_id, lang, acl, content_hash, index_key)"
-                " VALUES (%s, 'synthetic', 'simple', '{common,rare}', 'x', 'x')", (tenant,)
-            )
-            with conn.cursor().copy(
-                "COPY chunks (tenant_id, doc_id, chunk_no, content, acl, content_hash, lang, embedding, embed_model)"
-                " FROM STDIN (FORMAT BINARY)"
-            ) as copy:
-                copy.set_types(["text", "text", "int4", "text", "text[]", "text", "text", "vector", "text"])
-                for i in range(ROWS):
-                    acl = ["rare"] if i % RARE_EVERY == 0 else ["common"]
-                    copy.write_row((tenant, "synthetic", i, f"row {i}", acl, f"h{i}", "simple", unit(rng.normal(size=dim)), model))
-        store.ensure_vector_index(conn, model, dim)
-        conn.execute("ANALYZE chunks")
-        conn.commit()
-    return tenant
-
-
-def run_vector_sql(db, model, tenant, groups, vector, *, limit, ef_search=40, iterative=True, planner=(), explain=False):
-    """The vector leg's exact statement under the leg's settings, plus planner settings for tests."""
-    with db.connection() as conn, search_sql.read_only(conn):
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
-        conn.execute("SELECT set_config('hnsw.iterative_scan', %s, true)", ("strict_order" if iterative else "off",))
-        for name, value in planner:
-            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
-        statement = search_sql.vector_query(model, search_sql.model_dimension(conn, model))
-        rows = conn.execute(
-            sql.SQL("EXPLAIN ") + statement if explain else statement,
-            {"vec": vector, "tenant": tenant, "groups": groups, "limit": limit},
-        ).fetchall()
-    return "\n".join(r[0] for r in rows) if explain else [r[0] for r in rows]
-
-
-def test_explain_shows_the_hnsw_index_is_used(db, local_embedder, synthetic_tenant):
-    vector = local_embedder.embed_query("any question")
-    plan = run_vector_sql(db, local_embedder.model_id, synthetic_tenant, ["common"], vector, limit=50, explain=True)
-    assert store.vector_index_name(local_embedder.model_id) in plan, plan
-
-
-def test_selective_filter_still_returns_k_results(db, local_embedder, synthetic_tenant):
-    if not db.supports_iterative_scan:
-        pytest.skip("pgvector < 0.8 has no iterative index scans")
-    # Through the searcher: the planner may pick the HNSW walk or an exact scan of the 50 rare rows.
-    s = HybridSearcher(db, local_embedder, ef_search=40, candidates=20)
-    result = s.search(synthetic_tenant, ["rare"], "any question", k=10, mode="dense")
-    s.close()
-    vector_stage = result.trace["stages"]["vector"]
-    assert len(vector_stage) == 20 and len(result.hits) == 10
-    with db.connection() as conn:
-        chunk_nos = [r[0] for r in conn.execute("SELECT chunk_no FROM chunks WHERE id = ANY(%s)", ([e["id"] for e in vector_stage],))]
-    assert all(n % RARE_EVERY == 0 for n in chunk_nos)
-    # Through the HNSW walk itself (sorting priced out so the planner cannot take the exact path):
-    # ef_search = 40 sees ~0.4 rare rows, so only the iterative scan fills the LIMIT.
-    vector = local_embedder.embed_query("any question")
-    args = (db, local_embedder.model_id, synthetic_tenant, ["rare"], vector)
-    forced = (("enable_sort", "off"),)
-    plan = run_vector_sql(*args, limit=20, planner=forced, explain=True)
-    assert store.vector_index_name(local_embedder.model_id) in plan and "Sort" not in plan, plan
-    assert len(run_vector_sql(*args, limit=20, planner=forced)) == 20
-    assert len(run_vector_sql(*args, limit=20, planner=forced, iterative=False)) < 20
-
-
-def test_full_text_on_a_large_tenant_selects_candidates_by_the_rare_term(db, local_embedder, synthetic_tenant):
-    """'row' is in all 5,000 rows, '17' in one: only '17' selects."""
-    s = HybridSearcher(db, local_embedder)
-    result = s.search(synthetic_tenant, ["common", "rare"], "row 17", k=3, mode="bm25")
-    s.close()
-    bm25 = result.trace["bm25"]
-    assert bm25["df"]["row"] == ROWS and bm25["df"]["17"] == 1 and bm25["match"] == ["17"]
-    assert [h.text for h in result.hits] == ["row 17"]
