@@ -142,7 +142,9 @@ def test_pair_candidates_are_filled_from_the_rarest_term(corpus_tenant, db, loca
         result = tight.search(corpus_tenant, ["staff", "public"], "error 2043 every", k=5, mode="bm25")
     bm25 = result.trace["bm25"]
     assert bm25["match"] == ["2043 & error"] and bm25["match_fallback"] == ["2043"]
-    assert [h.doc_id for h in result.hits] == ["payments.md"]  # one row scored: the budget is also the cap
+    # one row scored, the budget is also the cap: the first of the two holding "2043" in scan order,
+    # which depends on where earlier writes left free space, so either may be the one
+    assert len(result.hits) == 1 and result.hits[0].doc_id in {"payments.md", "status.md"}
 
 
 def test_capped_candidates_are_the_same_on_every_run(corpus_tenant, db, local_embedder):
