@@ -59,7 +59,7 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
 
     with svc.jobs_lock:
         running = svc.jobs.get(tenant)
-        if running is not None and running.thread.is_alive():
+        if running is not None and running.thread.is_alive() and _still_running(svc, running.job_id):
             raise _build_running(running.job_id)
         try:
             job_id = create_build_job(db, tenant, body.level, pipeline.extractor, pipeline.reporter,
@@ -82,6 +82,14 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
         svc.jobs[tenant] = RunningBuild(job_id, thread)
     response.headers["Location"] = f"/v1/jobs/{job_id}"
     return {"job_id": job_id, "status": "running", "href": f"/v1/jobs/{job_id}", "estimate": estimate}
+
+
+def _still_running(svc: Services, job_id: int) -> bool:
+    """Whether the job row still says running: a build thread lives on for a moment after its build
+    recorded the end, and a start in that moment must not be refused in the finished job's name."""
+    with svc.db().connection() as conn:
+        job = jobs.get_job(conn, job_id, svc.db().job_lease_s)
+    return job is not None and job["status"] == "running"
 
 
 def _forget_build(svc: Services, tenant: str, job_id: int) -> None:
