@@ -178,14 +178,12 @@ def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> Non
     """The last graph builds of a tenant, and per level (groups, chunks) what its graph serves and what it
     has withdrawn (text whose source chunks were deleted or narrowed since the build) until the next build."""
     from graph import store
-    from graph.status import STATES_NEEDING_A_BUILD, level_statuses, recent_builds
+    from graph.status import level_statuses, recent_builds
 
     with _database(get_settings()) as db, db.connection() as conn:
         builds = recent_builds(conn, tenant, db.job_lease_s)
-        levels = level_statuses(conn, tenant, store.list_levels(conn, tenant))
-    for lvl in levels:
-        needed = lvl["state"] in STATES_NEEDING_A_BUILD
-        lvl["rebuild"] = f"crossroads graph build --tenant {tenant} --level {lvl['level']}" if needed else None
+        levels = level_statuses(conn, tenant, store.list_levels(conn, tenant),
+                                lambda level: f"crossroads graph build --tenant {tenant} --level {level}")
     if json_out:
         _print_json({"jobs": builds, "levels": levels})
         return

@@ -19,7 +19,7 @@ from api.routes_query import ERRORS
 from api.schemas import CommunityDetail, CommunityList, EntityList, GraphStatus
 from graph import store
 from graph.levels import choose_level
-from graph.status import STATES_NEEDING_A_BUILD, level_statuses, recent_builds
+from graph.status import level_statuses, recent_builds
 
 router = APIRouter(prefix="/v1", tags=["graph"])
 
@@ -87,9 +87,7 @@ def graph_status(principal: Principal = Depends(reader), svc: Services = Depends
         levels = store.list_levels(conn, principal.tenant)
         access = choose_level(levels, set(principal.groups))
         shown = levels if is_admin else [access] if access else []
-        statuses = level_statuses(conn, principal.tenant, shown)
+        statuses = level_statuses(conn, principal.tenant, shown,
+                                  lambda level: f"POST /v1/jobs/graph-build {json.dumps({'level': level})}")
         builds = recent_builds(conn, principal.tenant, db.job_lease_s) if is_admin else None
-    for lvl in statuses:
-        needed = lvl["state"] in STATES_NEEDING_A_BUILD
-        lvl["rebuild"] = f"POST /v1/jobs/graph-build {json.dumps({'level': lvl['level']})}" if needed else None
     return {"access_level": access.name if access else None, "levels": statuses, "jobs": builds}

@@ -87,8 +87,9 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
 def _still_running(svc: Services, job_id: int) -> bool:
     """Whether the job row still says running: a build thread lives on for a moment after its build
     recorded the end, and a start in that moment must not be refused in the finished job's name."""
-    with svc.db().connection() as conn:
-        job = jobs.get_job(conn, job_id, svc.db().job_lease_s)
+    db = svc.db()
+    with db.connection() as conn:
+        job = jobs.get_job(conn, job_id, db.job_lease_s)
     return job is not None and job["status"] == "running"
 
 

@@ -90,9 +90,6 @@ class QueryEmbeddingCache:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self.inner.embed_documents(texts)
 
-    def cache_info(self):
-        return self._query.cache_info()
-
 
 def make_embedder(settings) -> Embedder:
     """The embedder the settings ask for."""

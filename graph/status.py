@@ -10,7 +10,7 @@ A level's state says whether a build would change it:
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import psycopg
 
@@ -34,8 +34,11 @@ def level_state(chunks: int, served: dict[str, int], withdrawn: dict[str, int], 
     return "withdrawn" if any(withdrawn.values()) else "built"
 
 
-def level_statuses(conn: psycopg.Connection, tenant: str, levels: Sequence[AccessLevel]) -> list[dict]:
-    """Per level (only these): groups, chunks read, communities, served and withdrawn text per kind, state."""
+def level_statuses(conn: psycopg.Connection, tenant: str, levels: Sequence[AccessLevel],
+                   build_command: Callable[[str], str]) -> list[dict]:
+    """Per level (only these): groups, chunks read, communities, served and withdrawn text per kind,
+    state, and `rebuild`: `build_command(level)` (how the caller's user starts a build) when a build
+    would change the level, else None."""
     text_counts = store.graph_text_counts(conn, tenant)
     communities = store.community_counts(conn, tenant)
     statuses = []
@@ -44,9 +47,10 @@ def level_statuses(conn: psycopg.Connection, tenant: str, levels: Sequence[Acces
         served = {k: kinds.get(k, {}).get("served", 0) for k in GRAPH_TEXT_KINDS}
         withdrawn = {k: kinds.get(k, {}).get("withdrawn", 0) for k in GRAPH_TEXT_KINDS}
         clustered = communities.get(level.name, 0)
+        state = level_state(level.chunks, served, withdrawn, clustered)
         statuses.append({"level": level.name, "groups": list(level.groups), "chunks": level.chunks,
-                         "communities": clustered, "served": served, "withdrawn": withdrawn,
-                         "state": level_state(level.chunks, served, withdrawn, clustered)})
+                         "communities": clustered, "served": served, "withdrawn": withdrawn, "state": state,
+                         "rebuild": build_command(level.name) if state in STATES_NEEDING_A_BUILD else None})
     return statuses
 
 
