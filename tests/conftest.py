@@ -158,16 +158,12 @@ def cli_env(db, tmp_path_factory):
     return dict(os.environ, CROSSROADS_DATABASE_URL=db.url, CROSSROADS_STATE_DIR=str(tmp_path_factory.mktemp("cli")))
 
 
-def run_crossroads(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env, capture_output=True,
+def crossroads(env: dict, *args: str, rc: int | None = 0) -> subprocess.CompletedProcess:
+    """`crossroads ARGS` as a user runs it; its exit code must be `rc` (None: the caller checks it)."""
+    proc = subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
-
-
-def crossroads_ok(env: dict, *args: str) -> str:
-    """stdout of a `crossroads` command that must succeed (its output in the failure message)."""
-    proc = run_crossroads(env, *args)
-    assert proc.returncode == 0, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr}"
-    return proc.stdout
+    assert rc is None or proc.returncode == rc, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr}"
+    return proc
 
 
 def wait_for_job(client, headers: dict, job_id: int, timeout_s: float = 120) -> dict:

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 import uuid
 
@@ -16,7 +14,7 @@ from pydantic import SecretStr
 from api import tokens
 from api.app import create_app
 from core.settings import Settings
-from tests.conftest import ROOT
+from tests.conftest import crossroads
 
 PROBLEM = "application/problem+json"
 SECRET = "hs256-secret-for-the-api-tests-0123456789"
@@ -26,11 +24,6 @@ def bearer(token: str) -> dict:
     return {"Authorization": f"Bearer {token}"}
 
 
-def crossroads(env, *args, rc=0):
-    proc = subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == rc, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr}"
-    return proc
 
 
 def test_token_cli_create_list_revoke(make_database, tmp_path, settings, local_embedder):

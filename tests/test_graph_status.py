@@ -17,7 +17,7 @@ from graph import store
 from graph.build import BuildSettings, OfflineReporter, build_graph
 from graph.extract_offline import OfflineExtractor
 from graph.pipeline import GraphPipeline
-from tests.conftest import FIXTURES, crossroads_ok, wait_for_job
+from tests.conftest import FIXTURES, crossroads, wait_for_job
 from vector import store as vector_store
 from vector.ingest import ingest_documents
 from vector.sources import SourceDocument, load_source
@@ -134,8 +134,8 @@ def test_build_clears_a_level_whose_chunks_are_all_gone_and_status_calls_it_empt
         vector_store.delete_documents(conn, EMPTIED, vector_store.document_ids(conn, EMPTIED))
     admin = bearer(db, EMPTIED, STAFF, "admin")
 
-    before = {lvl["level"]: lvl for lvl in json.loads(crossroads_ok(cli_env, "graph", "status", "--tenant", EMPTIED,
-                                                                 "--json"))["levels"]}
+    before = {lvl["level"]: lvl for lvl in json.loads(crossroads(cli_env, "graph", "status", "--tenant", EMPTIED,
+                                                                 "--json").stdout)["levels"]}
     assert before["all"]["state"] == "emptied" and before["all"]["withdrawn"]["entities"] > 0
     assert before["all"]["rebuild"] == f"crossroads graph build --tenant {EMPTIED} --level all"
 
@@ -143,14 +143,14 @@ def test_build_clears_a_level_whose_chunks_are_all_gone_and_status_calls_it_empt
 
     assert job["status"] == "done" and {lvl["level"] for lvl in job["counts"]["levels"]} == {"all", "staff"}
     assert stored_rows(db, EMPTIED) == dict.fromkeys(stored_rows(db, EMPTIED), 0)
-    cli = json.loads(crossroads_ok(cli_env, "graph", "status", "--tenant", EMPTIED, "--json"))
+    cli = json.loads(crossroads(cli_env, "graph", "status", "--tenant", EMPTIED, "--json").stdout)
     over_http = client.get("/v1/graph/status", headers=admin).json()
     for levels in (cli["levels"], over_http["levels"]):
         assert {lvl["level"] for lvl in levels} == {"all", "staff"}
         for lvl in levels:
             assert lvl["state"] == "empty" and lvl["rebuild"] is None and lvl["chunks"] == 0, lvl
             assert lvl["withdrawn"] == lvl["served"] == dict.fromkeys(KINDS, 0) and lvl["communities"] == 0, lvl
-    text = " ".join(crossroads_ok(cli_env, "graph", "status", "--tenant", EMPTIED).split())
+    text = " ".join(crossroads(cli_env, "graph", "status", "--tenant", EMPTIED).stdout.split())
     assert "level all: empty" in text and "level staff: empty" in text
     assert "withdrawn" not in text and "crossroads graph build" not in text
 

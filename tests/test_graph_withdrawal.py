@@ -17,7 +17,7 @@ from graph import store
 from graph.build import BuildSettings, OfflineReporter, build_graph
 from graph.extract_offline import OfflineExtractor
 from graph.query import ask_global
-from tests.conftest import FIXTURES, crossroads_ok
+from tests.conftest import FIXTURES, crossroads
 from vector import store as vector_store
 from vector.ingest import ingest_documents
 from vector.sources import load_source
@@ -97,7 +97,7 @@ def test_narrowed_acl_withdraws_the_documents_text_from_the_level_that_lost_it(d
 
     assert_withdrawn_exactly(before["staff"], after["staff"], gone["staff"])
     assert gone["all"]["entities"] and after["all"] == before["all"]  # `all` still reads an `hr` chunk
-    listed = json.loads(crossroads_ok(cli_env, "communities", "list", "--tenant", TENANT, "--level", "staff", "--json"))
+    listed = json.loads(crossroads(cli_env, "communities", "list", "--tenant", TENANT, "--level", "staff", "--json").stdout)
     assert {c["id"] for c in listed["communities"]} == after["staff"]["reports"]
     with db.connection() as conn:
         names = {e["name"] for e in store.entities_by_key(conn, TENANT, "staff", sorted(gone["staff"]["entities"]))}
@@ -221,10 +221,10 @@ def test_rebuild_serves_fresh_rows_and_writes_every_withdrawn_report_anew(db, gr
         assert gone["staff"][kind] and not waiting["staff"][kind] & gone["staff"][kind], kind
     assert gone["staff"]["reports"] <= withdrawn_reports
     command = f"crossroads graph build --tenant {TENANT} --level staff"
-    status = json.loads(crossroads_ok(cli_env, "graph", "status", "--tenant", TENANT, "--json"))
+    status = json.loads(crossroads(cli_env, "graph", "status", "--tenant", TENANT, "--json").stdout)
     staff = next(lvl for lvl in status["levels"] if lvl["level"] == "staff")
     assert staff["withdrawn"]["reports"] > 0 and staff["rebuild"] == command
-    assert f"run `{command}` to rebuild" in crossroads_ok(cli_env, "graph", "status", "--tenant", TENANT)
+    assert f"run `{command}` to rebuild" in crossroads(cli_env, "graph", "status", "--tenant", TENANT).stdout
 
     build_graph(db, TENANT, None, OfflineExtractor(), OfflineReporter(), local_embedder, BuildSettings())
 
@@ -246,5 +246,5 @@ def test_rebuild_serves_fresh_rows_and_writes_every_withdrawn_report_anew(db, gr
         assert fresh[kind] and fresh[kind] <= now_served[kind], kind  # the document's text is served again
     assert withdrawn_reports & set(generated)
     assert all(generated[c] >= started for c in withdrawn_reports & set(generated))
-    text = crossroads_ok(cli_env, "graph", "status", "--tenant", TENANT)
+    text = crossroads(cli_env, "graph", "status", "--tenant", TENANT).stdout
     assert "level staff: serves" in text and "withdrawn" not in text

@@ -20,7 +20,7 @@ from core.database import open_database
 from core.errors import JobRunningError
 from graph.build import BuildSettings, OfflineReporter, build_graph, create_build_job
 from graph.extract_offline import OfflineExtractor
-from tests.conftest import run_crossroads, wait_for_job
+from tests.conftest import crossroads, wait_for_job
 from vector.ingest import ingest_documents
 from vector.sources import SourceDocument
 
@@ -91,11 +91,11 @@ def test_job_silent_past_its_lease_is_reported_failed_everywhere(db, client, cli
     over_http = client.get(f"/v1/jobs/{job_id}", headers=bearer(db, tenant, "admin"))
     assert over_http.status_code == 200 and is_abandoned(over_http.json()), over_http.text
 
-    status = run_crossroads(cli_env, "graph", "status", "--tenant", tenant, "--json")
+    status = crossroads(cli_env, "graph", "status", "--tenant", tenant, "--json", rc=None)
     assert status.returncode == 0, status.stderr
     [listed] = json.loads(status.stdout)["jobs"]
     assert listed["id"] == job_id and is_abandoned(listed)
-    text = run_crossroads(cli_env, "graph", "status", "--tenant", tenant)
+    text = crossroads(cli_env, "graph", "status", "--tenant", tenant, rc=None)
     assert f"job {job_id}: failed" in text.stdout and "abandoned: no heartbeat since" in one_line(text.stdout)
 
 
@@ -162,12 +162,12 @@ def test_http_build_is_refused_with_409_while_another_process_builds(db, client,
 def test_cli_build_is_refused_while_another_process_builds(db, cli_env, tenant):
     running = live_job(db, tenant)
 
-    refused = run_crossroads(cli_env, "graph", "build", "--tenant", tenant)
+    refused = crossroads(cli_env, "graph", "build", "--tenant", tenant, rc=None)
 
     assert refused.returncode == 1, refused.stderr
     message = one_line(refused.stderr)
     assert f"job {running}" in message and f"crossroads graph status --tenant {tenant}" in message, message
-    other = run_crossroads(cli_env, "graph", "build", "--tenant", f"{tenant}_other", "--json")
+    other = crossroads(cli_env, "graph", "build", "--tenant", f"{tenant}_other", "--json", rc=None)
     assert other.returncode == 0, other.stderr
     assert json.loads(other.stdout)["status"] == "done"
     finish(db, running)
