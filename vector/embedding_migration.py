@@ -21,7 +21,7 @@ from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError
 from vector import migration_sql as msql
-from vector import store
+from vector import store, tenant_index
 from vector.prepare import embed_text, sha256
 
 log = logging.getLogger(__name__)
@@ -171,8 +171,13 @@ def _write(db: Database, tenant: str, target: str, rows: list, report: MigrateRe
             return
 
 
-def switch(db: Database, tenant: str, model: str, *, spec: str | None = None) -> dict:
-    """Serve `model` for the tenant: one transaction swaps every chunk's vector, or nothing changes."""
+def switch(db: Database, tenant: str, model: str, *, spec: str | None = None,
+           tenant_graph_min_rows: int | None = None) -> dict:
+    """Serve `model` for the tenant: one transaction swaps every chunk's vector, or nothing changes.
+
+    With `tenant_graph_min_rows`, the tenant's own HNSW graph of the new model is built in the same
+    transaction when it needs one (vector/tenant_index.py), and its graphs of models that no longer
+    serve it are dropped afterwards."""
     again = f"run `crossroads embeddings migrate --tenant {tenant} --to {spec or model}` again, then switch"
     with db.connection() as conn:
         served = msql.served_models(conn, tenant)
@@ -196,11 +201,16 @@ def switch(db: Database, tenant: str, model: str, *, spec: str | None = None) ->
         # one bulk HNSW build instead of row-by-row inserts, committed together with the vectors it
         # indexes, so no search ever sees the new model's rows without their index.
         index_built = store.ensure_vector_index(conn, model, dimension)
+        own = None
+        if tenant_graph_min_rows is not None:
+            own = tenant_index.ensure_in_transaction(conn, tenant, model, dimension, tenant_graph_min_rows)
     with db.connection() as conn:
         conn.execute("ANALYZE chunks")  # the embed_model distribution just changed for the planner
+    dropped = tenant_index.drop_unserved(db.url, tenant)
     previous = sorted(m for m in served if m != model and m is not None)
     return {"tenant": tenant, "model": model, "previous": previous, "already_served": False,
-            "index_built": index_built, **counts}
+            "index_built": index_built, "tenant_graph_built": own["index"] if own else None,
+            "tenant_graphs_dropped": dropped, **counts}
 
 
 def drop(db: Database, tenant: str, model: str) -> dict:
@@ -231,5 +241,6 @@ def status(db: Database, tenant: str) -> dict:
                            "coverage": round(covered / total, 4) if total else 0.0, "complete": covered == total,
                            "indexed": msql.staged_dimension(conn, model) is not None})
         log_rows = msql.migration_log(conn, tenant)
+        graphs = tenant_index.registered_indexes(conn, tenant)
     return {"tenant": tenant, "chunks": total, "served": [{"model": m, "chunks": n} for m, n in served.items()],
-            "staged": staged, "migrations": log_rows}
+            "staged": staged, "migrations": log_rows, "tenant_graphs": graphs}

@@ -11,11 +11,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator
 
+import psycopg
+
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError
 from core.settings import Settings
-from vector import store
+from vector import store, tenant_index
 from core.llm import LLMError
 from vector.contextualize import Contextualizer, TitleContextualizer
 from vector.prepare import PreparedDocument, chunk_document, chunk_key, document_hash, index_key, prepare_document
@@ -141,8 +143,25 @@ def ingest_documents(
         with db.connection() as conn:
             if store.ensure_vector_index(conn, embedder.model_id, embedder.dimension):
                 log.info("built the HNSW index for %s", embedder.model_id)
+    _ensure_tenant_graph(db, embedder, settings, tenant, report)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, tenant: str, report: IngestReport) -> None:
+    """The tenant's own HNSW graph once it is big enough (vector/tenant_index.py); checked on every
+    run, so a no-op re-ingest builds one an earlier run could not. The documents have landed either
+    way: a failed build is a note, and search keeps the shared graph meanwhile."""
+    try:
+        built = tenant_index.ensure(db.url, tenant, embedder.model_id, embedder.dimension,
+                                    settings.tenant_vector_index_min_rows)
+    except psycopg.Error as exc:
+        log.warning("could not build the HNSW graph of tenant %s: %s", tenant, exc)
+        report.notes.append(f"the tenant's own HNSW graph could not be built ({exc}); search uses the shared "
+                            f"graph meanwhile: run `crossroads embeddings index --tenant {tenant}` to retry")
+        return
+    if built:
+        report.notes.append(f"built the tenant's own HNSW graph {built['index']} over {built['rows']} chunks")
 
 
 def _compact_statistics(db: Database, tenant: str) -> None:

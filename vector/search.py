@@ -165,7 +165,8 @@ class HybridSearcher:
         timings["embed"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         with self.db.connection() as conn:
-            exact = use_exact_scan(*search_sql.scan_sizes(conn, tenant=tenant, groups=groups), self.ef_search)
+            sizes = search_sql.scan_sizes(conn, tenant=tenant, groups=groups, model=self.embedder.model_id)
+            exact = use_exact_scan(*sizes, self.ef_search)
             found = search_sql.vector_leg(
                 conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
                 fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,

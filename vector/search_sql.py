@@ -47,20 +47,22 @@ def model_dimension(conn: psycopg.Connection, model: str) -> int | None:
     return row[0] if row else None
 
 
-def vector_query(model: str, dimension: int) -> sql.Composed:
-    """The vector leg's SELECT, shaped to match the model's partial index exactly.
+def vector_query(model: str, dimension: int, tenant: str) -> sql.Composed:
+    """The vector leg's SELECT, shaped to match the model's partial indexes exactly.
 
-    The index is `USING hnsw ((embedding::vector(DIM)) vector_cosine_ops) WHERE embed_model = 'M'`:
-    the planner uses it only when ORDER BY carries the same cast expression and the WHERE clause
-    implies the index predicate. The dimension and model are therefore literals (they come from
-    embedding_models and the embedder, not from users): a `$n` parameter would leave the predicate
-    unprovable under a generic plan and silently turn the search into a sequential scan.
+    The shared index is `USING hnsw ((embedding::vector(DIM)) vector_cosine_ops) WHERE embed_model = 'M'`,
+    a tenant's own one (vector/tenant_index.py) adds `AND tenant_id = 'T'`: the planner uses one only
+    when ORDER BY carries the same cast expression and the WHERE clause implies its predicate, and
+    of the two it takes the tenant's smaller one. Dimension, model and tenant are therefore literals
+    (from embedding_models, the embedder and the verified token, quoted by psycopg): a `$n`
+    parameter would leave the predicates unprovable under a generic plan and silently turn the
+    search into a sequential scan.
     """
     return sql.SQL(
         "SELECT id, embedding::vector({dim}) <=> %(vec)s AS dist FROM chunks"
-        " WHERE embed_model = {model} AND tenant_id = %(tenant)s AND acl && %(groups)s"
+        " WHERE embed_model = {model} AND tenant_id = {tenant} AND acl && %(groups)s"
         " ORDER BY embedding::vector({dim}) <=> %(vec)s LIMIT %(limit)s"
-    ).format(dim=sql.Literal(dimension), model=sql.Literal(model))
+    ).format(dim=sql.Literal(dimension), model=sql.Literal(model), tenant=sql.Literal(tenant))
 
 
 def staged_model_dimension(conn: psycopg.Connection, model: str) -> int | None:
@@ -112,16 +114,19 @@ def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, s
         )
 
 
-def scan_sizes(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str]) -> tuple[int, int]:
+def scan_sizes(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], model: str) -> tuple[int, int]:
     """(chunks the reader may see, chunks an HNSW walk may step over): the first from the kept
-    statistics (migration 008), the second the planner's estimate for the whole table, which VACUUM
-    and ANALYZE keep current (0 before the first ANALYZE, so at least the readable count)."""
-    readable, table = conn.execute(
-        "SELECT coalesce(sum(chunks), 0), (SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass)"
-        " FROM fulltext_acl_stats WHERE tenant_id = %s AND acl && %s",
-        (tenant, list(groups)),
+    statistics (migration 008); the second the tenant's chunks when it has its own graph (migration
+    013), else the planner's estimate for the whole table, which VACUUM and ANALYZE keep current (0
+    before the first ANALYZE, so at least the readable count)."""
+    readable, indexed = conn.execute(
+        "SELECT coalesce(sum(chunks) FILTER (WHERE acl && %(groups)s), 0),"
+        " CASE WHEN EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(t)s AND embed_model = %(m)s)"
+        " THEN coalesce(sum(chunks), 0) ELSE (SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass) END"
+        " FROM fulltext_acl_stats WHERE tenant_id = %(t)s",
+        {"t": tenant, "groups": list(groups), "m": model},
     ).fetchone()
-    return int(readable), max(int(readable), int(table))
+    return int(readable), max(int(readable), int(indexed))
 
 
 def vector_leg(
@@ -159,7 +164,7 @@ def vector_leg(
         if staged:
             statement = staged_vector_query(model, staged_model_dimension(conn, model) or fallback_dimension)
         else:
-            statement = vector_query(model, model_dimension(conn, model) or fallback_dimension)
+            statement = vector_query(model, model_dimension(conn, model) or fallback_dimension, tenant)
         rows = conn.execute(
             statement, {"vec": vector, "tenant": tenant, "groups": list(groups), "limit": limit}
         ).fetchall()

@@ -1,0 +1,151 @@
+"""A tenant's own HNSW graph (migration 013, vector/tenant_index.py): when it is built, that the
+vector leg's statement reaches it, that the ACL filter still applies on it, and its upkeep."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from psycopg import sql
+
+from tests.conftest import unit
+from tests.test_embedding_migration import CORPUS, DIM, NEW, fake, migrate, voyage  # noqa: F401 (fixtures)
+from vector import search_sql, store, tenant_index
+from vector.embedding_migration import switch
+from vector.ingest import ingest_documents
+from vector.search import HybridSearcher
+from vector.sources import load_source
+
+SMALL = 3  # min_rows for these tests: the corpus has about ten chunks
+
+
+def test_a_tenant_needs_its_own_graph_only_when_big_enough_and_sharing_the_model():
+    assert tenant_index.wants_own_index(5_000, True, 2_000)
+    assert tenant_index.wants_own_index(2_000, True, 2_000)
+    assert not tenant_index.wants_own_index(1_999, True, 2_000)  # searched with exact distances anyway
+    assert not tenant_index.wants_own_index(1_000_000, False, 2_000)  # alone: the shared graph is its graph
+    assert tenant_index.index_name("a", "m") != tenant_index.index_name("b", "m") != tenant_index.index_name("a", "n")
+
+
+def write_chunks(db, tenant: str, model: str, n: int, dim: int = 8) -> None:
+    """`n` chunks with random vectors of `model`, written directly (no embedding model involved)."""
+    rng = np.random.default_rng(len(tenant) + n)
+    with db.connection() as conn, conn.transaction():
+        conn.execute("INSERT INTO documents (tenant_id, doc_id, lang, acl, content_hash, index_key)"
+                     " VALUES (%s, 'd', 'simple', '{public}', 'x', 'x')", (tenant,))
+        with conn.cursor().copy("COPY chunks (tenant_id, doc_id, chunk_no, content, acl, content_hash, lang,"
+                                " embedding, embed_model) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["text", "text", "int4", "text", "text[]", "text", "text", "vector", "text"])
+            for i in range(n):
+                copy.write_row((tenant, "d", i, f"row {i}", ["public"], f"h{i}", "simple",
+                                unit(rng.normal(size=dim)), model))
+
+
+def index_state(db, name: str):
+    """(exists, valid) of the index, and whether it is registered."""
+    with db.connection() as conn:
+        row = conn.execute("SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                           " WHERE c.relname = %s", (name,)).fetchone()
+        registered = conn.execute("SELECT 1 FROM tenant_vector_indexes WHERE index_name = %s", (name,)).fetchone()
+    return (row is not None, bool(row and row[0])), registered is not None
+
+
+def test_a_model_of_one_tenant_gets_no_graph_until_another_tenant_uses_it(db, tenant):
+    model = f"test/solo-{tenant}"  # a model id no other tenant has
+    write_chunks(db, tenant, model, 20)
+    assert tenant_index.ensure(db.url, tenant, model, 8, min_rows=1) is None
+    write_chunks(db, tenant + "_other", model, 5)
+    built = tenant_index.ensure(db.url, tenant, model, 8, min_rows=1)
+    assert built == {"index": tenant_index.index_name(tenant, model), "rows": 20}
+    assert index_state(db, built["index"]) == ((True, True), True)
+    assert tenant_index.ensure(db.url, tenant, model, 8, min_rows=1) is None  # registered: never rebuilt
+    assert tenant_index.ensure(db.url, tenant + "_other", model, 8, min_rows=6) is None  # 5 rows: too small
+
+
+def test_an_index_left_invalid_by_a_dead_build_is_dropped_and_rebuilt(db, tenant):
+    model = f"test/invalid-{tenant}"
+    write_chunks(db, tenant, model, 10)
+    write_chunks(db, tenant + "_other", model, 3)
+    name = tenant_index.index_name(tenant, model)
+    with db.connection() as conn, conn.transaction():  # what CREATE INDEX CONCURRENTLY leaves when it dies
+        conn.execute(sql.SQL("CREATE INDEX {} ON chunks (id) WHERE tenant_id = {}").format(
+            sql.Identifier(name), sql.Literal(tenant)))
+        conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (name,))
+    assert index_state(db, name) == ((True, False), False)
+    assert tenant_index.ensure(db.url, tenant, model, 8, min_rows=1)["index"] == name
+    assert index_state(db, name) == ((True, True), True)
+    with db.connection() as conn:
+        definition = conn.execute("SELECT pg_get_indexdef(%s::regclass)", (name,)).fetchone()[0]
+    assert "hnsw" in definition and tenant in definition
+
+
+@pytest.fixture
+def ingested(db, settings, local_embedder, tenant, tmp_path, demo_tenant):
+    """The migration tests' corpus ingested with a threshold it passes; `demo_tenant` shares the model."""
+    for name, text in CORPUS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    docs, skipped = load_source(tmp_path, [], settings.max_document_bytes)
+    small = settings.model_copy(update={"tenant_vector_index_min_rows": SMALL})
+    report = ingest_documents(db, local_embedder, small, tenant, docs, skipped)
+    assert report.clean
+    return report, small, docs
+
+
+def plan_of(db, statement, tenant) -> str:
+    with db.connection() as conn, search_sql.read_only(conn):
+        for name in ("enable_seqscan", "enable_sort", "enable_bitmapscan"):  # price out the exact plans
+            conn.execute("SELECT set_config(%s, 'off', true)", (name,))
+        return "\n".join(r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + statement, {
+            "vec": np.ones(384, dtype=np.float32), "tenant": tenant, "groups": ["public"], "limit": 5}))
+
+
+def test_ingest_builds_the_graph_and_the_vector_leg_walks_it(db, local_embedder, tenant, ingested, demo_tenant):
+    report, small, docs = ingested
+    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    assert any(name in note for note in report.notes), report.notes
+    assert index_state(db, name) == ((True, True), True)
+    model, dim = local_embedder.model_id, local_embedder.dimension
+    assert name in plan_of(db, search_sql.vector_query(model, dim, tenant), tenant)
+    # another tenant's statement cannot use this tenant's graph: it walks the shared one
+    other = plan_of(db, search_sql.vector_query(model, dim, demo_tenant), demo_tenant)
+    assert name not in other and store.vector_index_name(model) in other
+    again = ingest_documents(db, local_embedder, small, tenant, docs)  # a no-op sync builds nothing
+    assert again.documents["unchanged"] == len(CORPUS) and not any("HNSW" in n for n in again.notes)
+
+
+def test_search_on_the_tenant_graph_keeps_the_acl_filter(db, local_embedder, tenant, ingested, monkeypatch):
+    monkeypatch.setattr("vector.search.EXACT_SCAN_MIN_ROWS", 0)  # the walk even for a tiny tenant
+    with db.connection() as conn:
+        hr_id, hr_text = conn.execute("SELECT id, content FROM chunks WHERE tenant_id = %s AND doc_id = 'hr/bonus.md'",
+                                      (tenant,)).fetchone()
+        readable = {i for (i,) in conn.execute("SELECT id FROM chunks WHERE tenant_id = %s AND acl && '{public,staff}'",
+                                               (tenant,))}
+    with HybridSearcher(db, local_embedder, ef_search=1) as searcher:  # ef 1 < readable rows: never exact
+        assert searcher.search(tenant, ["hr"], hr_text, k=3, mode="dense").hits[0].id == hr_id
+        for mode in ("dense", "hybrid"):
+            outsider = searcher.search(tenant, ["public", "staff"], hr_text, k=10, mode=mode)
+            traced = {e["id"] for stage in outsider.trace["stages"].values() for e in stage}
+            assert outsider.trace["timings_ms"]["vector_exact"] is False
+            assert outsider.hits and traced <= readable and hr_id not in traced
+
+
+def test_scan_sizes_count_the_tenant_not_the_table_once_it_has_its_graph(db, local_embedder, tenant, ingested):
+    with db.connection() as conn:
+        readable, indexed = search_sql.scan_sizes(conn, tenant=tenant, groups=["public"], model=local_embedder.model_id)
+        tenant_rows = conn.execute("SELECT count(*) FROM chunks WHERE tenant_id = %s", (tenant,)).fetchone()[0]
+        table = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass").fetchone()[0]
+        _, without = search_sql.scan_sizes(conn, tenant=tenant, groups=["public"], model="test/no-graph-model")
+    assert 0 < readable < tenant_rows == indexed
+    assert without == max(readable, int(table))
+
+
+def test_switch_builds_the_new_models_graph_and_drops_the_old_one(db, local_embedder, tenant, ingested, voyage):
+    old = tenant_index.index_name(tenant, local_embedder.model_id)
+    assert index_state(db, old) == ((True, True), True)
+    migrate(db, voyage, tenant)
+    write_chunks(db, tenant + "_other", NEW, 2, dim=DIM)  # another tenant on the new model: a graph is due
+    result = switch(db, tenant, NEW, tenant_graph_min_rows=SMALL)
+    assert result["tenant_graph_built"] == tenant_index.index_name(tenant, NEW)
+    assert result["tenant_graphs_dropped"] == [old]
+    assert index_state(db, old) == ((False, False), False)
+    assert index_state(db, result["tenant_graph_built"]) == ((True, True), True)
+    assert result["tenant_graph_built"] in plan_of(db, search_sql.vector_query(NEW, DIM, tenant), tenant)

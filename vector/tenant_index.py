@@ -1,0 +1,147 @@
+"""A tenant's own HNSW graph (migration 013): built, registered, dropped.
+
+The model's shared graph spans every tenant, and the vector leg walks it under the tenant filter.
+When tenants' corpora sit in separate regions of the embedding space, the greedy walk can settle in
+another tenant's region and return the wrong neighbours (bench/tenant_recall.py). A tenant of at
+least `min_rows` chunks of a model that other tenants also use therefore gets a partial index
+`WHERE embed_model = M AND tenant_id = T`; a model served to one tenant only needs none (the shared
+graph is its graph). Tenants below `min_rows` are searched with exact distances anyway
+(`vector.search.use_exact_scan`).
+
+An index is registered in `tenant_vector_indexes` only once it is valid; the vector leg names the
+tenant as a literal whatever the registry says, so the planner picks the tenant's graph whenever it
+exists and the shared one otherwise.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+
+import psycopg
+from psycopg import sql
+
+from core.database import Database
+from core.errors import CrossroadsError
+from vector.store import HNSW_BUILD
+
+log = logging.getLogger(__name__)
+
+_LOCK_SPACE = 0x7E1A  # advisory locks of index builds: (this, hash of the index name)
+
+
+def index_name(tenant: str, model: str) -> str:
+    return "chunks_hnsw_t_" + hashlib.sha1(f"{tenant}\0{model}".encode()).hexdigest()[:16]
+
+
+def wants_own_index(tenant_rows: int, other_tenants: bool, min_rows: int) -> bool:
+    return other_tenants and tenant_rows >= min_rows
+
+
+def _create(name: str, tenant: str, model: str, dimension: int, concurrently: bool) -> sql.Composed:
+    return sql.SQL(
+        "CREATE INDEX {how} IF NOT EXISTS {name} ON chunks USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+        " WITH (" + HNSW_BUILD + ") WHERE embed_model = {model} AND tenant_id = {tenant}"
+    ).format(how=sql.SQL("CONCURRENTLY" if concurrently else ""), name=sql.Identifier(name),
+             dim=sql.Literal(dimension), model=sql.Literal(model), tenant=sql.Literal(tenant))
+
+
+def _sizes(conn: psycopg.Connection, tenant: str, model: str) -> tuple[int, bool, bool]:
+    """(the tenant's chunks of the model, whether other tenants have any, whether its index is registered)."""
+    return conn.execute(
+        "SELECT (SELECT count(*) FROM chunks WHERE tenant_id = %(t)s AND embed_model = %(m)s),"
+        " EXISTS (SELECT 1 FROM chunks WHERE embed_model = %(m)s AND tenant_id <> %(t)s),"
+        " EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(t)s AND embed_model = %(m)s)",
+        {"t": tenant, "m": model},
+    ).fetchone()
+
+
+def _register(conn: psycopg.Connection, tenant: str, model: str, dimension: int, name: str, rows: int) -> None:
+    conn.execute(
+        "INSERT INTO tenant_vector_indexes (tenant_id, embed_model, dimension, index_name, built_rows)"
+        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant_id, embed_model) DO NOTHING",
+        (tenant, model, dimension, name, rows),
+    )
+
+
+def ensure(url: str, tenant: str, model: str, dimension: int, min_rows: int) -> dict | None:
+    """Build the tenant's graph if it needs one and has none: what was built, else None.
+
+    CREATE INDEX CONCURRENTLY, so other tenants' writes and every search go on during the build; it
+    runs outside any transaction, hence its own autocommit connection. Two processes finishing an
+    ingest of the same tenant at once: the advisory lock lets one build, the other returns. A build
+    that died (its index left invalid) is dropped and redone."""
+    name = index_name(tenant, model)
+    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
+        rows, others, registered = _sizes(conn, tenant, model)
+        if registered or not wants_own_index(rows, others, min_rows):
+            return None
+        if not conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (_LOCK_SPACE, name)).fetchone()[0]:
+            log.info("another process is building the HNSW graph of tenant %s", tenant)
+            return None
+        try:
+            invalid = conn.execute(
+                "SELECT NOT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s",
+                (name,),
+            ).fetchone()
+            if invalid and invalid[0]:
+                conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            conn.execute("SET maintenance_work_mem = '512MB'")
+            conn.execute(_create(name, tenant, model, dimension, concurrently=True))
+            _register(conn, tenant, model, dimension, name, rows)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_LOCK_SPACE, name))
+    log.info("built the HNSW graph of tenant %s (%s rows of %s): %s", tenant, rows, model, name)
+    return {"index": name, "rows": rows}
+
+
+def ensure_served(db: Database, tenant: str, min_rows: int) -> list[dict]:
+    """`ensure` for each model serving the tenant: [{model, chunks, built}]."""
+    with db.connection() as conn:
+        served = conn.execute(
+            "SELECT c.embed_model, count(*), m.dimension FROM chunks c JOIN embedding_models m USING (embed_model)"
+            " WHERE c.tenant_id = %s GROUP BY c.embed_model, m.dimension ORDER BY c.embed_model",
+            (tenant,),
+        ).fetchall()
+    if not served:
+        raise CrossroadsError(f"tenant {tenant!r} has no indexed chunks: ingest its documents first")
+    return [{"model": model, "chunks": int(chunks), "built": ensure(db.url, tenant, model, dimension, min_rows)}
+            for model, chunks, dimension in served]
+
+
+def ensure_in_transaction(conn: psycopg.Connection, tenant: str, model: str, dimension: int,
+                          min_rows: int) -> dict | None:
+    """As `ensure`, inside the caller's transaction (an embedding switch: the rows and their graph
+    commit together). A plain CREATE INDEX: it holds off other writers to chunks while it builds."""
+    rows, others, registered = _sizes(conn, tenant, model)
+    if registered or not wants_own_index(rows, others, min_rows):
+        return None
+    name = index_name(tenant, model)
+    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+    conn.execute(_create(name, tenant, model, dimension, concurrently=False))
+    _register(conn, tenant, model, dimension, name, rows)
+    return {"index": name, "rows": rows}
+
+
+def drop_unserved(url: str, tenant: str) -> list[str]:
+    """Drop the tenant's graphs of models that no longer serve any of its chunks (after a switch)."""
+    dropped = []
+    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
+        stale = conn.execute(
+            "SELECT embed_model, index_name FROM tenant_vector_indexes r WHERE tenant_id = %s AND NOT EXISTS"
+            " (SELECT 1 FROM chunks c WHERE c.tenant_id = r.tenant_id AND c.embed_model = r.embed_model)",
+            (tenant,),
+        ).fetchall()
+        for model, name in stale:
+            conn.execute("DELETE FROM tenant_vector_indexes WHERE tenant_id = %s AND embed_model = %s", (tenant, model))
+            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            dropped.append(name)
+    return dropped
+
+
+def registered_indexes(conn: psycopg.Connection, tenant: str) -> list[dict]:
+    rows = conn.execute(
+        "SELECT embed_model, index_name, built_rows, built_at FROM tenant_vector_indexes"
+        " WHERE tenant_id = %s ORDER BY embed_model",
+        (tenant,),
+    ).fetchall()
+    return [{"model": m, "index": n, "built_rows": r, "built_at": b.isoformat()} for m, n, r, b in rows]
