@@ -87,7 +87,7 @@ def eval_command(
     """Retrieval quality per configuration: recall@k, precision@k, MRR, nDCG@k, evidence recall, latency."""
     from core.embeddings import make_embedder
     from vector.evaluation.datasets import DatasetError, load_dataset
-    from vector.evaluation.runner import CONFIGS, evaluate, index_dataset
+    from vector.evaluation.runner import CONFIGS, evaluate, evaluation_settings, index_dataset
 
     configs = CONFIGS if config == "all" else tuple(c.strip() for c in config.split(","))
     if not set(configs) <= set(CONFIGS):
@@ -98,9 +98,7 @@ def eval_command(
         _fail(CrossroadsError(str(exc)))
     if not dataset.labelled:
         _fail(CrossroadsError(f"{dataset_dir} has no relevance labels (gold or qrels.tsv): nothing to measure"))
-    # each config asks the same questions: with the query-vector cache, every config after the first
-    # would report latencies without the embedding step, so eval measures questions asked afresh
-    settings = get_settings().model_copy(update={"query_embedding_cache": 0})
+    settings = evaluation_settings(get_settings())
     with _database(settings) as db:
         base = make_embedder(settings)
         with _progress(f"indexing {dataset.name}") as progress:

@@ -17,7 +17,7 @@ from core.embeddings import make_embedder
 from core.settings import Settings
 from vector.evaluation.datasets import find_datasets, load_dataset
 from vector.evaluation.report import markdown_table, replace_readme_section
-from vector.evaluation.runner import CONFIGS, evaluate, index_dataset
+from vector.evaluation.runner import CONFIGS, evaluate, evaluation_settings, index_dataset
 
 K = 10
 
@@ -26,7 +26,7 @@ def main() -> int:
     if not SHARED_DATA.exists():
         print(f"{SHARED_DATA} is absent: nothing to evaluate")
         return 0
-    settings = Settings()
+    settings = evaluation_settings(Settings())
     db = open_database(settings)
     results: dict[str, dict] = {}
     try:

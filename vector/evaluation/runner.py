@@ -24,6 +24,13 @@ EVAL_GROUP = "public"
 CHUNKS_PER_DOC_SLACK = 3  # chunk hits fetched per document slot, so k distinct documents survive dedupe
 
 
+def evaluation_settings(settings: Settings) -> Settings:
+    """The settings an evaluation searches with: each config asks the same questions, so with the
+    query-vector cache every config after the first would report latencies without the embedding
+    step; an evaluation measures questions asked afresh."""
+    return settings.model_copy(update={"query_embedding_cache": 0})
+
+
 def eval_tenant(dataset: Dataset) -> str:
     return f"eval_{dataset.name}"
 
