@@ -262,7 +262,7 @@ def test_migration_leaves_only_the_newest_running_job_per_tenant_and_kind(make_d
         other_tenant = insert("b", KIND, "running")
         done = insert("b", KIND, "done")
         conn.commit()
-        monkeypatch.undo()
+        monkeypatch.setattr(database, "load_migrations", lambda: [m for m in every if m.version <= 12])
         assert database.apply_migrations(conn) == [12]
 
         rows = {i: (s, e) for i, s, e in conn.execute("SELECT id, status, errors FROM jobs")}
