@@ -188,11 +188,43 @@ def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> Non
         _print_json({"jobs": builds, "levels": levels})
         return
     for j in builds:
-        why = f": {j['errors'][-1]['error']}" if j["status"] == "failed" and j["errors"] else ""
+        why = f": {j['errors'][-1]['error']}" if j["status"] in ("failed", "cancelled") and j["errors"] else ""
         out.print(f"job {j['id']}: {j['status']} ({j['stage']}) started {j['created_at']:%Y-%m-%d %H:%M} "
                   f"usage {j['usage']}{why}", markup=False)
     for lvl in levels:
         out.print(_status_line(lvl), markup=False)
+
+
+@graph_app.command("cancel")
+def graph_cancel(
+    tenant: str = TenantOption,
+    job: Optional[int] = typer.Option(None, "--job", min=1, help="The job to stop (default: the tenant's running build)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Stop a running graph build, in whichever process runs it: it stops at its next progress step and
+    records `cancelled`; what it saved (extractions, summaries, reports) is kept, and the next build
+    resumes from it."""
+    from core import jobs
+    from graph.status import BUILD_KIND
+
+    with _database(get_settings()) as db, db.connection() as conn:
+        if job is None:
+            running = jobs.running_job(conn, tenant, BUILD_KIND, db.job_lease_s)
+            if running is None:
+                _fail(CrossroadsError(f"no graph build of tenant {tenant!r} is running: nothing to cancel"))
+            job = running["id"]
+        found = jobs.request_cancel(conn, job, tenant, db.job_lease_s)
+    if found is None:
+        _fail(CrossroadsError(f"no job {job} in tenant {tenant!r}: see `crossroads graph status --tenant {tenant}`"))
+    if found["status"] not in ("running", "cancelled"):
+        _fail(CrossroadsError(f"job {job} has already ended ({found['status']}): nothing to cancel"))
+    if json_out:
+        _print_json(found)
+    elif found["status"] == "cancelled":
+        out.print(f"job {job}: cancelled")
+    else:
+        out.print(f"job {job}: cancel requested; it stops at its next progress step "
+                  f"(follow it with `crossroads graph status --tenant {tenant}`)")
 
 
 @communities_app.command("list")

@@ -1,4 +1,5 @@
-"""Jobs: start a graph build (role: admin), follow any job of the tenant (admin too: a job names every access level).
+"""Jobs: start a graph build (role: admin), follow or cancel any job of the tenant (admin too: a job
+names every access level).
 
 The build runs `graph.build.build_graph` in a background thread of this process; its job row
 (status, stage, progress, counts, usage) is what `GET /v1/jobs/{id}` returns. One build per tenant
@@ -20,7 +21,7 @@ from api.problems import ApiProblem, validation_problem
 from api.routes_query import ERRORS
 from api.schemas import GraphBuildRequest, Job, JobAccepted
 from core import jobs
-from core.errors import JobRunningError
+from core.errors import JobRunningError, JobStoppedError
 from graph import store
 
 log = logging.getLogger("crossroads.api")
@@ -71,6 +72,8 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
             try:
                 build_graph(db, tenant, body.level, pipeline.extractor, pipeline.reporter, svc.embedder(),
                             build_settings, usage=meter.summary, summarizer=pipeline.summarizer, job_id=job_id)
+            except JobStoppedError as exc:  # cancelled, or taken over: build_graph logged and recorded it
+                log.info("graph build %s of tenant %s stopped: %s", job_id, tenant, exc.reason)
             except BaseException:  # noqa: BLE001 - build_graph recorded the failure on the job row
                 log.exception("graph build %s of tenant %s failed", job_id, tenant)
             finally:
@@ -125,5 +128,25 @@ def get_job(job_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal = 
         job = jobs.get_job(conn, job_id, db.job_lease_s)
     if job is None or job["tenant"] != principal.tenant:
         raise ApiProblem(404, "job-not-found", "Job not found", f"No job {job_id} in this tenant.")
+    job.pop("tenant")
+    return job
+
+
+@router.post("/jobs/{job_id}/cancel", response_model=Job, status_code=202,
+             responses={**ERRORS, 409: {"description": "The job has already ended",
+                                        "content": {"application/problem+json": {}}}},
+             summary="Stop a running job, in whichever process runs it (admin)")
+def cancel_job(job_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal = Depends(admin),
+               svc: Services = Depends(services)):
+    """The job stops at its next progress step and records `cancelled` (GET /v1/jobs/{id} shows when);
+    what it saved so far is kept, and the next build resumes from it."""
+    db = svc.db()
+    with db.connection() as conn:
+        job = jobs.request_cancel(conn, job_id, principal.tenant, db.job_lease_s)
+    if job is None:
+        raise ApiProblem(404, "job-not-found", "Job not found", f"No job {job_id} in this tenant.")
+    if job["status"] not in ("running", "cancelled"):
+        raise ApiProblem(409, "job-ended", "Job already ended",
+                         f"Job {job_id} has already ended ({job['status']}): nothing to cancel.")
     job.pop("tenant")
     return job

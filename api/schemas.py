@@ -235,6 +235,7 @@ class Job(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     heartbeat_at: datetime | None = None  # last sign of life of the process running it (core.jobs)
+    cancel_requested_at: datetime | None = None  # a cancel was asked for; the job stops at its next step
 
 
 class GraphTextCounts(BaseModel):

@@ -40,3 +40,17 @@ class JobRunningError(CrossroadsError):
                        f"at a time. Wait for job {job_id} to finish, then start again (if its process has died, it "
                        f"counts as abandoned {lease_s:g} s after its last heartbeat and the next start takes over)")
         super().__init__(message)
+
+
+class JobStoppedError(CrossroadsError):
+    """The running job must stop: an operator cancelled it, or its row is no longer running (its lease
+    ran out and another process took the tenant's slot over). `reason`: "cancelled" or "lost"."""
+
+    def __init__(self, job_id: int, reason: str):
+        self.job_id, self.reason = job_id, reason
+        if reason == "cancelled":
+            message = f"job {job_id} was cancelled on request; what it saved so far is kept and a new start resumes from it"
+        else:
+            message = (f"job {job_id} is no longer running in the database (it missed its lease and was failed as "
+                       "abandoned, or another process took over): this process stops writing")
+        super().__init__(message)

@@ -6,6 +6,10 @@ lease (CROSSROADS_JOB_LEASE_S) is *abandoned*: its process was killed, ran out o
 restarted. Readers report it `failed` with that reason; the next `create_job` of its tenant and
 kind writes that failure and takes over. At most one job per (tenant, kind) is `running`: a partial
 unique index (migration 012) enforces it across API replicas and CLI processes alike.
+
+A job is stopped by `request_cancel` (migration 014): its process sees the request at its next
+progress step or heartbeat (`JobWatch`), stops and records `cancelled`. A process that finds its row
+no longer running (failed as abandoned while it was paused, say) stops too, and writes nothing to it.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from core.database import Database
-from core.errors import JobRunningError
+from core.errors import JobRunningError, JobStoppedError
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +31,7 @@ HEARTBEAT_S = 30.0
 # database, a long pause) before another process may take its job over.
 HEARTBEATS_PER_LEASE = 4
 ONE_RUNNING_INDEX = "jobs_one_running"  # migration 012
+FINAL = ("done", "failed", "cancelled")
 
 _LAST_SIGN_OF_LIFE = "coalesce(heartbeat_at, started_at, created_at)"
 _ABANDONED = f"(status = 'running' AND {_LAST_SIGN_OF_LIFE} < now() - make_interval(secs => %(lease_s)s))"
@@ -44,10 +49,10 @@ _JOB_COLUMNS = f"""
     CASE WHEN {_ABANDONED} THEN errors || jsonb_build_array({_ABANDONED_ERROR}) ELSE errors END,
     usage, created_at, started_at,
     CASE WHEN {_ABANDONED} THEN {_LAST_SIGN_OF_LIFE} ELSE finished_at END,
-    heartbeat_at
+    heartbeat_at, cancel_requested_at
 """
 _JOB_KEYS = ("id", "kind", "tenant", "params", "status", "stage", "progress", "counts", "errors", "usage",
-             "created_at", "started_at", "finished_at", "heartbeat_at")
+             "created_at", "started_at", "finished_at", "heartbeat_at", "cancel_requested_at")
 
 
 def fail_abandoned_jobs(conn: psycopg.Connection, tenant: str, kind: str, lease_s: float) -> list[int]:
@@ -92,16 +97,41 @@ def create_job(conn: psycopg.Connection, kind: str, tenant: str, params: dict, l
                           holder["heartbeat_at"] if holder else None, lease_s)
 
 
-def update_job(conn: psycopg.Connection, job_id: int, **fields) -> None:
+def update_job(conn: psycopg.Connection, job_id: int, **fields) -> str:
     """Set any of stage, progress, counts, errors, usage, status; `finished_at` when status is final.
-    Every update is also a heartbeat."""
+    Every update is also a heartbeat. Only a running row is written: a process whose job was failed as
+    abandoned, or has ended, must not overwrite what happened since. Returns "running", "cancelling"
+    (an operator asked it to stop) or "stopped" (nothing written: the row is not running)."""
     sets, values = ["heartbeat_at = now()"], []
     for name, value in fields.items():
         sets.append(f"{name} = %s")
         values.append(Jsonb(value) if isinstance(value, (dict, list)) else value)
-    if fields.get("status") in ("done", "failed"):
+    if fields.get("status") in FINAL:
         sets.append("finished_at = now()")
-    conn.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE id = %s", (*values, job_id))
+    row = conn.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE id = %s AND status = 'running'"
+                       " RETURNING cancel_requested_at IS NOT NULL", (*values, job_id)).fetchone()
+    return "stopped" if row is None else ("cancelling" if row[0] else "running")
+
+
+def request_cancel(conn: psycopg.Connection, job_id: int, tenant: str, lease_s: float) -> dict | None:
+    """Ask the process running the tenant's job to stop (it records `cancelled` at its next progress
+    step or heartbeat); an abandoned job, whose process is gone, is cancelled at once. Returns the job
+    as it now is, None when the tenant has no such job; a job that has ended is returned unchanged."""
+    params = {"id": job_id, "tenant": tenant, "lease_s": lease_s}
+    with conn.transaction():
+        conn.execute(
+            f"UPDATE jobs SET status = 'cancelled', finished_at = {_LAST_SIGN_OF_LIFE},"
+            " errors = errors || jsonb_build_array(jsonb_build_object('error', 'cancelled on request after its "
+            "process had stopped'))"
+            f" WHERE id = %(id)s AND tenant_id = %(tenant)s AND {_ABANDONED}", params)
+        conn.execute("UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, now())"
+                     " WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'running'", params)
+    job = get_job(conn, job_id, lease_s)
+    if job is None or job["tenant"] != tenant:
+        return None
+    if job["status"] == "running":
+        log.info("cancel of job %s (%s of tenant %s) requested", job_id, job["kind"], tenant)
+    return job
 
 
 # Reads derive an abandoned job's failure instead of writing it: a read (a reader's GET, possibly
@@ -124,32 +154,53 @@ def recent_jobs(conn: psycopg.Connection, tenant: str, kind: str, lease_s: float
     return [dict(zip(_JOB_KEYS, r)) for r in rows]
 
 
+class JobWatch:
+    """What the running process has learned about its job row: whether it must stop, and why."""
+
+    def __init__(self, job_id: int):
+        self.job_id = job_id
+        self.reason: str | None = None  # "cancelled" or "lost" (see JobStoppedError)
+
+    def note(self, state: str) -> None:
+        """Take in what `update_job` returned."""
+        if self.reason is None and state != "running":
+            self.reason = "cancelled" if state == "cancelling" else "lost"
+
+    def raise_if_stopped(self) -> None:
+        if self.reason is not None:
+            raise JobStoppedError(self.job_id, self.reason)
+
+
 @contextmanager
-def heartbeat(db: Database, job_id: int, every_s: float = HEARTBEAT_S) -> Iterator[None]:
+def heartbeat(db: Database, job_id: int, every_s: float = HEARTBEAT_S) -> Iterator[JobWatch]:
     """While the block runs, a daemon thread sets the job's heartbeat_at every `every_s` seconds, so
     work that records no progress for a while (one long LLM stage) still proves its process alive.
-    The thread stops, and is joined, when the block exits."""
+    The yielded watch learns from each beat whether the job must stop (a cancel request, or the row no
+    longer running); the work checks it at its progress steps. The thread stops, and is joined, when
+    the block exits; after a cancel request it keeps beating, so the job holds its slot until the work
+    has stopped and recorded `cancelled`."""
     stop = threading.Event()
+    watch = JobWatch(job_id)
 
     def beat() -> None:
         while not stop.wait(every_s):
             try:
                 with db.connection() as conn:
-                    alive = conn.execute("UPDATE jobs SET heartbeat_at = now() WHERE id = %s AND status = 'running'",
-                                         (job_id,)).rowcount
+                    state = update_job(conn, job_id)
             except psycopg.Error:
                 log.warning("could not record the heartbeat of job %s; retrying in %.0f s", job_id, every_s,
                             exc_info=True)
                 continue
-            if not alive:
+            watch.note(state)
+            if state == "stopped":
                 log.warning("job %s is no longer running in the database (finished, or failed as abandoned after "
-                            "missing its lease); its heartbeat stops", job_id)
+                            "missing its lease); its heartbeat stops and its work stops at its next step", job_id)
                 return
 
     thread = threading.Thread(target=beat, name=f"job-heartbeat-{job_id}", daemon=True)
     thread.start()
     try:
-        yield
+        yield watch
     finally:
         stop.set()
         thread.join()

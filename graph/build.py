@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Mapping, Protocol, Sequence
 
 from core import jobs
 from core.database import Database
 from core.embeddings import Embedder
-from core.errors import CrossroadsError
+from core.errors import CrossroadsError, JobStoppedError
 from core.llm import LLMError
 from graph import store
 from graph.assemble import assemble_with_descriptions, drop_entities, gather_claims
 from graph.communities import Community, detect_communities, match_communities, membership_hash, relabel
 from graph.extract_offline import prune_entities
+from graph.job_progress import JobProgress, Progress, dropping_pool
 from graph.levels import AccessLevel
 from graph.status import BUILD_KIND
 from graph.reports import (OFFLINE_RECIPE, community_claims, community_inputs, input_chunk_ids, input_hash,
@@ -36,8 +36,6 @@ from graph.summarize import SUMMARY_MIN_CHARS, DescriptionSummarizer, SummaryErr
 from graph.types import ChunkInput, Extraction, Extractor, GraphClaim, GraphEntity, GraphRelationship
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 class Reporter(Protocol):
@@ -127,7 +125,7 @@ def extract_missing(
         return chunk.content_hash, extraction
 
     workers = concurrency if extractor.model else 1  # offline extraction is CPU-bound: threads do not help
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with dropping_pool(workers) as pool:
         for n, (content_hash, extraction) in enumerate(pool.map(run, todo.values()), start=1):
             found[content_hash] = extraction
             report.extraction_errors += bool(extraction.errors)
@@ -202,7 +200,7 @@ def summarize_descriptions(
                                summary)
         return request.content_hash, summary
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with dropping_pool(max(1, concurrency)) as pool:
         for n, (content_hash, summary) in enumerate(pool.map(run, todo.values()), start=1):
             if summary is None:
                 report.summary_errors += 1
@@ -338,27 +336,6 @@ def create_build_job(db: Database, tenant: str, level_name: str | None, extracto
         return jobs.create_job(conn, BUILD_KIND, tenant, params, db.job_lease_s)
 
 
-class JobProgress:
-    """Records (stage, done, total) on the job row, at most once a second, and passes it on."""
-
-    def __init__(self, db: Database, job_id: int, forward: Progress | None, every_s: float = 1.0):
-        self.db, self.job_id, self.forward, self.every_s = db, job_id, forward, every_s
-        self._last = 0.0
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if self.forward:
-            self.forward(stage, done, total)
-        now = time.monotonic()
-        if now - self._last < self.every_s and done < total:
-            return
-        self._last = now
-        try:
-            with self.db.connection() as conn:
-                jobs.update_job(conn, self.job_id, progress={"stage": stage, "done": done, "total": total})
-        except Exception:  # noqa: BLE001 - progress is informative; the build goes on
-            log.warning("could not record the progress of job %s", self.job_id, exc_info=True)
-
-
 def build_graph(
     db: Database, tenant: str, level_name: str | None, extractor: Extractor, reporter: Reporter,
     embedder: Embedder | None, settings: BuildSettings, progress: Progress | None = None,
@@ -367,12 +344,14 @@ def build_graph(
 ) -> dict:
     """Build one level (or all of them) as a job; returns the job's final record. `job_id`: a row made
     by `create_build_job` (the API hands its id out before the build starts); else one is made here.
-    A heartbeat keeps the job's lease while it runs (core.jobs), however long a stage goes without progress."""
+    A heartbeat keeps the job's lease while it runs (core.jobs), however long a stage goes without progress.
+    A cancel request stops it at its next progress step, recorded `cancelled` (JobStoppedError raised);
+    so does finding its row no longer running (failed as abandoned meanwhile), without writing to it."""
     if job_id is None:
         job_id = create_build_job(db, tenant, level_name, extractor, reporter, summarizer)
-    tracked = JobProgress(db, job_id, progress)
     results = []
-    with jobs.heartbeat(db, job_id, every_s=db.job_lease_s / jobs.HEARTBEATS_PER_LEASE):
+    with jobs.heartbeat(db, job_id, every_s=db.job_lease_s / jobs.HEARTBEATS_PER_LEASE) as watch:
+        tracked = JobProgress(db, job_id, progress, watch)
         try:
             with db.connection() as conn:
                 levels = store.list_levels(conn, tenant)
@@ -380,11 +359,19 @@ def build_graph(
                 if level_name not in (None, level.name):
                     continue
                 with db.connection() as conn:
-                    jobs.update_job(conn, job_id, stage=f"level {level.name}")
+                    watch.note(jobs.update_job(conn, job_id, stage=f"level {level.name}"))
+                watch.raise_if_stopped()
                 results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings,
                                                   tracked, summarizer)))
                 with db.connection() as conn:
                     jobs.update_job(conn, job_id, counts={"levels": results}, usage=usage() if usage else {})
+        except JobStoppedError as exc:
+            # cancelled: recorded here, while the row is still ours; lost: the row is not ours to write
+            log.warning("graph build %s of tenant %s stopped: %s", job_id, tenant, exc)
+            with db.connection() as conn:
+                jobs.update_job(conn, job_id, status="cancelled", counts={"levels": results},
+                                errors=[{"error": str(exc)}], usage=usage() if usage else {})
+            raise
         except BaseException as exc:  # Ctrl-C too: failing the row frees the tenant's slot now, not after the lease
             with db.connection() as conn:
                 jobs.update_job(conn, job_id, status="failed", errors=[{"error": f"{type(exc).__name__}: {exc}"}],
