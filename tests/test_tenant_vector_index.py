@@ -3,6 +3,7 @@ vector leg's statement reaches it, that the ACL filter still applies on it, and 
 from __future__ import annotations
 
 import numpy as np
+import psycopg
 import pytest
 from psycopg import sql
 
@@ -75,6 +76,26 @@ def test_an_index_left_invalid_by_a_dead_build_is_dropped_and_rebuilt(db, tenant
     with db.connection() as conn:
         definition = conn.execute("SELECT pg_get_indexdef(%s::regclass)", (name,)).fetchone()[0]
     assert "hnsw" in definition and tenant in definition
+
+
+def test_a_build_held_up_by_an_open_transaction_fails_the_note_not_the_ingest(db, settings, local_embedder, tenant,
+                                                                             tmp_path, demo_tenant, monkeypatch):
+    monkeypatch.setattr(tenant_index, "BUILD_LOCK_TIMEOUT", "300ms")
+    (tmp_path / "a.md").write_text("Backups run nightly at two.", encoding="utf-8")
+    (tmp_path / "b.md").write_text("Payments retry five times.", encoding="utf-8")
+    docs, _ = load_source(tmp_path, ["public"], settings.max_document_bytes)
+    small = settings.model_copy(update={"tenant_vector_index_min_rows": 2})
+    # a session left in a transaction holding a snapshot: the build must not wait forever for it
+    with psycopg.connect(db.url) as idle:
+        idle.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        idle.execute("SELECT count(*) FROM documents")
+        report = ingest_documents(db, local_embedder, small, tenant, docs, [])
+    assert report.documents["added"] == 2 and report.clean  # the documents landed
+    assert any("could not be built" in n and "crossroads embeddings index" in n for n in report.notes), report.notes
+    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    assert index_state(db, name)[1] is False  # not registered: search keeps the shared graph
+    again = ingest_documents(db, local_embedder, small, tenant, docs, [])  # the next run builds it
+    assert any(name in n for n in again.notes) and index_state(db, name) == ((True, True), True)
 
 
 @pytest.fixture

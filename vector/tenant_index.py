@@ -27,6 +27,7 @@ from vector.store import HNSW_BUILD
 log = logging.getLogger(__name__)
 
 _LOCK_SPACE = 0x7E1A  # advisory locks of index builds: (this, hash of the index name)
+BUILD_LOCK_TIMEOUT = "5min"  # longest wait of a concurrent build for older transactions to end
 
 
 def index_name(tenant: str, model: str) -> str:
@@ -85,7 +86,10 @@ def ensure(url: str, tenant: str, model: str, dimension: int, min_rows: int) -> 
             ).fetchone()
             if invalid and invalid[0]:
                 conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
-            conn.execute("SET maintenance_work_mem = '512MB'")
+            # CONCURRENTLY waits for every transaction older than its snapshot, in any table: one left
+            # open somewhere must fail this build (retried by the next ingest), not hang the ingest
+            conn.execute(sql.SQL("SET maintenance_work_mem = '512MB'; SET lock_timeout = {}").format(
+                sql.Literal(BUILD_LOCK_TIMEOUT)))
             conn.execute(_create(name, tenant, model, dimension, concurrently=True))
             _register(conn, tenant, model, dimension, name, rows)
         finally:
