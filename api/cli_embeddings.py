@@ -2,6 +2,8 @@
 tenant's own HNSW graph (`crossroads embeddings index`)."""
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 from rich.table import Table
 
@@ -130,26 +132,36 @@ def drop_command(
 
 
 @embeddings_app.command("index")
-def index_command(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
-    """Build the tenant's own HNSW graph of each model serving it, where it needs one (ingest does it too)."""
+def index_command(
+    tenant: Optional[str] = typer.Option(None, "--tenant", "-t", help="The tenant whose graphs to build."),
+    all_tenants: bool = typer.Option(False, "--all", help="Every tenant that needs one (after an upgrade, or "
+                                     "once a second tenant uses a model)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Build a tenant's own HNSW graph of each model serving it, where it needs one (ingest does it too)."""
     from vector import tenant_index
 
+    if (tenant is None) == (not all_tenants):
+        _fail(CrossroadsError("give --tenant T or --all"))
     settings = get_settings()
     min_rows = settings.tenant_vector_index_min_rows
     with _database(settings) as db:
         try:
-            results = tenant_index.ensure_served(db, tenant, min_rows)
+            results = (tenant_index.ensure_all(db, min_rows) if all_tenants
+                       else [{"tenant": tenant, **r} for r in tenant_index.ensure_served(db, tenant, min_rows)])
         except CrossroadsError as exc:
             _fail(exc)
     if json_out:
-        _print_json({"tenant": tenant, "min_rows": min_rows, "models": results})
+        _print_json({"min_rows": min_rows, "graphs": results})
         return
     for r in results:
         if r["built"]:
-            out.print(f"built {r['built']['index']} over {r['built']['rows']} chunks of {r['model']}")
+            out.print(f"{r['tenant']}: built {r['built']['index']} over {r['built']['rows']} chunks of {r['model']}")
         else:
-            out.print(f"{r['model']}: nothing to build ({r['chunks']} chunks; a tenant gets its own graph from "
-                      f"{min_rows} chunks when other tenants share the model, and keeps the one it has)")
+            out.print(f"{r['tenant']}: {r['model']}: nothing to build ({r['chunks']} chunks; a tenant gets its own "
+                      f"graph from {min_rows} chunks when other tenants share the model, and keeps the one it has)")
+    if not results:
+        out.print(f"no tenant has {min_rows} chunks of one model: nothing to build")
 
 
 @embeddings_app.command("status")

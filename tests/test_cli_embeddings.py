@@ -77,11 +77,12 @@ def test_cli_tenant_graph_built_by_ingest_and_by_embeddings_index(make_database,
     second = json.loads(crossroads(env, "ingest", str(corpus), "--tenant", "second", "--acl", "public", "--json").stdout)
     assert any("own HNSW graph" in note for note in second["notes"]), second["notes"]
 
-    built = json.loads(crossroads(env, "embeddings", "index", "--tenant", "first", "--json").stdout)
-    assert [(m["chunks"], bool(m["built"])) for m in built["models"]] == [(3, True)]
+    built = json.loads(crossroads(env, "embeddings", "index", "--all", "--json").stdout)["graphs"]
+    assert [(g["tenant"], g["chunks"], bool(g["built"])) for g in built] == [("first", 3, True), ("second", 3, False)]
     again = crossroads(env, "embeddings", "index", "--tenant", "first")
     assert "nothing to build" in again.stdout
     state = json.loads(crossroads(env, "embeddings", "status", "--tenant", "first", "--json").stdout)
-    assert [g["index"] for g in state["tenant_graphs"]] == [built["models"][0]["built"]["index"]]
+    assert [g["index"] for g in state["tenant_graphs"]] == [built[0]["built"]["index"]]
+    assert "give --tenant T or --all" in crossroads(env, "embeddings", "index", rc=1).stderr
     missing = crossroads(env, "embeddings", "index", "--tenant", "nobody", rc=1)
     assert "has no indexed chunks: ingest its documents first" in missing.stderr and "Traceback" not in missing.stderr

@@ -112,6 +112,20 @@ def ensure_served(db: Database, tenant: str, min_rows: int) -> list[dict]:
             for model, chunks, dimension in served]
 
 
+def ensure_all(db: Database, min_rows: int) -> list[dict]:
+    """`ensure` for every (tenant, model) big enough to need a graph: after an upgrade, or once a
+    model that served one tenant serves a second. [{tenant, model, chunks, built}]."""
+    with db.connection() as conn:
+        sizes = conn.execute(
+            "SELECT c.tenant_id, c.embed_model, m.dimension, count(*) FROM chunks c"
+            " JOIN embedding_models m USING (embed_model) GROUP BY 1, 2, 3 HAVING count(*) >= %s ORDER BY 1, 2",
+            (min_rows,),
+        ).fetchall()
+    return [{"tenant": tenant, "model": model, "chunks": int(chunks),
+             "built": ensure(db.url, tenant, model, dimension, min_rows)}
+            for tenant, model, dimension, chunks in sizes]
+
+
 def ensure_in_transaction(conn: psycopg.Connection, tenant: str, model: str, dimension: int,
                           min_rows: int) -> dict | None:
     """As `ensure`, inside the caller's transaction (an embedding switch: the rows and their graph
