@@ -93,3 +93,11 @@ def test_full_text_on_a_large_tenant_selects_candidates_by_the_rare_term(db, loc
     bm25 = result.trace["bm25"]
     assert bm25["df"]["row"] == ROWS and bm25["df"]["17"] == 1 and bm25["match"] == ["17"]
     assert [h.text for h in result.hits] == ["row 17"]
+
+
+def test_the_trace_says_which_distances_the_vector_leg_computed(db, local_embedder, synthetic_tenant):
+    with HybridSearcher(db, local_embedder, ef_search=40) as searcher:
+        broad = searcher.search(synthetic_tenant, ["common"], "any question", k=5, mode="dense")
+        narrow = searcher.search(synthetic_tenant, ["rare"], "any question", k=5, mode="dense")
+    assert broad.trace["timings_ms"]["vector_graph"] == "shared"  # written by COPY, not ingest: no own graph
+    assert narrow.trace["timings_ms"]["vector_graph"] == "exact"  # 50 readable rows

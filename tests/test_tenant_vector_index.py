@@ -145,17 +145,18 @@ def test_search_on_the_tenant_graph_keeps_the_acl_filter(db, local_embedder, ten
         for mode in ("dense", "hybrid"):
             outsider = searcher.search(tenant, ["public", "staff"], hr_text, k=10, mode=mode)
             traced = {e["id"] for stage in outsider.trace["stages"].values() for e in stage}
-            assert outsider.trace["timings_ms"]["vector_exact"] is False
+            assert outsider.trace["timings_ms"]["vector_graph"] == "tenant"
             assert outsider.hits and traced <= readable and hr_id not in traced
 
 
 def test_scan_sizes_count_the_tenant_not_the_table_once_it_has_its_graph(db, local_embedder, tenant, ingested):
     with db.connection() as conn:
-        readable, indexed = search_sql.scan_sizes(conn, tenant=tenant, groups=["public"], model=local_embedder.model_id)
+        readable, indexed, own = search_sql.scan_sizes(conn, tenant=tenant, groups=["public"],
+                                                       model=local_embedder.model_id)
         tenant_rows = conn.execute("SELECT count(*) FROM chunks WHERE tenant_id = %s", (tenant,)).fetchone()[0]
         table = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass").fetchone()[0]
-        _, without = search_sql.scan_sizes(conn, tenant=tenant, groups=["public"], model="test/no-graph-model")
-    assert 0 < readable < tenant_rows == indexed
+        _, without, none = search_sql.scan_sizes(conn, tenant=tenant, groups=["public"], model="test/no-graph-model")
+    assert own and not none and 0 < readable < tenant_rows == indexed
     assert without == max(readable, int(table))
 
 

@@ -165,8 +165,9 @@ class HybridSearcher:
         timings["embed"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         with self.db.connection() as conn:
-            sizes = search_sql.scan_sizes(conn, tenant=tenant, groups=groups, model=self.embedder.model_id)
-            exact = use_exact_scan(*sizes, self.ef_search)
+            readable, indexed, own_graph = search_sql.scan_sizes(conn, tenant=tenant, groups=groups,
+                                                                 model=self.embedder.model_id)
+            exact = use_exact_scan(readable, indexed, self.ef_search)
             found = search_sql.vector_leg(
                 conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
                 fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,
@@ -174,6 +175,8 @@ class HybridSearcher:
                 staged=self.vectors == "staged", exact=exact,
             )
         timings["vector_exact"] = exact
+        # which distances the leg computed: exact ones, or a walk of the tenant's own or the shared graph
+        timings["vector_graph"] = "exact" if exact else ("tenant" if own_graph else "shared")
         timings["vector"] = (time.perf_counter() - start) * 1000
         return sorted(found, key=lambda p: (-p[1], p[0]))
 

@@ -114,19 +114,19 @@ def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, s
         )
 
 
-def scan_sizes(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], model: str) -> tuple[int, int]:
-    """(chunks the reader may see, chunks an HNSW walk may step over): the first from the kept
-    statistics (migration 008); the second the tenant's chunks when it has its own graph (migration
-    013), else the planner's estimate for the whole table, which VACUUM and ANALYZE keep current (0
-    before the first ANALYZE, so at least the readable count)."""
-    readable, indexed = conn.execute(
-        "SELECT coalesce(sum(chunks) FILTER (WHERE acl && %(groups)s), 0),"
-        " CASE WHEN EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(t)s AND embed_model = %(m)s)"
-        " THEN coalesce(sum(chunks), 0) ELSE (SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass) END"
+def scan_sizes(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], model: str) -> tuple[int, int, bool]:
+    """(chunks the reader may see, chunks an HNSW walk may step over, whether the tenant has its own
+    graph of the model): the first from the kept statistics (migration 008); the second the tenant's
+    chunks when it has its own graph (migration 013), else the planner's estimate for the whole table,
+    which VACUUM and ANALYZE keep current (0 before the first ANALYZE, so at least the readable count)."""
+    readable, tenant_rows, table, own = conn.execute(
+        "SELECT coalesce(sum(chunks) FILTER (WHERE acl && %(groups)s), 0), coalesce(sum(chunks), 0),"
+        " (SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass),"
+        " EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(t)s AND embed_model = %(m)s)"
         " FROM fulltext_acl_stats WHERE tenant_id = %(t)s",
         {"t": tenant, "groups": list(groups), "m": model},
     ).fetchone()
-    return int(readable), max(int(readable), int(indexed))
+    return int(readable), max(int(readable), int(tenant_rows if own else table)), bool(own)
 
 
 def vector_leg(
