@@ -46,14 +46,24 @@ def _create(name: str, tenant: str, model: str, dimension: int, concurrently: bo
              dim=sql.Literal(dimension), model=sql.Literal(model), tenant=sql.Literal(tenant))
 
 
-def _sizes(conn: psycopg.Connection, tenant: str, model: str) -> tuple[int, bool, bool]:
-    """(the tenant's chunks of the model, whether other tenants have any, whether its index is registered)."""
-    return conn.execute(
-        "SELECT (SELECT count(*) FROM chunks WHERE tenant_id = %(t)s AND embed_model = %(m)s),"
-        " EXISTS (SELECT 1 FROM chunks WHERE embed_model = %(m)s AND tenant_id <> %(t)s),"
-        " EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(t)s AND embed_model = %(m)s)",
-        {"t": tenant, "m": model},
+def _needs_graph(conn: psycopg.Connection, tenant: str, model: str, min_rows: int) -> bool:
+    """Whether the tenant should get its own graph of the model and has none registered. Cheap on a
+    large database, since every ingest (an API upload of one document too) asks: the other tenants
+    come from the small statistics table, and the tenant's rows are counted only up to `min_rows`."""
+    registered, others, rows = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(t)s AND embed_model = %(m)s),"
+        " EXISTS (SELECT 1 FROM (SELECT DISTINCT tenant_id FROM fulltext_acl_stats WHERE tenant_id <> %(t)s) o"
+        "         WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.tenant_id = o.tenant_id AND c.embed_model = %(m)s)),"
+        " (SELECT count(*) FROM (SELECT 1 FROM chunks WHERE tenant_id = %(t)s AND embed_model = %(m)s"
+        "  LIMIT %(min)s) s)",
+        {"t": tenant, "m": model, "min": min_rows},
     ).fetchone()
+    return not registered and wants_own_index(rows, others, min_rows)
+
+
+def _rows(conn: psycopg.Connection, tenant: str, model: str) -> int:
+    return conn.execute("SELECT count(*) FROM chunks WHERE tenant_id = %s AND embed_model = %s",
+                        (tenant, model)).fetchone()[0]
 
 
 def _register(conn: psycopg.Connection, tenant: str, model: str, dimension: int, name: str, rows: int) -> None:
@@ -73,8 +83,7 @@ def ensure(url: str, tenant: str, model: str, dimension: int, min_rows: int) -> 
     that died (its index left invalid) is dropped and redone."""
     name = index_name(tenant, model)
     with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
-        rows, others, registered = _sizes(conn, tenant, model)
-        if registered or not wants_own_index(rows, others, min_rows):
+        if not _needs_graph(conn, tenant, model, min_rows):
             return None
         if not conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (_LOCK_SPACE, name)).fetchone()[0]:
             log.info("another process is building the HNSW graph of tenant %s", tenant)
@@ -91,6 +100,7 @@ def ensure(url: str, tenant: str, model: str, dimension: int, min_rows: int) -> 
             conn.execute(sql.SQL("SET maintenance_work_mem = '512MB'; SET lock_timeout = {}").format(
                 sql.Literal(BUILD_LOCK_TIMEOUT)))
             conn.execute(_create(name, tenant, model, dimension, concurrently=True))
+            rows = _rows(conn, tenant, model)
             _register(conn, tenant, model, dimension, name, rows)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_LOCK_SPACE, name))
@@ -130,10 +140,9 @@ def ensure_in_transaction(conn: psycopg.Connection, tenant: str, model: str, dim
                           min_rows: int) -> dict | None:
     """As `ensure`, inside the caller's transaction (an embedding switch: the rows and their graph
     commit together). A plain CREATE INDEX: it holds off other writers to chunks while it builds."""
-    rows, others, registered = _sizes(conn, tenant, model)
-    if registered or not wants_own_index(rows, others, min_rows):
+    if not _needs_graph(conn, tenant, model, min_rows):
         return None
-    name = index_name(tenant, model)
+    name, rows = index_name(tenant, model), _rows(conn, tenant, model)
     conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
     conn.execute(_create(name, tenant, model, dimension, concurrently=False))
     _register(conn, tenant, model, dimension, name, rows)
