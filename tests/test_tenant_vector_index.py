@@ -52,13 +52,13 @@ def index_state(db, name: str):
 def test_a_model_of_one_tenant_gets_no_graph_until_another_tenant_uses_it(db, tenant):
     model = f"test/solo-{tenant}"  # a model id no other tenant has
     write_chunks(db, tenant, model, 20)
-    assert tenant_index.ensure(db.url, tenant, model, 8, min_rows=1) is None
+    assert tenant_index.ensure(db, tenant, model, 8, min_rows=1) is None
     write_chunks(db, tenant + "_other", model, 5)
-    built = tenant_index.ensure(db.url, tenant, model, 8, min_rows=1)
+    built = tenant_index.ensure(db, tenant, model, 8, min_rows=1)
     assert built == {"index": tenant_index.index_name(tenant, model), "rows": 20}
     assert index_state(db, built["index"]) == ((True, True), True)
-    assert tenant_index.ensure(db.url, tenant, model, 8, min_rows=1) is None  # registered: never rebuilt
-    assert tenant_index.ensure(db.url, tenant + "_other", model, 8, min_rows=6) is None  # 5 rows: too small
+    assert tenant_index.ensure(db, tenant, model, 8, min_rows=1) is None  # registered: never rebuilt
+    assert tenant_index.ensure(db, tenant + "_other", model, 8, min_rows=6) is None  # 5 rows: too small
 
 
 def test_an_index_left_invalid_by_a_dead_build_is_dropped_and_rebuilt(db, tenant):
@@ -71,7 +71,7 @@ def test_an_index_left_invalid_by_a_dead_build_is_dropped_and_rebuilt(db, tenant
             sql.Identifier(name), sql.Literal(tenant)))
         conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (name,))
     assert index_state(db, name) == ((True, False), False)
-    assert tenant_index.ensure(db.url, tenant, model, 8, min_rows=1)["index"] == name
+    assert tenant_index.ensure(db, tenant, model, 8, min_rows=1)["index"] == name
     assert index_state(db, name) == ((True, True), True)
     with db.connection() as conn:
         definition = conn.execute("SELECT pg_get_indexdef(%s::regclass)", (name,)).fetchone()[0]

@@ -153,7 +153,7 @@ def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, t
     run, so a no-op re-ingest builds one an earlier run could not. The documents have landed either
     way: a failed build is a note, and search keeps the shared graph meanwhile."""
     try:
-        built = tenant_index.ensure(db.url, tenant, embedder.model_id, embedder.dimension,
+        built = tenant_index.ensure(db, tenant, embedder.model_id, embedder.dimension,
                                     settings.tenant_vector_index_min_rows)
     except psycopg.Error as exc:
         log.warning("could not build the HNSW graph of tenant %s: %s", tenant, exc)

@@ -74,16 +74,21 @@ def _register(conn: psycopg.Connection, tenant: str, model: str, dimension: int,
     )
 
 
-def ensure(url: str, tenant: str, model: str, dimension: int, min_rows: int) -> dict | None:
+def ensure(db: Database, tenant: str, model: str, dimension: int, min_rows: int) -> dict | None:
     """Build the tenant's graph if it needs one and has none: what was built, else None.
 
-    CREATE INDEX CONCURRENTLY, so other tenants' writes and every search go on during the build; it
-    runs outside any transaction, hence its own autocommit connection. Two processes finishing an
-    ingest of the same tenant at once: the advisory lock lets one build, the other returns. A build
-    that died (its index left invalid) is dropped and redone."""
+    The check runs on a pooled connection (every ingest asks). The build is CREATE INDEX
+    CONCURRENTLY, so other tenants' writes and every search go on during it; it runs outside any
+    transaction, hence on its own autocommit connection. Two processes finishing an ingest of the
+    same tenant at once: the advisory lock lets one build, the other returns. A build that died (its
+    index left invalid) is dropped and redone."""
     name = index_name(tenant, model)
-    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
-        if not _needs_graph(conn, tenant, model, min_rows):
+    with db.connection() as conn:
+        needed = _needs_graph(conn, tenant, model, min_rows)
+    if not needed:
+        return None
+    with psycopg.connect(db.url, autocommit=True, prepare_threshold=None) as conn:
+        if not _needs_graph(conn, tenant, model, min_rows):  # built by another process meanwhile
             return None
         if not conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (_LOCK_SPACE, name)).fetchone()[0]:
             log.info("another process is building the HNSW graph of tenant %s", tenant)
@@ -118,7 +123,7 @@ def ensure_served(db: Database, tenant: str, min_rows: int) -> list[dict]:
         ).fetchall()
     if not served:
         raise CrossroadsError(f"tenant {tenant!r} has no indexed chunks: ingest its documents first")
-    return [{"model": model, "chunks": int(chunks), "built": ensure(db.url, tenant, model, dimension, min_rows)}
+    return [{"model": model, "chunks": int(chunks), "built": ensure(db, tenant, model, dimension, min_rows)}
             for model, chunks, dimension in served]
 
 
@@ -132,7 +137,7 @@ def ensure_all(db: Database, min_rows: int) -> list[dict]:
             (min_rows,),
         ).fetchall()
     return [{"tenant": tenant, "model": model, "chunks": int(chunks),
-             "built": ensure(db.url, tenant, model, dimension, min_rows)}
+             "built": ensure(db, tenant, model, dimension, min_rows)}
             for tenant, model, dimension, chunks in sizes]
 
 
