@@ -192,15 +192,16 @@ def test_a_rebuilt_text_that_does_not_match_its_hash_is_reported(db, tenant, ind
     assert report.complete  # embedded from the chunk's own text, so the switch is still possible
 
 
-def test_staged_vector_leg_keeps_the_acl_filter_and_uses_its_index(db, tenant, indexed, voyage):
+def test_staged_vector_leg_keeps_the_acl_filter_and_uses_its_index(db, tenant, indexed, voyage, monkeypatch):
     hr = next(r for r in indexed if r["doc_id"] == "hr/bonus.md")
+    monkeypatch.setattr("vector.search.use_exact_scan", lambda *sizes: False)  # served vectors: always a walk
     with HybridSearcher(db, voyage, vectors="staged") as candidate:
         with pytest.raises(ModelNotServedError, match="no staged vectors of voyage/mig-fake"):
             candidate.search(tenant, ["hr"], hr["text"], mode="hybrid")  # loud, not a silent bm25-only result
         migrate(db, voyage, tenant)
         insider = candidate.search(tenant, ["hr"], hr["text"], k=3, mode="dense")
         assert insider.hits[0].id == hr["id"] and insider.hits[0].score == pytest.approx(1.0, abs=1e-5)
-        assert insider.trace["vectors"] == "staged"
+        assert insider.trace["vectors"] == "staged" and insider.trace["timings_ms"]["vector_graph"] == "exact"
         for mode in ("dense", "hybrid"):  # the best match is unreadable: never returned, from any stage
             outsider = candidate.search(tenant, ["public", "staff"], hr["text"], k=10, mode=mode)
             traced = {e["id"] for stage in outsider.trace["stages"].values() for e in stage}

@@ -167,7 +167,9 @@ class HybridSearcher:
         with self.db.connection() as conn:
             readable, indexed, own_graph = search_sql.scan_sizes(conn, tenant=tenant, groups=groups,
                                                                  model=self.embedder.model_id)
-            exact = use_exact_scan(readable, indexed, self.ef_search)
+            # Staged vectors (eval --embeddings) sit in one graph per model shared by every tenant, with
+            # no per-tenant graph: exact distances, so the comparison measures the models, not a walk.
+            exact = self.vectors == "staged" or use_exact_scan(readable, indexed, self.ef_search)
             found = search_sql.vector_leg(
                 conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
                 fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,
