@@ -147,8 +147,7 @@ def index_command(
     min_rows = settings.tenant_vector_index_min_rows
     with _database(settings) as db:
         try:
-            results = (tenant_index.ensure_all(db, min_rows) if all_tenants
-                       else [{"tenant": tenant, **r} for r in tenant_index.ensure_served(db, tenant, min_rows)])
+            results = tenant_index.ensure_tenants(db, min_rows, None if all_tenants else tenant)
         except CrossroadsError as exc:
             _fail(exc)
     if json_out:

@@ -7,7 +7,7 @@ import typer
 from rich.table import Table
 
 from api.cli import JsonOption, TenantOption, _database, _fail, _groups, _print_json, _progress, app, err, out
-from core.errors import CrossroadsError, JobRunningError
+from core.errors import CrossroadsError, JobNotFoundError, JobRunningError
 from core.settings import get_settings
 
 levels_app = typer.Typer(help="Access levels: the graph of a level is built only from chunks its groups may read.",
@@ -213,11 +213,12 @@ def graph_cancel(
             if running is None:
                 _fail(CrossroadsError(f"no graph build of tenant {tenant!r} is running: nothing to cancel"))
             job = running["id"]
-        found = jobs.request_cancel(conn, job, tenant, db.job_lease_s)
-    if found is None:
-        _fail(CrossroadsError(f"no job {job} in tenant {tenant!r}: see `crossroads graph status --tenant {tenant}`"))
-    if found["status"] not in ("running", "cancelled"):
-        _fail(CrossroadsError(f"job {job} has already ended ({found['status']}): nothing to cancel"))
+        try:
+            found = jobs.request_cancel(conn, job, tenant, db.job_lease_s)
+        except JobNotFoundError as exc:
+            _fail(CrossroadsError(f"{exc}: see `crossroads graph status --tenant {tenant}`"))
+        except CrossroadsError as exc:
+            _fail(exc)
     if json_out:
         _print_json(found)
     elif found["status"] == "cancelled":

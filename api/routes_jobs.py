@@ -21,7 +21,7 @@ from api.problems import ApiProblem, validation_problem
 from api.routes_query import ERRORS
 from api.schemas import GraphBuildRequest, Job, JobAccepted
 from core import jobs
-from core.errors import JobRunningError, JobStoppedError
+from core.errors import JobEndedError, JobNotFoundError, JobRunningError, JobStoppedError
 from graph import store
 
 log = logging.getLogger("crossroads.api")
@@ -141,12 +141,12 @@ def cancel_job(job_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal
     """The job stops at its next progress step and records `cancelled` (GET /v1/jobs/{id} shows when);
     what it saved so far is kept, and the next build resumes from it."""
     db = svc.db()
-    with db.connection() as conn:
-        job = jobs.request_cancel(conn, job_id, principal.tenant, db.job_lease_s)
-    if job is None:
-        raise ApiProblem(404, "job-not-found", "Job not found", f"No job {job_id} in this tenant.")
-    if job["status"] not in ("running", "cancelled"):
-        raise ApiProblem(409, "job-ended", "Job already ended",
-                         f"Job {job_id} has already ended ({job['status']}): nothing to cancel.")
+    try:
+        with db.connection() as conn:
+            job = jobs.request_cancel(conn, job_id, principal.tenant, db.job_lease_s)
+    except JobNotFoundError:
+        raise ApiProblem(404, "job-not-found", "Job not found", f"No job {job_id} in this tenant.") from None
+    except JobEndedError as exc:
+        raise ApiProblem(409, "job-ended", "Job already ended", f"{exc}.") from None
     job.pop("tenant")
     return job

@@ -54,3 +54,11 @@ class JobStoppedError(CrossroadsError):
             message = (f"job {job_id} is no longer running in the database (it missed its lease and was failed as "
                        "abandoned, or another process took over): this process stops writing")
         super().__init__(message)
+
+
+class JobNotFoundError(CrossroadsError):
+    """No job of this id in the tenant (another tenant's job is reported the same way)."""
+
+
+class JobEndedError(CrossroadsError):
+    """The job has already ended: there is nothing left to stop."""

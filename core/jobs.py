@@ -22,7 +22,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from core.database import Database
-from core.errors import JobRunningError, JobStoppedError
+from core.errors import JobEndedError, JobNotFoundError, JobRunningError, JobStoppedError
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +113,11 @@ def update_job(conn: psycopg.Connection, job_id: int, **fields) -> str:
     return "stopped" if row is None else ("cancelling" if row[0] else "running")
 
 
-def request_cancel(conn: psycopg.Connection, job_id: int, tenant: str, lease_s: float) -> dict | None:
+def request_cancel(conn: psycopg.Connection, job_id: int, tenant: str, lease_s: float) -> dict:
     """Ask the process running the tenant's job to stop (it records `cancelled` at its next progress
     step or heartbeat); an abandoned job, whose process is gone, is cancelled at once. Returns the job
-    as it now is, None when the tenant has no such job; a job that has ended is returned unchanged."""
+    as it now is (`running` with cancel_requested_at set, or `cancelled`). Raises JobNotFoundError
+    when the tenant has no such job, JobEndedError when it had already ended otherwise."""
     params = {"id": job_id, "tenant": tenant, "lease_s": lease_s}
     with conn.transaction():
         conn.execute(
@@ -128,7 +129,9 @@ def request_cancel(conn: psycopg.Connection, job_id: int, tenant: str, lease_s: 
                      " WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'running'", params)
     job = get_job(conn, job_id, lease_s)
     if job is None or job["tenant"] != tenant:
-        return None
+        raise JobNotFoundError(f"no job {job_id} in tenant {tenant!r}")
+    if job["status"] not in ("running", "cancelled"):
+        raise JobEndedError(f"job {job_id} has already ended ({job['status']}): nothing to cancel")
     if job["status"] == "running":
         log.info("cancel of job %s (%s of tenant %s) requested", job_id, job["kind"], tenant)
     return job
@@ -169,6 +172,11 @@ class JobWatch:
     def raise_if_stopped(self) -> None:
         if self.reason is not None:
             raise JobStoppedError(self.job_id, self.reason)
+
+    def update(self, conn: psycopg.Connection, **fields) -> None:
+        """`update_job`, then stop (raise) if the job must."""
+        self.note(update_job(conn, self.job_id, **fields))
+        self.raise_if_stopped()
 
 
 @contextmanager

@@ -359,8 +359,7 @@ def build_graph(
                 if level_name not in (None, level.name):
                     continue
                 with db.connection() as conn:
-                    watch.note(jobs.update_job(conn, job_id, stage=f"level {level.name}"))
-                watch.raise_if_stopped()
+                    watch.update(conn, stage=f"level {level.name}")
                 results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings,
                                                   tracked, summarizer)))
                 with db.connection() as conn:

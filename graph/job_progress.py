@@ -47,8 +47,9 @@ class JobProgress:
         self._last = now
         try:
             with self.db.connection() as conn:
-                self.watch.note(jobs.update_job(conn, self.job_id,
-                                                progress={"stage": stage, "done": done, "total": total}))
+                state = jobs.update_job(conn, self.job_id, progress={"stage": stage, "done": done, "total": total})
         except Exception:  # noqa: BLE001 - progress is informative; the build goes on
             log.warning("could not record the progress of job %s", self.job_id, exc_info=True)
+            return
+        self.watch.note(state)
         self.watch.raise_if_stopped()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core import jobs
-from core.errors import JobStoppedError
+from core.errors import JobNotFoundError, JobStoppedError
 from graph import store
 from graph.build import BuildSettings, OfflineReporter, build_graph
 from graph.extract_offline import OfflineExtractor
@@ -46,7 +46,7 @@ def test_a_cancel_request_stops_the_build_and_keeps_the_last_graph(db, settings,
         seen.append((stage, done))
         if len(seen) == 1:  # as `crossroads graph cancel` would, from another process
             with db.connection() as conn:
-                [running] = [j for j in jobs.recent_jobs(conn, tenant, KIND, db.job_lease_s) if j["status"] == "running"]
+                running = jobs.running_job(conn, tenant, KIND, db.job_lease_s)
                 assert jobs.request_cancel(conn, running["id"], tenant, db.job_lease_s)["status"] == "running"
 
     with pytest.raises(JobStoppedError) as stopped:
@@ -66,7 +66,7 @@ def test_a_build_whose_row_was_taken_over_stops_without_writing_to_it(db, settin
     def another_process_takes_over(stage: str, done: int, total: int) -> None:
         if not taken_over:  # what the next start does to a job silent past its lease
             with db.connection() as conn:
-                [running] = [j for j in jobs.recent_jobs(conn, tenant, KIND, db.job_lease_s) if j["status"] == "running"]
+                running = jobs.running_job(conn, tenant, KIND, db.job_lease_s)
                 conn.execute("UPDATE jobs SET heartbeat_at = now() - interval '1 hour' WHERE id = %s", (running["id"],))
                 assert jobs.fail_abandoned_jobs(conn, tenant, KIND, db.job_lease_s) == [running["id"]]
                 taken_over.append(running["id"])
@@ -87,6 +87,7 @@ def test_update_job_writes_only_a_running_row_and_reports_a_cancel(db, tenant):
         assert jobs.update_job(conn, job_id, stage="reports") == "cancelling"
         assert jobs.update_job(conn, job_id, status="cancelled") == "cancelling"
         assert jobs.update_job(conn, job_id, status="done", stage="done") == "stopped"
+        assert jobs.request_cancel(conn, job_id, tenant, db.job_lease_s)["status"] == "cancelled"  # idempotent
     assert stored_row(db, job_id)["status"] == "cancelled"
     watch = jobs.JobWatch(job_id)
     watch.note("running")
@@ -100,7 +101,8 @@ def test_cancelling_an_abandoned_job_ends_it_at_once(db, tenant):
     job_id = live_job(db, tenant)
     silence(db, job_id)
     with db.connection() as conn:
-        assert jobs.request_cancel(conn, job_id, f"{tenant}_other", db.job_lease_s) is None  # not that tenant's
+        with pytest.raises(JobNotFoundError):  # not that tenant's
+            jobs.request_cancel(conn, job_id, f"{tenant}_other", db.job_lease_s)
         job = jobs.request_cancel(conn, job_id, tenant, db.job_lease_s)
     assert job["status"] == "cancelled" and "after its process had stopped" in job["errors"][-1]["error"]
     assert job["finished_at"] == job["heartbeat_at"]

@@ -165,20 +165,23 @@ class HybridSearcher:
         timings["embed"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         with self.db.connection() as conn:
-            readable, indexed, own_graph = search_sql.scan_sizes(conn, tenant=tenant, groups=groups,
-                                                                 model=self.embedder.model_id)
-            # Staged vectors (eval --embeddings) sit in one graph per model shared by every tenant, with
-            # no per-tenant graph: exact distances, so the comparison measures the models, not a walk.
-            exact = self.vectors == "staged" or use_exact_scan(readable, indexed, self.ef_search)
+            if self.vectors == "staged":
+                # Staged vectors (eval --embeddings) sit in one graph per model shared by every tenant,
+                # with no per-tenant graph: exact distances, so the comparison measures the models.
+                graph = "exact"
+            else:
+                readable, indexed, own_graph = search_sql.scan_sizes(conn, tenant=tenant, groups=groups,
+                                                                     model=self.embedder.model_id)
+                exact = use_exact_scan(readable, indexed, self.ef_search)
+                graph = "exact" if exact else ("tenant" if own_graph else "shared")
             found = search_sql.vector_leg(
                 conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
                 fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,
                 ef_search=self.ef_search, iterative_scan=self.db.supports_iterative_scan,
-                staged=self.vectors == "staged", exact=exact,
+                staged=self.vectors == "staged", exact=graph == "exact",
             )
-        timings["vector_exact"] = exact
         # which distances the leg computed: exact ones, or a walk of the tenant's own or the shared graph
-        timings["vector_graph"] = "exact" if exact else ("tenant" if own_graph else "shared")
+        timings["vector_graph"] = graph
         timings["vector"] = (time.perf_counter() - start) * 1000
         return sorted(found, key=lambda p: (-p[1], p[0]))
 

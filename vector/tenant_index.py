@@ -113,32 +113,21 @@ def ensure(db: Database, tenant: str, model: str, dimension: int, min_rows: int)
     return {"index": name, "rows": rows}
 
 
-def ensure_served(db: Database, tenant: str, min_rows: int) -> list[dict]:
-    """`ensure` for each model serving the tenant: [{model, chunks, built}]."""
-    with db.connection() as conn:
-        served = conn.execute(
-            "SELECT c.embed_model, count(*), m.dimension FROM chunks c JOIN embedding_models m USING (embed_model)"
-            " WHERE c.tenant_id = %s GROUP BY c.embed_model, m.dimension ORDER BY c.embed_model",
-            (tenant,),
-        ).fetchall()
-    if not served:
-        raise CrossroadsError(f"tenant {tenant!r} has no indexed chunks: ingest its documents first")
-    return [{"model": model, "chunks": int(chunks), "built": ensure(db, tenant, model, dimension, min_rows)}
-            for model, chunks, dimension in served]
-
-
-def ensure_all(db: Database, min_rows: int) -> list[dict]:
-    """`ensure` for every (tenant, model) big enough to need a graph: after an upgrade, or once a
-    model that served one tenant serves a second. [{tenant, model, chunks, built}]."""
+def ensure_tenants(db: Database, min_rows: int, tenant: str | None = None) -> list[dict]:
+    """`ensure` for each model serving `tenant`, or with no tenant for every (tenant, model) big
+    enough to need a graph (after an upgrade, or once a model that served one tenant serves a
+    second): [{tenant, model, chunks, built}]."""
     with db.connection() as conn:
         sizes = conn.execute(
             "SELECT c.tenant_id, c.embed_model, m.dimension, count(*) FROM chunks c"
-            " JOIN embedding_models m USING (embed_model) GROUP BY 1, 2, 3 HAVING count(*) >= %s ORDER BY 1, 2",
-            (min_rows,),
+            " JOIN embedding_models m USING (embed_model) WHERE %(t)s::text IS NULL OR c.tenant_id = %(t)s"
+            " GROUP BY 1, 2, 3 HAVING %(t)s::text IS NOT NULL OR count(*) >= %(min)s ORDER BY 1, 2",
+            {"t": tenant, "min": min_rows},
         ).fetchall()
-    return [{"tenant": tenant, "model": model, "chunks": int(chunks),
-             "built": ensure(db, tenant, model, dimension, min_rows)}
-            for tenant, model, dimension, chunks in sizes]
+    if tenant is not None and not sizes:
+        raise CrossroadsError(f"tenant {tenant!r} has no indexed chunks: ingest its documents first")
+    return [{"tenant": t, "model": model, "chunks": int(chunks), "built": ensure(db, t, model, dimension, min_rows)}
+            for t, model, dimension, chunks in sizes]
 
 
 def ensure_in_transaction(conn: psycopg.Connection, tenant: str, model: str, dimension: int,
