@@ -110,6 +110,23 @@ def test_first_ingest_indexes_every_chunk_with_vectors_language_and_acl(db, sett
     assert ru_hit == [("hr/vacation.md",)]  # Russian stemming: "отпуском" finds "отпуска"
 
 
+def test_columns_search_filters_on_stay_inline_and_only_the_text_may_move_to_toast(db, settings, embedder, tenant, corpus):
+    """With the vector and tsvector inline, a row is past the TOAST target, and PostgreSQL would move
+    every other wide-enough column out of line: each heap-side ACL or model check would then cost a
+    TOAST lookup (migrations 009, 010, 015)."""
+    run_ingest(db, settings, embedder, tenant, corpus)
+    inline = ("tenant_id", "doc_id", "heading", "context", "acl", "content_hash", "lang", "embed_model", "tsv", "embedding")
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT doc_id, chunk_no, pg_column_size(c.*), "
+            + ", ".join(f"pg_column_toast_chunk_id({col}) IS NULL" for col in inline)
+            + " FROM chunks c WHERE tenant_id = %s ORDER BY doc_id, chunk_no", (tenant,),
+        ).fetchall()
+    assert any(size > 2032 for _, _, size, *_ in rows)  # rows wide enough for the toaster to act on
+    for doc_id, chunk_no, _, *flags in rows:
+        assert all(flags), (doc_id, chunk_no, [c for c, ok in zip(inline, flags) if not ok])
+
+
 def test_unchanged_reingest_writes_nothing_and_embeds_nothing(db, settings, embedder, tenant, corpus):
     run_ingest(db, settings, embedder, tenant, corpus)
     before = snapshot(db, tenant)
