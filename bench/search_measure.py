@@ -139,7 +139,7 @@ def measure(db: Database, embedder: PrecomputedQueryEmbedder, queries: dict[str,
                 vector_ms, r10, r50, short = [], [], [], 0
                 for i, spec in enumerate(specs):
                     t0 = time.perf_counter()
-                    with db.connection() as conn:
+                    with db.connection() as conn, search_sql.read_only(conn):
                         found = search_sql.vector_leg(
                             conn, tenant=TENANT, groups=groups, model=MODEL, fallback_dimension=DIM,
                             vector=embedder.embed_query(spec.text), limit=candidates, ef_search=ef,

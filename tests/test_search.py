@@ -180,6 +180,24 @@ def test_lexeme_quoting_round_trips_through_postgres(db):
             ).fetchone()[0], lexeme
 
 
+
+def test_search_transactions_cannot_write_and_leave_the_pooled_connection_as_they_found_it(db):
+    import psycopg
+
+    with db.connection() as conn:
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            with search_sql.read_only(conn):
+                conn.execute("CREATE TEMP TABLE must_not_exist (x int)")
+        assert conn.read_only is None  # restored: the next user of the connection may write
+        with search_sql.read_only(conn):
+            search_sql.set_local_and_dimension(conn, {"hnsw.ef_search": "7", "enable_indexscan": "off"},
+                                               model="test/unknown-model", staged=False)
+            assert conn.execute("SHOW hnsw.ef_search").fetchone() == ("7",)
+        # SET LOCAL ended with the transaction
+        assert conn.execute("SHOW hnsw.ef_search").fetchone() != ("7",)
+        assert conn.execute("SHOW enable_indexscan").fetchone() == ("on",)
+        conn.rollback()
+
 # --- access control --------------------------------------------------------------------------
 
 

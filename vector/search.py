@@ -164,7 +164,7 @@ class HybridSearcher:
             vector = self.embedder.embed_documents([vector_text])[0]
         timings["embed"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
-        with self.db.connection() as conn:
+        with self.db.connection() as conn, search_sql.read_only(conn):
             if self.vectors == "staged":
                 # Staged vectors (eval --embeddings) sit in one graph per model shared by every tenant,
                 # with no per-tenant graph: exact distances, so the comparison measures the models.

@@ -26,10 +26,19 @@ FTS_RANKS = {
 
 @contextmanager
 def read_only(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
-    """One read-only transaction: the search path can never write, whatever a bug makes it run."""
-    with conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
-        yield conn
+    """One read-only transaction: the search path can never write, whatever a bug makes it run.
+
+    The mode goes into the BEGIN statement itself (`BEGIN READ ONLY`), so it costs no round trip of
+    its own; the connection (idle, fresh from the pool) gets its previous mode back afterwards.
+    """
+    previous = conn.read_only
+    conn.read_only = True
+    try:
+        with conn.transaction():
+            yield conn
+    finally:
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:  # a broken one is discarded
+            conn.read_only = previous
 
 
 def stable_scan_order(conn: psycopg.Connection) -> None:
@@ -45,6 +54,21 @@ def model_dimension(conn: psycopg.Connection, model: str) -> int | None:
     """The dimension of the model's partial HNSW index, None while it has no index yet."""
     row = conn.execute("SELECT dimension FROM embedding_models WHERE embed_model = %s", (model,)).fetchone()
     return row[0] if row else None
+
+
+def set_local_and_dimension(conn: psycopg.Connection, settings: dict[str, str], *, model: str, staged: bool) -> int | None:
+    """In one round trip: `settings` for the rest of this transaction (set_config(..., true) is SET
+    LOCAL, so nothing leaks into other users of the pooled connection), and the dimension of the
+    model's served (or staged) HNSW index, None while it has none."""
+    registry = "staged_embedding_models" if staged else "embedding_models"
+    return conn.execute(
+        sql.SQL(
+            "WITH applied AS (SELECT count(set_config(name, value, true)) AS n"
+            " FROM unnest(%(names)s::text[], %(values)s::text[]) AS s(name, value))"
+            " SELECT (SELECT dimension FROM {registry} WHERE embed_model = %(model)s) FROM applied"
+        ).format(registry=sql.Identifier(registry)),
+        {"names": list(settings), "values": list(settings.values()), "model": model},
+    ).fetchone()[0]
 
 
 def vector_query(model: str, dimension: int, tenant: str) -> sql.Composed:
@@ -63,12 +87,6 @@ def vector_query(model: str, dimension: int, tenant: str) -> sql.Composed:
         " WHERE embed_model = {model} AND tenant_id = {tenant} AND acl && %(groups)s"
         " ORDER BY embedding::vector({dim}) <=> %(vec)s LIMIT %(limit)s"
     ).format(dim=sql.Literal(dimension), model=sql.Literal(model), tenant=sql.Literal(tenant))
-
-
-def staged_model_dimension(conn: psycopg.Connection, model: str) -> int | None:
-    """The dimension of the model's partial HNSW index on the staging table (embedding migration)."""
-    row = conn.execute("SELECT dimension FROM staged_embedding_models WHERE embed_model = %s", (model,)).fetchone()
-    return row[0] if row else None
 
 
 def staged_vector_query(model: str, dimension: int) -> sql.Composed:
@@ -143,33 +161,28 @@ def vector_leg(
     staged: bool = False,
     exact: bool = False,
 ) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) best first, in a read-only transaction.
-
-    `SET LOCAL` (via set_config(..., true)) lasts until the end of this transaction, so the
-    settings never leak into other users of the pooled connection. Without an index yet (a tiny,
-    fresh corpus) the same query runs as an exact sequential scan. `staged` searches the model's
-    staged vectors instead of the served ones (see `staged_vector_query`).
+    """(chunk id, cosine similarity) best first, inside the caller's `read_only` transaction (its
+    planner settings last until that transaction ends). Without an index yet (a tiny, fresh corpus)
+    the same query runs as an exact sequential scan. `staged` searches the model's staged vectors
+    instead of the served ones (see `staged_vector_query`).
     """
-    with read_only(conn):
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
-        if exact:
-            # The model's HNSW graph spans every tenant: under a filter that keeps a small share of
-            # it, the approximate walk loses recall, while exact distances over a few thousand rows
-            # cost milliseconds.
-            conn.execute("SELECT set_config('enable_indexscan', 'off', true)")
-        elif iterative_scan:
-            # pgvector >= 0.8: keep walking the graph until LIMIT rows pass the tenant/ACL filter,
-            # instead of returning fewer rows when the filter is selective.
-            conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
-        if staged:
-            statement = staged_vector_query(model, staged_model_dimension(conn, model) or fallback_dimension)
-        else:
-            statement = vector_query(model, model_dimension(conn, model) or fallback_dimension, tenant)
-        rows = conn.execute(
-            statement, {"vec": vector, "tenant": tenant, "groups": list(groups), "limit": limit}
-        ).fetchall()
-        if not rows:
-            check_model_has_vectors(conn, tenant, model, staged)
+    local = {"hnsw.ef_search": str(ef_search)}
+    if exact:
+        # The model's HNSW graph spans every tenant: under a filter that keeps a small share of
+        # it, the approximate walk loses recall, while exact distances over a few thousand rows
+        # cost milliseconds.
+        local["enable_indexscan"] = "off"
+    elif iterative_scan:
+        # pgvector >= 0.8: keep walking the graph until LIMIT rows pass the tenant/ACL filter,
+        # instead of returning fewer rows when the filter is selective.
+        local["hnsw.iterative_scan"] = "strict_order"
+    dimension = set_local_and_dimension(conn, local, model=model, staged=staged) or fallback_dimension
+    statement = staged_vector_query(model, dimension) if staged else vector_query(model, dimension, tenant)
+    rows = conn.execute(
+        statement, {"vec": vector, "tenant": tenant, "groups": list(groups), "limit": limit}
+    ).fetchall()
+    if not rows:
+        check_model_has_vectors(conn, tenant, model, staged)
     return [(int(i), 1.0 - float(d)) for i, d in rows]
 
 
