@@ -1,6 +1,8 @@
 """Database set-up: migrations once and in order, pgvector checks, the embedded server's lifecycle."""
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import uuid
 
@@ -11,7 +13,7 @@ from core import embedded
 from core.database import check_pgvector_version, load_migrations, open_database
 from core.errors import CrossroadsError, DatabaseError
 from core.settings import Settings
-from tests.conftest import ROOT
+from tests.conftest import ROOT, crossroads
 
 
 def test_migrations_are_numbered_in_order_and_unique():
@@ -58,20 +60,31 @@ def test_unreachable_external_database_gives_a_clear_error(tmp_path):
 
 
 def test_embedded_server_start_status_stop():
-    data_dir = ROOT / ".crossroads" / f"lifecycle-{uuid.uuid4().hex[:6]}"
+    state_dir = ROOT / ".crossroads" / f"lifecycle-{uuid.uuid4().hex[:6]}"
+    data_dir = state_dir / "pg"  # where the CLI looks for it (CROSSROADS_STATE_DIR/pg)
     try:
         uri = embedded.start(data_dir, shared_buffers="160MB")
         state = embedded.status(data_dir)
         assert state.running and state.pid and state.uri == uri
         with psycopg.connect(uri) as conn:  # applied at the first start, by one restart
             assert conn.execute("SELECT current_setting('shared_buffers')").fetchone() == ("160MB",)
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CROSSROADS_DATABASE_URL")}
+        env["CROSSROADS_STATE_DIR"] = str(state_dir)
+        report = json.loads(crossroads(env, "db", "status", "--json").stdout)
+        assert report["running"] and report["pid"] == state.pid
+        memory = report["memory"]
+        assert memory["shared_buffers"] == "160MB" and memory["huge_pages"] in ("on", "off")
+        assert memory["huge_pages_needed"] > 0  # the whole shared memory, in huge pages
+        text = crossroads(env, "db", "status").stdout
+        assert "huge pages " + memory["huge_pages"] in text
+        assert (f"vm.nr_hugepages={memory['huge_pages_needed']}" in text) == (memory["huge_pages"] != "on")
         assert embedded.start(data_dir) == uri  # already running: reused, not started twice
         assert embedded.stop(data_dir) is True
         assert not embedded.status(data_dir).running
         assert embedded.stop(data_dir) is False
     finally:
         embedded.stop(data_dir)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def test_embedded_server_settings_scale_with_memory():

@@ -26,7 +26,7 @@ import psycopg
 from vector import search_sql
 from vector.fulltext import BM25_B, BM25_K1, FullTextQuery, bm25_idf
 
-MAX_SCORED = 1000  # the default of settings.bm25_max_scored; dev data: 1,000 to unlimited all the same
+MAX_SCORED = 500  # the default of settings.bm25_max_scored; dev data: 500 to unlimited all the same
 MAX_PAIRED_TERMS = 6  # pairs of at most this many terms: 15 AND-ed pairs in the candidate query
 
 
