@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import time
 
+import psycopg
 import pytest
 
 from vector import search_sql
@@ -180,10 +181,7 @@ def test_lexeme_quoting_round_trips_through_postgres(db):
             ).fetchone()[0], lexeme
 
 
-
 def test_search_transactions_cannot_write_and_leave_the_pooled_connection_as_they_found_it(db):
-    import psycopg
-
     with db.connection() as conn:
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             with search_sql.read_only(conn):
@@ -197,6 +195,7 @@ def test_search_transactions_cannot_write_and_leave_the_pooled_connection_as_the
         assert conn.execute("SHOW hnsw.ef_search").fetchone() != ("7",)
         assert conn.execute("SHOW enable_indexscan").fetchone() == ("on",)
         conn.rollback()
+
 
 # --- access control --------------------------------------------------------------------------
 
