@@ -38,11 +38,12 @@ def exact_neighbours(db: Database, groups: list[str], vector: np.ndarray, k: int
 
 def vector_plan(db: Database, groups: list[str], vector: np.ndarray, ef: int, limit: int) -> str:
     """How the planner runs the vector leg for this filter: `hnsw` or the exact alternative it chose."""
+    local = {"hnsw.ef_search": str(ef)}
+    if db.supports_iterative_scan:
+        local["hnsw.iterative_scan"] = "strict_order"
     with db.connection() as conn, search_sql.read_only(conn):
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-        if db.supports_iterative_scan:
-            conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
-        statement = sql.SQL("EXPLAIN (FORMAT JSON) ") + search_sql.vector_query(MODEL, DIM, TENANT)
+        dimension = search_sql.set_local_and_dimension(conn, local, model=MODEL, staged=False) or DIM
+        statement = sql.SQL("EXPLAIN (FORMAT JSON) ") + search_sql.vector_query(MODEL, dimension, TENANT)
         plan = conn.execute(statement, {"vec": vector, "tenant": TENANT, "groups": groups, "limit": limit}).fetchone()[0]
     nodes = []
 

@@ -43,12 +43,11 @@ def synthetic_tenant(db, local_embedder) -> str:
 
 def run_vector_sql(db, model, tenant, groups, vector, *, limit, ef_search=40, iterative=True, planner=(), explain=False):
     """The vector leg's exact statement under the leg's settings, plus planner settings for tests."""
+    local = {"hnsw.ef_search": str(ef_search), "hnsw.iterative_scan": "strict_order" if iterative else "off",
+             **dict(planner)}
     with db.connection() as conn, search_sql.read_only(conn):
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
-        conn.execute("SELECT set_config('hnsw.iterative_scan', %s, true)", ("strict_order" if iterative else "off",))
-        for name, value in planner:
-            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
-        statement = search_sql.vector_query(model, search_sql.model_dimension(conn, model), tenant)
+        dimension = search_sql.set_local_and_dimension(conn, local, model=model, staged=False)
+        statement = search_sql.vector_query(model, dimension, tenant)
         rows = conn.execute(
             sql.SQL("EXPLAIN ") + statement if explain else statement,
             {"vec": vector, "tenant": tenant, "groups": groups, "limit": limit},
