@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
             index_dataset(db, embedder, settings, dataset)
         with db.connection() as conn:
-            indexed, _ = search_sql.corpus_stats(conn, tenant=TENANT, groups=GROUPS)
+            indexed, _, _ = search_sql.corpus_stats(conn, tenant=TENANT, groups=GROUPS)
         if not indexed:
             print(f"tenant {TENANT} has no chunks: index it first (`crossroads eval {SHARED_DATA / DATASET}` "
                   "or this bench with --index).", file=sys.stderr)

@@ -8,6 +8,7 @@ from psycopg import sql
 
 from tests.conftest import unit
 from vector import search_sql, store
+from vector.bm25 import acl_on_heap
 from vector.search import HybridSearcher
 
 
@@ -92,6 +93,25 @@ def test_full_text_on_a_large_tenant_selects_candidates_by_the_rare_term(db, loc
     bm25 = result.trace["bm25"]
     assert bm25["df"]["row"] == ROWS and bm25["df"]["17"] == 1 and bm25["match"] == ["17"]
     assert [h.text for h in result.hits] == ["row 17"]
+
+
+def test_full_text_checks_a_broad_readers_acl_on_the_rows_and_a_narrow_ones_in_the_index():
+    assert acl_on_heap(850, 1000) and acl_on_heap(400, 1000)
+    assert not acl_on_heap(399, 1000) and not acl_on_heap(10, 1000) and not acl_on_heap(0, 0)
+
+
+@pytest.mark.parametrize("groups, check, readable_rows", [(["common"], "heap", ROWS - ROWS // RARE_EVERY),
+                                                          (["rare"], "index", ROWS // RARE_EVERY)])
+def test_both_acl_checks_return_only_readable_rows(db, local_embedder, synthetic_tenant, groups, check, readable_rows):
+    """'row' is in every row, readable or not, so only the ACL check keeps the other group's rows out."""
+    with HybridSearcher(db, local_embedder, candidates=200, bm25_max_scored=5000) as s:
+        result = s.search(synthetic_tenant, groups, "row", k=10, mode="bm25")
+    assert result.trace["bm25"]["acl_check"] == check
+    ids = [e["id"] for e in result.trace["stages"]["fts"]]
+    assert len(ids) == min(200, readable_rows)
+    with db.connection() as conn:
+        acls = conn.execute("SELECT DISTINCT acl FROM chunks WHERE id = ANY(%s)", (ids,)).fetchall()
+    assert acls == [(groups,)]
 
 
 def test_the_trace_says_which_distances_the_vector_leg_computed(db, local_embedder, synthetic_tenant):

@@ -202,15 +202,17 @@ def analyse_pieces(conn: psycopg.Connection, pieces: Sequence[tuple[str, str]]) 
     return [(q, list(lexemes)) for q, lexemes in rows]
 
 
-def corpus_stats(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str]) -> tuple[int, float]:
-    """(readable chunks, their mean number of distinct lexemes): BM25's N and average length, from
-    the per-ACL statistics kept at write time (migration 008)."""
-    n, lexemes = conn.execute(
-        "SELECT coalesce(sum(chunks), 0), coalesce(sum(lexemes), 0) FROM fulltext_acl_stats"
-        " WHERE tenant_id = %s AND acl && %s",
-        (tenant, list(groups)),
+def corpus_stats(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str]) -> tuple[int, float, int]:
+    """(readable chunks, their mean number of distinct lexemes, the tenant's chunks): BM25's N and
+    average length, and how much of the tenant the reader sees, from the per-ACL statistics kept at
+    write time (migration 008)."""
+    n, lexemes, tenant_chunks = conn.execute(
+        "SELECT coalesce(sum(chunks) FILTER (WHERE acl && %(groups)s), 0),"
+        " coalesce(sum(lexemes) FILTER (WHERE acl && %(groups)s), 0), coalesce(sum(chunks), 0)"
+        " FROM fulltext_acl_stats WHERE tenant_id = %(tenant)s",
+        {"tenant": tenant, "groups": list(groups)},
     ).fetchone()
-    return int(n), (float(lexemes) / int(n) if n else 0.0)
+    return int(n), (float(lexemes) / int(n) if n else 0.0), int(tenant_chunks)
 
 
 def lexeme_frequencies(
@@ -255,13 +257,14 @@ def phrase_frequencies(
 # chunks was most of the leg's time (`bench/search.py`: p95 61 -> 15 ms for the broadest reader).
 # Scan order is block order, the same for the same table; `stable_scan_order` rules out the two
 # things that would change it between runs (parallel workers, synchronised sequential scans).
+# READABLE is where the reader's ACL is checked (`bm25_leg`'s `acl_on_heap`).
 _BM25 = """
 WITH terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(lexeme_idf)s::float8[]) AS t(lexeme, idf)),
 phrases AS (SELECT * FROM unnest(%(phrases)s::tsquery[], %(phrase_idf)s::float8[]) AS p(q, idf)),
 matched AS (
     SELECT id, tsv, %(k1)s * (1 - %(b)s + %(b)s * length(tsv) / %(avg_len)s) AS norm
     FROM chunks
-    WHERE tenant_id = %(tenant)s AND acl && %(groups)s AND tsv @@ CAST(%(match)s AS tsquery)
+    WHERE tenant_id = %(tenant)s AND READABLE AND tsv @@ CAST(%(match)s AS tsquery)
     LIMIT %(max_scored)s
 )
 SELECT m.id,
@@ -275,6 +278,11 @@ FROM matched m
 ORDER BY score DESC, m.id
 LIMIT %(limit)s
 """
+# In the GIN index, `acl && groups` costs reading the posting lists of the reader's groups, which
+# for a reader of most of a large tenant hold most of its rows; wrapped in coalesce the planner
+# cannot use it as an index condition and checks it on the rows the terms selected instead.
+_BM25_ACL_IN_INDEX = _BM25.replace("READABLE", "acl && %(groups)s")
+_BM25_ACL_ON_HEAP = _BM25.replace("READABLE", "coalesce(acl && %(groups)s, false)")
 
 
 def bm25_leg(
@@ -292,9 +300,11 @@ def bm25_leg(
     b: float,
     limit: int,
     max_scored: int,
+    acl_on_heap: bool = False,
 ) -> list[tuple[int, float]]:
-    """(chunk id, BM25 score) best first; `match` is the OR tsquery that selects candidates."""
-    rows = conn.execute(_BM25, {
+    """(chunk id, BM25 score) best first; `match` is the OR tsquery that selects candidates;
+    `acl_on_heap` checks the reader's ACL on the selected rows instead of in the index."""
+    rows = conn.execute(_BM25_ACL_ON_HEAP if acl_on_heap else _BM25_ACL_IN_INDEX, {
         "tenant": tenant, "groups": list(groups), "match": match, "lexemes": list(lexemes),
         "lexeme_idf": list(lexeme_idf), "phrases": list(phrases), "phrase_idf": list(phrase_idf),
         "avg_len": max(avg_len, 1.0), "k1": k1, "b": b, "limit": limit, "max_scored": max_scored,
