@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Response
 from pydantic import ValidationError
 
 from api.app import Services, services
@@ -19,7 +19,7 @@ from api.schemas import (
     DocumentResult, check_doc_id, doc_id_error, document_size_error,
 )
 from api.routes_query import ERRORS
-from vector import store
+from vector import store, tenant_index
 from vector.sources import BadDocument, SourceDocument, build_document, parse_acl
 
 log = logging.getLogger("crossroads.api")
@@ -162,14 +162,24 @@ def batch_documents(body: BatchRequest, principal: Principal = Depends(writer), 
 
 @router.delete("/documents/{doc_id:path}", response_model=Deleted, responses=ERRORS,
                summary="Remove a document and all its chunks")
-def delete_document(doc_id: str, principal: Principal = Depends(writer), svc: Services = Depends(services)):
+def delete_document(doc_id: str, background: BackgroundTasks, principal: Principal = Depends(writer),
+                    svc: Services = Depends(services)):
 
     check_doc_id(doc_id)
     with svc.db().connection() as conn:
         if not store.document_access(conn, principal.tenant, doc_id, list(principal.groups)):
             raise _not_readable(doc_id)
         _, chunks = store.delete_documents(conn, principal.tenant, [doc_id])
+    if chunks:  # after the response: dropping an emptied graph waits for older transactions
+        background.add_task(_drop_emptied_graphs, svc, principal.tenant)
     return {"doc_id": doc_id, "chunks_deleted": chunks}
+
+
+def _drop_emptied_graphs(svc: Services, tenant: str) -> None:
+    try:
+        tenant_index.drop_unserved(svc.db(), tenant)
+    except Exception:  # noqa: BLE001 - the delete has answered; the next delete or ingest retries
+        log.exception("could not drop an emptied HNSW graph of tenant %s", tenant)
 
 
 @router.patch("/documents/{doc_id:path}/acl", response_model=AclResult, responses=ERRORS,

@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 import psycopg
 import pytest
+from fastapi.testclient import TestClient
 from psycopg import sql
+
+from api import tokens
+from api.app import create_app
 
 from tests.conftest import unit
 from tests.test_embedding_migration import CORPUS, DIM, NEW, fake, migrate, voyage  # noqa: F401 (fixtures)
@@ -171,3 +175,43 @@ def test_switch_builds_the_new_models_graph_and_drops_the_old_one(db, local_embe
     assert index_state(db, old) == ((False, False), False)
     assert index_state(db, result["tenant_graph_built"]) == ((True, True), True)
     assert result["tenant_graph_built"] in plan_of(db, search_sql.vector_query(NEW, DIM, tenant), tenant)
+
+
+def test_a_graph_whose_tenant_lost_every_chunk_of_its_model_is_dropped(db, tenant):
+    model = f"test/emptied-{tenant}"
+    write_chunks(db, tenant, model, 10)
+    write_chunks(db, tenant + "_other", model, 3)
+    name = tenant_index.ensure(db, tenant, model, 8, min_rows=1)["index"]
+    assert tenant_index.drop_unserved(db, tenant) == []  # still serving: kept
+    assert index_state(db, name) == ((True, True), True)
+    with db.connection() as conn:
+        store.delete_documents(conn, tenant, ["d"])
+        conn.commit()
+    assert tenant_index.drop_unserved(db, tenant) == [name]
+    assert index_state(db, name) == ((False, False), False)
+    assert tenant_index.drop_unserved(db, tenant) == []
+
+
+def test_an_ingest_that_prunes_every_document_drops_the_tenants_graph(db, local_embedder, tenant, ingested):
+    _, small, _ = ingested
+    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    assert index_state(db, name) == ((True, True), True)
+    report = ingest_documents(db, local_embedder, small, tenant, [], prune=True)
+    assert report.documents["deleted"] == len(CORPUS)
+    assert any(name in n and "dropped" in n for n in report.notes), report.notes
+    assert index_state(db, name) == ((False, False), False)
+
+
+def test_deleting_the_last_document_through_the_api_drops_the_tenants_graph(db, local_embedder, tenant, ingested):
+    _, small, docs = ingested
+    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    with db.connection() as conn:
+        groups = sorted({g for (acl,) in conn.execute("SELECT acl FROM documents WHERE tenant_id = %s", (tenant,))
+                         for g in acl})
+        token = tokens.create_token(conn, tenant, groups, "writer", "graph-drop")[0]
+    with TestClient(create_app(small, db, embedder=local_embedder)) as client:
+        for i, doc in enumerate(sorted(d.doc_id for d in docs)):
+            assert index_state(db, name) == ((True, True), True), f"dropped before the last delete ({i})"
+            r = client.delete(f"/v1/documents/{doc}", headers={"Authorization": f"Bearer {token}"})
+            assert r.status_code == 200, r.text
+    assert index_state(db, name) == ((False, False), False)

@@ -206,7 +206,7 @@ def switch(db: Database, tenant: str, model: str, *, spec: str | None = None,
             own = tenant_index.ensure_in_transaction(conn, tenant, model, dimension, tenant_graph_min_rows)
     with db.connection() as conn:
         conn.execute("ANALYZE chunks")  # the embed_model distribution just changed for the planner
-    dropped = tenant_index.drop_unserved(db.url, tenant)
+    dropped = tenant_index.drop_unserved(db, tenant)
     previous = sorted(m for m in served if m != model and m is not None)
     return {"tenant": tenant, "model": model, "previous": previous, "already_served": False,
             "index_built": index_built, "tenant_graph_built": own["index"] if own else None,

@@ -152,6 +152,8 @@ def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, t
     """The tenant's own HNSW graph once it is big enough (vector/tenant_index.py); checked on every
     run, so a no-op re-ingest builds one an earlier run could not. The documents have landed either
     way: a failed build is a note, and search keeps the shared graph meanwhile."""
+    if report.chunks["deleted"]:
+        _drop_emptied_graphs(db, tenant, report)
     try:
         built = tenant_index.ensure(db, tenant, embedder.model_id, embedder.dimension,
                                     settings.tenant_vector_index_min_rows)
@@ -162,6 +164,17 @@ def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, t
         return
     if built:
         report.notes.append(f"built the tenant's own HNSW graph {built['index']} over {built['rows']} chunks")
+
+
+def _drop_emptied_graphs(db: Database, tenant: str, report: IngestReport) -> None:
+    """Deletes that left a model no chunk of the tenant also leave its own graph empty: dropped."""
+    try:
+        for name in tenant_index.drop_unserved(db, tenant):
+            report.notes.append(f"dropped the tenant's own HNSW graph {name}: none of its chunks of that model are left")
+    except psycopg.Error as exc:
+        log.warning("could not drop an emptied HNSW graph of tenant %s: %s", tenant, exc)
+        report.notes.append(f"an emptied HNSW graph of the tenant could not be dropped ({exc}); the next ingest "
+                            "that deletes chunks retries")
 
 
 def _compact_statistics(db: Database, tenant: str) -> None:

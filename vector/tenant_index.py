@@ -143,18 +143,30 @@ def ensure_in_transaction(conn: psycopg.Connection, tenant: str, model: str, dim
     return {"index": name, "rows": rows}
 
 
-def drop_unserved(url: str, tenant: str) -> list[str]:
-    """Drop the tenant's graphs of models that no longer serve any of its chunks (after a switch)."""
+_UNSERVED = (
+    "SELECT embed_model, index_name FROM tenant_vector_indexes r WHERE tenant_id = %s AND NOT EXISTS"
+    " (SELECT 1 FROM chunks c WHERE c.tenant_id = r.tenant_id AND c.embed_model = r.embed_model)"
+    " ORDER BY embed_model"
+)
+
+
+def drop_unserved(db: Database, tenant: str) -> list[str]:
+    """Drop the tenant's graphs of models that no longer serve any of its chunks: after a switch,
+    and after deletes that emptied the tenant (an empty partial index is still a catalog entry the
+    planner weighs for every query on chunks). The check runs on a pooled connection, so a delete
+    that leaves chunks behind costs one index probe; DROP INDEX CONCURRENTLY needs its own
+    autocommit connection; the registry row goes only once the index is gone, so a drop that fails
+    (held up past BUILD_LOCK_TIMEOUT by a long transaction) is retried by the next call."""
+    with db.connection() as conn:
+        if not conn.execute(_UNSERVED, (tenant,)).fetchall():
+            return []
     dropped = []
-    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
-        stale = conn.execute(
-            "SELECT embed_model, index_name FROM tenant_vector_indexes r WHERE tenant_id = %s AND NOT EXISTS"
-            " (SELECT 1 FROM chunks c WHERE c.tenant_id = r.tenant_id AND c.embed_model = r.embed_model)",
-            (tenant,),
-        ).fetchall()
-        for model, name in stale:
-            conn.execute("DELETE FROM tenant_vector_indexes WHERE tenant_id = %s AND embed_model = %s", (tenant, model))
+    with psycopg.connect(db.url, autocommit=True, prepare_threshold=None) as conn:
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(BUILD_LOCK_TIMEOUT)))
+        for model, name in conn.execute(_UNSERVED, (tenant,)).fetchall():
             conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            conn.execute("DELETE FROM tenant_vector_indexes WHERE tenant_id = %s AND embed_model = %s", (tenant, model))
+            log.info("dropped the HNSW graph %s of tenant %s: no chunk of %s left", name, tenant, model)
             dropped.append(name)
     return dropped
 
