@@ -114,6 +114,18 @@ def test_both_acl_checks_return_only_readable_rows(db, local_embedder, synthetic
     assert acls == [(groups,)]
 
 
+def test_one_gin_index_serves_text_alone_groups_alone_and_both(db, synthetic_tenant):
+    with db.connection() as conn:
+        gins = [r[0] for r in conn.execute(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+            " WHERE i.indrelid = 'chunks'::regclass AND a.amname = 'gin' ORDER BY 1")]
+        assert gins == ["chunks_tsv_acl_gin"]  # migration 016: no single-column copies
+        for condition in ("tsv @@ '17'::tsquery", "acl && '{rare}'", "tsv @@ '17'::tsquery AND acl && '{rare}'"):
+            plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT id FROM chunks WHERE tenant_id = %s AND " + condition, (synthetic_tenant,)))
+            assert "Bitmap Index Scan on chunks_tsv_acl_gin" in plan, plan
+
+
 def test_the_trace_says_which_distances_the_vector_leg_computed(db, local_embedder, synthetic_tenant):
     with HybridSearcher(db, local_embedder, ef_search=40) as searcher:
         broad = searcher.search(synthetic_tenant, ["common"], "any question", k=5, mode="dense")
