@@ -237,11 +237,20 @@ def documents_delete(
 ) -> None:
     """Remove documents and all their chunks."""
     from vector import store
+    from vector.ingest import drop_emptied_graphs
 
-    with _database(get_settings()) as db, db.connection() as conn:
-        docs, chunks = store.delete_documents(conn, tenant, doc_ids)
-    result = {"documents_deleted": docs, "chunks_deleted": chunks, "not_found": len(set(doc_ids)) - docs}
-    _print_json(result) if json_out else out.print(f"deleted {docs} documents ({chunks} chunks)")
+    with _database(get_settings()) as db:
+        with db.connection() as conn:
+            docs, chunks = store.delete_documents(conn, tenant, doc_ids)
+        notes = drop_emptied_graphs(db, tenant) if chunks else []
+    result = {"documents_deleted": docs, "chunks_deleted": chunks, "not_found": len(set(doc_ids)) - docs,
+              "notes": notes}
+    if json_out:
+        _print_json(result)
+    else:
+        out.print(f"deleted {docs} documents ({chunks} chunks)")
+        for note in notes:
+            out.print(f"note: {note}")
     if result["not_found"]:
         raise typer.Exit(EXIT_PARTIAL)
 

@@ -19,7 +19,8 @@ from api.schemas import (
     DocumentResult, check_doc_id, doc_id_error, document_size_error,
 )
 from api.routes_query import ERRORS
-from vector import store, tenant_index
+from vector import store
+from vector.ingest import drop_emptied_graphs
 from vector.sources import BadDocument, SourceDocument, build_document, parse_acl
 
 log = logging.getLogger("crossroads.api")
@@ -171,15 +172,8 @@ def delete_document(doc_id: str, background: BackgroundTasks, principal: Princip
             raise _not_readable(doc_id)
         _, chunks = store.delete_documents(conn, principal.tenant, [doc_id])
     if chunks:  # after the response: dropping an emptied graph waits for older transactions
-        background.add_task(_drop_emptied_graphs, svc, principal.tenant)
+        background.add_task(drop_emptied_graphs, svc.db(), principal.tenant)
     return {"doc_id": doc_id, "chunks_deleted": chunks}
-
-
-def _drop_emptied_graphs(svc: Services, tenant: str) -> None:
-    try:
-        tenant_index.drop_unserved(svc.db(), tenant)
-    except Exception:  # noqa: BLE001 - the delete has answered; the next delete or ingest retries
-        log.exception("could not drop an emptied HNSW graph of tenant %s", tenant)
 
 
 @router.patch("/documents/{doc_id:path}/acl", response_model=AclResult, responses=ERRORS,

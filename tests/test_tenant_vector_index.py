@@ -2,6 +2,8 @@
 vector leg's statement reaches it, that the ACL filter still applies on it, and its upkeep."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import psycopg
 import pytest
@@ -11,7 +13,7 @@ from psycopg import sql
 from api import tokens
 from api.app import create_app
 
-from tests.conftest import unit
+from tests.conftest import crossroads, unit
 from tests.test_embedding_migration import CORPUS, DIM, NEW, fake, migrate, voyage  # noqa: F401 (fixtures)
 from vector import search_sql, store, tenant_index
 from vector.embedding_migration import switch
@@ -214,4 +216,16 @@ def test_deleting_the_last_document_through_the_api_drops_the_tenants_graph(db, 
             assert index_state(db, name) == ((True, True), True), f"dropped before the last delete ({i})"
             r = client.delete(f"/v1/documents/{doc}", headers={"Authorization": f"Bearer {token}"})
             assert r.status_code == 200, r.text
+    assert index_state(db, name) == ((False, False), False)
+
+
+def test_deleting_every_document_through_the_cli_drops_the_tenants_graph(db, local_embedder, tenant, ingested,
+                                                                         cli_env):
+    _, _, docs = ingested
+    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    assert index_state(db, name) == ((True, True), True)
+    deleted = json.loads(crossroads(cli_env, "documents", "delete", *sorted(d.doc_id for d in docs),
+                                    "--tenant", tenant, "--json").stdout)
+    assert deleted["documents_deleted"] == len(docs)
+    assert any(name in n and "dropped" in n for n in deleted["notes"]), deleted
     assert index_state(db, name) == ((False, False), False)

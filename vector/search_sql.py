@@ -132,17 +132,21 @@ def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, s
         )
 
 
+# The chunks a reader may see and the tenant's chunks, from the per-ACL statistics kept at write time
+# (migration 008): each leg sizes its work by them (exact scan or walk; ACL check in the index or on the rows).
+_READER_AND_TENANT_CHUNKS = "coalesce(sum(chunks) FILTER (WHERE acl && %(groups)s), 0), coalesce(sum(chunks), 0)"
+
+
 def scan_sizes(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], model: str) -> tuple[int, int, bool]:
     """(chunks the reader may see, chunks an HNSW walk may step over, whether the tenant has its own
     graph of the model): the first from the kept statistics (migration 008); the second the tenant's
     chunks when it has its own graph (migration 013), else the planner's estimate for the whole table,
     which VACUUM and ANALYZE keep current (0 before the first ANALYZE, so at least the readable count)."""
     readable, tenant_rows, table, own = conn.execute(
-        "SELECT coalesce(sum(chunks) FILTER (WHERE acl && %(groups)s), 0), coalesce(sum(chunks), 0),"
-        " (SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass),"
-        " EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(t)s AND embed_model = %(m)s)"
-        " FROM fulltext_acl_stats WHERE tenant_id = %(t)s",
-        {"t": tenant, "groups": list(groups), "m": model},
+        "SELECT " + _READER_AND_TENANT_CHUNKS + ", (SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass),"
+        " EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(tenant)s AND embed_model = %(m)s)"
+        " FROM fulltext_acl_stats WHERE tenant_id = %(tenant)s",
+        {"tenant": tenant, "groups": list(groups), "m": model},
     ).fetchone()
     return int(readable), max(int(readable), int(tenant_rows if own else table)), bool(own)
 
@@ -206,9 +210,8 @@ def corpus_stats(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str]
     """(readable chunks, their mean number of distinct lexemes, the tenant's chunks): BM25's N and
     average length, and how much of the tenant the reader sees, from the per-ACL statistics kept at
     write time (migration 008)."""
-    n, lexemes, tenant_chunks = conn.execute(
-        "SELECT coalesce(sum(chunks) FILTER (WHERE acl && %(groups)s), 0),"
-        " coalesce(sum(lexemes) FILTER (WHERE acl && %(groups)s), 0), coalesce(sum(chunks), 0)"
+    n, tenant_chunks, lexemes = conn.execute(
+        "SELECT " + _READER_AND_TENANT_CHUNKS + ", coalesce(sum(lexemes) FILTER (WHERE acl && %(groups)s), 0)"
         " FROM fulltext_acl_stats WHERE tenant_id = %(tenant)s",
         {"tenant": tenant, "groups": list(groups)},
     ).fetchone()
