@@ -102,7 +102,14 @@ def db_start(json_out: bool = JsonOption) -> None:
     settings = get_settings()
     with _database(settings) as db:
         info = {"url": db.url, "pgvector": ".".join(map(str, db.pgvector_version)), "external": bool(settings.database_url)}
-    _print_json(info) if json_out else out.print(f"database ready at {info['url']} (pgvector {info['pgvector']})")
+    if not settings.database_url and (uri := embedded.status(settings.pg_data_dir).uri):
+        info["advice"] = embedded.memory_report(uri)["advice"]
+    if json_out:
+        _print_json(info)
+        return
+    out.print(f"database ready at {info['url']} (pgvector {info['pgvector']})")
+    if info.get("advice"):
+        out.print(f"tip: {info['advice']}")
 
 
 @db_app.command("stop")
@@ -131,6 +138,9 @@ def db_status(json_out: bool = JsonOption) -> None:
             out.print(f"tip: reserve {memory['huge_pages_needed']} huge pages (as root: sysctl -w "
                       f"vm.nr_hugepages={memory['huge_pages_needed']}), then `crossroads db stop`: the next "
                       "start uses them, and scans that visit many heap pages run up to twice as fast")
+        out.print(f"search data (chunks and documents, every database) {memory['search_data_bytes'] / 2**30:.2f} GB")
+        if memory["advice"]:
+            out.print(f"tip: {memory['advice']}")
     if settings.database_url:
         out.print("note: DATABASE_URL is set, so Crossroads uses that server, not the embedded one")
 

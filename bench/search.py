@@ -46,7 +46,8 @@ from bench.synthetic_corpus import (
     DIM, GROUPS, MODEL, N_TOPICS, PROFILES, PrecomputedQueryEmbedder, Space, Words,
     build_queries, load_corpus, load_vocabulary, make_layout, pick_targets, recapture_targets,
 )
-from core.database import Database
+from core import embedded
+from core.database import Database, resolve_url
 from core.settings import Settings
 from vector import store
 
@@ -214,6 +215,8 @@ def main() -> None:
         results = measure(db, embedder, queries, ef_values, exact, args.warmup, settings.search_candidates, max_scored)
         steps["measure_s"] = time.perf_counter() - started
         load_after = os.getloadavg()
+        # the numbers depend on whether the corpus fits in shared_buffers and on huge pages: say which
+        server = None if settings.database_url else embedded.memory_report(resolve_url(settings))
 
     steps = {k: round(v, 1) for k, v in steps.items()}
     print_table(results, settings.hnsw_ef_search)
@@ -228,6 +231,9 @@ def main() -> None:
         print(f"\nat the default ef_search={settings.hnsw_ef_search}: worst hybrid p95 {worst_p95:.1f} ms (goal <= 30 at 1M),"
               f" worst recall@10 {'not measured' if worst_recall is None else f'{worst_recall:.3f}'} (goal >= 0.95)")
     print(f"steps (s): {steps}; total {time.perf_counter() - wall:.0f} s")
+    if server:
+        print(f"server: shared_buffers {server['shared_buffers']}, huge pages {server['huge_pages']}, search data "
+              f"{server['search_data_bytes'] / 2**30:.1f} GB" + (f"; {server['advice']}" if server["advice"] else ""))
     # other work on the machine inflates latency: the load average says how busy it was
     print(f"load average (1/5/15 min) before measuring {tuple(round(x, 1) for x in load_before)},"
           f" after {tuple(round(x, 1) for x in load_after)} on {os.cpu_count()} cores")
@@ -236,7 +242,7 @@ def main() -> None:
         "cores": os.cpu_count(), "group_shares": shares, "profile_selectivity": selectivity, "vocabulary": len(vocabulary),
         "vocabulary_source": vocab_origin, "steps_s": steps, "index": index, "results": results, "goal": goal,
         "exact_search_ms": {p: percentiles(v) for p, v in exact_ms.items()},
-        "load_average": {"before_measure": [round(x, 2) for x in load_before], "after_measure": [round(x, 2) for x in load_after]},
+        "server": server, "load_average": {"before_measure": [round(x, 2) for x in load_before], "after_measure": [round(x, 2) for x in load_after]},
         "total_s": round(time.perf_counter() - wall, 1),
     }))
 

@@ -55,15 +55,23 @@ def memory_bytes() -> int:
     return total
 
 
+_SIZE_SETTINGS = ("shared_buffers", "effective_cache_size")
+
+
 def server_settings(memory: int, shared_buffers: str = "") -> dict[str, str]:
     """A quarter of memory for shared_buffers (128MB-4GB; PostgreSQL's usual starting point) unless
-    given, and the planner told that the OS caches about half of memory."""
+    given, the planner told that the OS caches about half of memory, and pg_prewarm's autoprewarm
+    worker loaded: it records which pages shared_buffers holds (every 5 minutes and at shutdown) and
+    reads them back after a restart, so the first searches after one are not served from disk
+    (1M-chunk bench, the first run after a restart: staff p95 100 ms with empty buffers, 27 ms with
+    autoprewarm, README Measured)."""
     if not shared_buffers:
         shared_buffers = f"{min(max(memory // 4, 128 * MIB), 4096 * MIB) // MIB}MB"
     elif not re.fullmatch(r"\d+\s*(kB|MB|GB)", shared_buffers):
         raise CrossroadsError(
             f"CROSSROADS_PG_SHARED_BUFFERS={shared_buffers!r} is not a size: write it like 512MB or 2GB.")
-    return {"shared_buffers": shared_buffers, "effective_cache_size": f"{max(memory // 2, 128 * MIB) // MIB}MB"}
+    return {"shared_buffers": shared_buffers, "effective_cache_size": f"{max(memory // 2, 128 * MIB) // MIB}MB",
+            "shared_preload_libraries": "pg_prewarm"}
 
 
 def _apply_settings(uri: str, wanted: dict[str, str]) -> list[str]:
@@ -74,7 +82,9 @@ def _apply_settings(uri: str, wanted: dict[str, str]) -> list[str]:
     changed = []
     with psycopg.connect(uri, autocommit=True) as conn:
         for name, value in wanted.items():
-            same = conn.execute("SELECT pg_size_bytes(current_setting(%s)) = pg_size_bytes(%s)", (name, value)).fetchone()[0]
+            compare = ("SELECT pg_size_bytes(current_setting(%s)) = pg_size_bytes(%s)" if name in _SIZE_SETTINGS
+                       else "SELECT current_setting(%s) = %s")
+            same = conn.execute(compare, (name, value)).fetchone()[0]
             if not same:
                 conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))
                 changed.append(name)
@@ -118,18 +128,55 @@ def start(data_dir: Path, shared_buffers: str = "") -> str:
 
 
 def memory_report(uri: str) -> dict:
-    """The running server's shared memory and whether it sits on huge pages. With 4 KB pages every
-    buffer visit risks a TLB miss: at 1M chunks an exact vector scan visiting 5,400 heap pages took
-    20 ms on 4 KB pages and 10.5 ms on huge pages (bench-search, README Measured). The server uses
-    them (`huge_pages = try`) once the OS has reserved enough."""
+    """The running server's shared memory, whether it sits on huge pages, and whether the search
+    data fits in it. With 4 KB pages every buffer visit risks a TLB miss: at 1M chunks an exact
+    vector scan visiting 5,400 heap pages took 20 ms on 4 KB pages and 10.5 ms on huge pages
+    (bench-search, README Measured). The server uses them (`huge_pages = try`) once the OS has
+    reserved enough."""
     import psycopg
 
-    with psycopg.connect(uri) as conn:
-        shared_buffers, status_, needed = conn.execute(
-            "SELECT current_setting('shared_buffers'), current_setting('huge_pages_status'),"
-            " current_setting('shared_memory_size_in_huge_pages')::int"
+    with psycopg.connect(uri, autocommit=True) as conn:
+        shared_buffers, shared_bytes, status_, needed = conn.execute(
+            "SELECT current_setting('shared_buffers'), pg_size_bytes(current_setting('shared_buffers')),"
+            " current_setting('huge_pages_status'), current_setting('shared_memory_size_in_huge_pages')::int"
         ).fetchone()
-    return {"shared_buffers": shared_buffers, "huge_pages": status_, "huge_pages_needed": needed}
+        databases = [r[0] for r in conn.execute(
+            "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER BY datname")]
+    search_bytes = sum(_search_data_bytes(psycopg.conninfo.make_conninfo(uri, dbname=name)) for name in databases)
+    return {"shared_buffers": shared_buffers, "huge_pages": status_, "huge_pages_needed": needed,
+            "search_data_bytes": search_bytes,
+            "advice": shared_buffers_advice(search_bytes, shared_bytes, memory_bytes(), needed)}
+
+
+def _search_data_bytes(uri: str) -> int:
+    """What searches read in one database: chunks (heap, TOAST, HNSW and GIN indexes) and documents."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        return int(conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(r)), 0)"
+            " FROM unnest(ARRAY[to_regclass('chunks'), to_regclass('documents')]) AS r WHERE r IS NOT NULL"
+        ).fetchone()[0])
+
+
+def shared_buffers_advice(search_bytes: int, shared_bytes: int, memory: int, huge_pages_needed: int) -> str | None:
+    """What to set when the search data (every database's chunks and documents, indexes included)
+    outgrows shared_buffers; None while it fits. Beyond it every search copies pages in from the OS
+    cache and evicts others: on the 1M-chunk bench (7.2 GB) every reader's p95 was within 30 ms in one
+    of four runs with 4 GB and in seven of eight with 8 GB (README Measured). Past 40% of memory a
+    bigger pool stops paying (PostgreSQL's guidance: the OS cache needs the rest), so the advice is
+    then more memory."""
+    if search_bytes <= shared_bytes:
+        return None
+    wanted = -(-int(search_bytes * 1.1) // 2**30)  # GB, rounded up, with room to grow
+    if wanted * 2**30 > 0.4 * memory:
+        return (f"the search data ({search_bytes / 2**30:.1f} GB) is larger than shared_buffers and than 40% of "
+                f"memory ({memory / 2**30:.0f} GB): searches read pages from the OS cache; give the server "
+                "more memory, or run PostgreSQL on its own machine (DATABASE_URL)")
+    pages = huge_pages_needed + -(-(wanted * 2**30 - shared_bytes) // (2 * MIB))
+    return (f"the search data ({search_bytes / 2**30:.1f} GB) is larger than shared_buffers: set "
+            f"CROSSROADS_PG_SHARED_BUFFERS={wanted}GB and run `crossroads db stop` (the next command starts "
+            f"the server with it); with huge pages, reserve about {pages} (sysctl -w vm.nr_hugepages={pages})")
 
 
 def status(data_dir: Path) -> ServerStatus:

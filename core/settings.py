@@ -48,7 +48,7 @@ class Settings(BaseSettings):
     pg_shared_buffers: str = Field(
         "",
         description="The embedded server's shared_buffers, e.g. 2GB (default: a quarter of memory, 128MB-4GB). "
-        "Applied when the server starts.",
+        "Applied when the server starts. `crossroads db status` says when the search data outgrows it and what to set.",
     )
     pool_min_size: int = Field(1, ge=1, description="Connection pool: connections kept open.")
     pool_max_size: int = Field(8, ge=1, description="Connection pool: most connections at once.")

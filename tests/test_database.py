@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import uuid
 
 import psycopg
@@ -78,7 +79,29 @@ def test_embedded_server_start_status_stop():
         text = crossroads(env, "db", "status").stdout
         assert "huge pages " + memory["huge_pages"] in text
         assert (f"vm.nr_hugepages={memory['huge_pages_needed']}" in text) == (memory["huge_pages"] != "on")
+        open_database(Settings(database_url=uri)).close()  # the schema: chunks and documents, empty
+        memory = embedded.memory_report(uri)
+        assert 0 < memory["search_data_bytes"] < 10 * 2**20 and memory["advice"] is None  # fits in 160MB
         assert embedded.start(data_dir) == uri  # already running: reused, not started twice
+        # autoprewarm: the pages shared_buffers held at shutdown are read back after a restart
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute("CREATE TABLE warm AS SELECT g, repeat('x', 400) AS pad FROM generate_series(1, 20000) g")
+            conn.execute("SELECT count(*) FROM warm").fetchone()
+        assert embedded.stop(data_dir) is True
+        assert (data_dir / "autoprewarm.blocks").exists()  # written at shutdown
+        crossroads({**env, "CROSSROADS_PG_SHARED_BUFFERS": "160MB"}, "db", "start")  # a new process, as in use
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
+            assert conn.execute("SELECT current_setting('shared_preload_libraries')").fetchone() == ("pg_prewarm",)
+            cached = 0
+            for _ in range(100):  # the worker loads in the background, right after the start
+                cached = conn.execute("SELECT count(*) FROM pg_buffercache WHERE relfilenode = pg_relation_filenode('warm')"
+                                      " AND reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                                      ).fetchone()[0]
+                if cached:
+                    break
+                time.sleep(0.1)
+            assert cached >= 0.9 * conn.execute("SELECT pg_relation_size('warm') / 8192").fetchone()[0]  # never read since
         assert embedded.stop(data_dir) is True
         assert not embedded.status(data_dir).running
         assert embedded.stop(data_dir) is False
@@ -96,6 +119,17 @@ def test_embedded_server_settings_scale_with_memory():
     assert embedded.server_settings(24 * gib)["effective_cache_size"] == "12288MB"
     with pytest.raises(CrossroadsError, match="write it like 512MB"):
         embedded.server_settings(24 * gib, "lots")
+
+
+def test_shared_buffers_advice_when_the_search_data_outgrows_them():
+    gib = 2**30
+    assert embedded.shared_buffers_advice(3 * gib, 4 * gib, 24 * gib, 2100) is None
+    advice = embedded.shared_buffers_advice(int(7.2 * gib), 4 * gib, 24 * gib, 2140)
+    # 7.2 GB + 10% room, rounded up to whole GB; the huge pages grow by the 4 GB added
+    assert "CROSSROADS_PG_SHARED_BUFFERS=8GB" in advice and "vm.nr_hugepages=4188" in advice
+    assert "7.2 GB" in advice
+    advice = embedded.shared_buffers_advice(12 * gib, 4 * gib, 24 * gib, 2140)  # 14 GB > 40% of 24
+    assert "CROSSROADS_PG_SHARED_BUFFERS" not in advice and "more memory" in advice
 
 
 def test_embedded_data_dir_under_root_home_is_refused(monkeypatch):
