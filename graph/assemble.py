@@ -5,8 +5,8 @@ display name is the most frequent surface form, the type the most frequent type.
 many chunks are reduced to the most central sentences (the ones sharing most words with the rest),
 so a description stays short however often an entity is mentioned.
 
-`assemble_with_descriptions` also returns each entity's distinct raw descriptions (the input of an
-LLM summary, graph/summarize.py); `assemble` is the same graph without them.
+`assemble_with_descriptions` also returns each entity's and each relationship's distinct raw
+descriptions (the input of an LLM summary, graph/summarize.py); `assemble` is the same graph without them.
 """
 from __future__ import annotations
 
@@ -53,8 +53,11 @@ def assemble(
     *,
     description_sentences: int = 4,
 ) -> tuple[list[GraphEntity], list[GraphRelationship]]:
-    entities, relationships, _ = assemble_with_descriptions(extractions, description_sentences=description_sentences)
+    entities, relationships, _, _ = assemble_with_descriptions(extractions, description_sentences=description_sentences)
     return entities, relationships
+
+
+PairDescriptions = dict[tuple[str, str], tuple[str, ...]]  # relationship (source key, target key) -> descriptions
 
 
 def distinct_descriptions(descriptions: Iterable[str]) -> tuple[str, ...]:
@@ -66,8 +69,9 @@ def assemble_with_descriptions(
     extractions: Iterable[tuple[ChunkInput, Extraction]],
     *,
     description_sentences: int = 4,
-) -> tuple[list[GraphEntity], list[GraphRelationship], dict[str, tuple[str, ...]]]:
-    """`assemble`, plus entity key -> its distinct raw descriptions (what the stored description was reduced from)."""
+) -> tuple[list[GraphEntity], list[GraphRelationship], dict[str, tuple[str, ...]], PairDescriptions]:
+    """`assemble`, plus the distinct raw descriptions each stored description was reduced from: per
+    entity key, and per relationship (source key, target key)."""
     entities: dict[str, _EntityAcc] = defaultdict(_EntityAcc)
     relations: dict[tuple[str, str], _RelAcc] = defaultdict(_RelAcc)
     for chunk, extraction in extractions:
@@ -115,7 +119,8 @@ def assemble_with_descriptions(
         for (a, b), acc in sorted(relations.items())
     ]
     descriptions = {key: distinct_descriptions(acc.descriptions) for key, acc in sorted(entities.items())}
-    return out_entities, out_relations, descriptions
+    pair_descriptions = {pair: distinct_descriptions(acc.descriptions) for pair, acc in sorted(relations.items())}
+    return out_entities, out_relations, descriptions, pair_descriptions
 
 
 def drop_entities(

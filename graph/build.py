@@ -2,8 +2,8 @@
 -> reports, per access level.
 
 A thin runner around pure steps, tracked as a job. Every expensive result is kept where a re-run
-finds it: extractions in a cache keyed by chunk text (shared by all levels), entity description
-summaries in the same cache keyed by their inputs, reports keyed by a hash of their inputs. So a
+finds it: extractions in a cache keyed by chunk text (shared by all levels), entity and relationship
+description summaries in the same cache keyed by their inputs, reports keyed by a hash of their inputs. So a
 second run after no change makes no LLM call, a changed document re-extracts only its changed
 chunks, and only the entities and communities whose inputs changed are re-summarised / re-reported.
 
@@ -14,25 +14,25 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping, Protocol, Sequence
 
 from core import jobs
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError, JobStoppedError
-from core.llm import LLMError
 from graph import store
-from graph.assemble import assemble_with_descriptions, drop_entities, gather_claims
+from graph.assemble import PairDescriptions, assemble_with_descriptions, drop_entities, gather_claims
 from graph.communities import Community, detect_communities, match_communities, membership_hash, relabel
 from graph.extract_offline import prune_entities
-from graph.job_progress import JobProgress, Progress, dropping_pool
+from graph.job_progress import JobProgress, Progress, dropping_pool, not_cached
 from graph.levels import AccessLevel
 from graph.status import BUILD_KIND
 from graph.reports import (OFFLINE_RECIPE, community_claims, community_inputs, input_chunk_ids, input_hash,
                            offline_report)
-from graph.resolve import merge_descriptions, resolve
-from graph.summarize import SUMMARY_MIN_CHARS, DescriptionSummarizer, SummaryError, summary_requests
+from graph.resolve import merge_descriptions, merge_relationship_descriptions, resolve
+from graph.summarize import SUMMARY_MIN_CHARS, DescriptionSummarizer
+from graph.summary_step import summarize_descriptions
 from graph.types import ChunkInput, Extraction, Extractor, GraphClaim, GraphEntity, GraphRelationship
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class LevelReport:
     relationships: int = 0
     merged_entities: int = 0
     claims: int = 0  # distinct claims attached to the level's entities
-    summaries_computed: int = 0  # entity descriptions summarised by the LLM in this build
+    summaries_computed: int = 0  # entity and relationship descriptions summarised by the LLM in this build
     summaries_cached: int = 0  # ... taken from the cache
     summary_errors: int = 0  # ... that failed: central sentences kept, retried next build
     communities: int = 0
@@ -96,15 +96,6 @@ def _timed(report: LevelReport, stage: str, started: float) -> float:
     return now
 
 
-def _not_cached(items, found: Mapping[str, object]) -> dict:
-    """content hash -> the first item with it, for items whose hash is not in the cache's `found`."""
-    todo: dict = {}
-    for item in items:
-        if item.content_hash not in found:
-            todo.setdefault(item.content_hash, item)
-    return todo
-
-
 def extract_missing(
     db: Database, chunks: list[ChunkInput], extractor: Extractor, concurrency: int, report: LevelReport,
     progress: Progress | None,
@@ -114,7 +105,7 @@ def extract_missing(
     with db.connection() as conn:
         found = store.cached_extractions(conn, hashes, extractor.name, extractor.version, extractor.model)
     report.extraction_cached = len(found)
-    todo = _not_cached(chunks, found)
+    todo = not_cached(chunks, found)
     if progress:
         progress("extract", 0, len(todo))
 
@@ -144,13 +135,14 @@ class LevelGraph:
     descriptions: dict[str, tuple[str, ...]]  # the distinct raw descriptions behind each entity
     claims: dict[str, tuple[GraphClaim, ...]]  # the claims about each entity
     merges: dict[str, str]  # resolution: old key -> surviving key
+    relationship_descriptions: PairDescriptions  # ... behind each relationship (source key, target key)
 
 
 def assemble_level(
     chunks: list[ChunkInput], extractions: dict[str, Extraction], embed, threshold: float, report: LevelReport
 ) -> LevelGraph:
     pairs = [(c, extractions[c.content_hash]) for c in chunks]
-    entities, relationships, descriptions = assemble_with_descriptions(pairs)
+    entities, relationships, descriptions, pair_descriptions = assemble_with_descriptions(pairs)
     noise = prune_entities(entities, total_chunks=len(chunks))
     entities, relationships = drop_entities(entities, relationships, noise)
     entities, relationships, merges = resolve(entities, relationships, embed, threshold)
@@ -159,7 +151,9 @@ def assemble_level(
     report.merged_entities = len(merges)
     report.entities, report.relationships = len(entities), len(relationships)
     report.claims = sum(map(len, claims.values()))
-    return LevelGraph(entities, relationships, merge_descriptions(descriptions, merges, keys), claims, merges)
+    return LevelGraph(entities, relationships, merge_descriptions(descriptions, merges, keys), claims, merges,
+                      merge_relationship_descriptions(pair_descriptions, merges,
+                                                      [(r.source_key, r.target_key) for r in relationships]))
 
 
 def build_level_graph(
@@ -167,50 +161,6 @@ def build_level_graph(
 ) -> tuple[list[GraphEntity], list[GraphRelationship]]:
     graph = assemble_level(chunks, extractions, embed, threshold, report)
     return graph.entities, graph.relationships
-
-
-def summarize_descriptions(
-    db: Database, entities: list[GraphEntity], descriptions: Mapping[str, Sequence[str]],
-    summarizer: DescriptionSummarizer, concurrency: int, min_chars: int, report: LevelReport,
-    progress: Progress | None,
-) -> list[GraphEntity]:
-    """Entities whose descriptions need a summary (graph.summarize.summary_requests) get the LLM's,
-    cached like extractions; the rest, and any whose summary fails, keep their central sentences.
-    Chunk ids, keys, names and degrees never change. A failure is counted, logged and not cached:
-    the next build retries it."""
-    requests = summary_requests(entities, descriptions, min_chars)
-    if not requests:
-        return entities
-    with db.connection() as conn:
-        found = store.cached_summaries(conn, sorted({r.content_hash for r in requests}), summarizer.name,
-                                       summarizer.version, summarizer.model)
-    report.summaries_cached = sum(1 for r in requests if r.content_hash in found)
-    todo = _not_cached(requests, found)
-    if progress:
-        progress("summaries", 0, len(todo))
-
-    def run(request) -> tuple[str, str | None]:
-        try:
-            summary = summarizer.summarize(request.name, request.type, list(request.descriptions))
-        except (LLMError, SummaryError) as err:  # degraded, not down: this entity keeps central sentences
-            log.warning("entity %r: description summary failed (%s); kept the central sentences", request.key, err)
-            return request.content_hash, None
-        with db.connection() as conn:  # saved one by one: an interrupted build resumes where it stopped
-            store.save_summary(conn, request.content_hash, summarizer.name, summarizer.version, summarizer.model,
-                               summary)
-        return request.content_hash, summary
-
-    with dropping_pool(max(1, concurrency)) as pool:
-        for n, (content_hash, summary) in enumerate(pool.map(run, todo.values()), start=1):
-            if summary is None:
-                report.summary_errors += 1
-            else:
-                found[content_hash] = summary
-                report.summaries_computed += 1
-            if progress:
-                progress("summaries", n, len(todo))
-    summaries = {r.key: found[r.content_hash] for r in requests if r.content_hash in found}
-    return [replace(e, description=summaries[e.key]) if e.key in summaries else e for e in entities]
 
 
 def cluster(
@@ -296,8 +246,8 @@ def build_level(
     stage = "graph"
     if summarizer is not None:
         started, stage = _timed(report, "graph", started), "summaries"
-        entities = summarize_descriptions(db, entities, graph.descriptions, summarizer, settings.concurrency,
-                                          settings.summary_min_chars, report, progress)
+        entities, relationships = summarize_descriptions(db, graph, summarizer, settings.concurrency,
+                                                         settings.summary_min_chars, report, progress)
     with db.connection() as conn:
         store.replace_graph(conn, tenant, level.name, entities, relationships)
     started = _timed(report, stage, started)

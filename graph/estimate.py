@@ -12,7 +12,8 @@ from graph import store
 from graph.assemble import assemble_with_descriptions, drop_entities
 from graph.extract_offline import prune_entities
 from graph.levels import AccessLevel
-from graph.summarize import SUMMARY_MIN_CHARS, DescriptionSummarizer, SummaryRequest, summary_requests
+from graph.summarize import (SUMMARY_MIN_CHARS, DescriptionSummarizer, RelationshipSummaryRequest, SummaryRequest,
+                             relationship_summary_requests, summary_requests)
 from graph.types import Extractor
 
 # Rough per-call sizes for the estimate printed before any LLM work (measured prompts, see README).
@@ -73,21 +74,29 @@ def estimate_summaries(
         hashes = sorted({c.content_hash for chunks in per_level for c in chunks})
         extractions = store.cached_extractions(conn, hashes, extractor.name, extractor.version, extractor.model)
     requests: dict[str, SummaryRequest] = {}
+    pair_requests: dict[str, RelationshipSummaryRequest] = {}
     measured = new_chunks = 0
     extracted_chunks = 0
     for chunks in per_level:
         done = [c for c in chunks if c.content_hash in extractions]
         new_chunks += len(chunks) - len(done)
-        entities, relationships, descriptions = assemble_with_descriptions(
+        entities, relationships, descriptions, pair_descriptions = assemble_with_descriptions(
             (c, extractions[c.content_hash]) for c in done)
-        entities, _ = drop_entities(entities, relationships, prune_entities(entities, total_chunks=len(chunks)))
+        entities, relationships = drop_entities(entities, relationships,
+                                                prune_entities(entities, total_chunks=len(chunks)))
         found = summary_requests(entities, descriptions, min_chars)
-        measured += len(found)
+        found_pairs = relationship_summary_requests(relationships, pair_descriptions,
+                                                    {e.key: e.name for e in entities}, min_chars)
+        measured += len(found) + len(found_pairs)
         extracted_chunks += len(done)
         requests.update((r.content_hash, r) for r in found)
+        pair_requests.update((r.content_hash, r) for r in found_pairs)
     with db.connection() as conn:
         cached = store.cached_summaries(conn, sorted(requests), summarizer.name, summarizer.version, summarizer.model)
+        cached_pairs = store.cached_summaries(conn, sorted(pair_requests), summarizer.name,
+                                              summarizer.relationship_version, summarizer.model)
     todo = [r for h, r in requests.items() if h not in cached]
+    todo += [r for h, r in pair_requests.items() if h not in cached_pairs]
     rate = measured / extracted_chunks if extracted_chunks >= MIN_CHUNKS_TO_MEASURE else SUMMARIES_PER_NEW_CHUNK
     new_calls = math.ceil(new_chunks * rate)
     calls = len(todo) + new_calls
@@ -96,7 +105,7 @@ def estimate_summaries(
     output_tokens = calls * SUMMARY_OUTPUT_TOKENS
     prices = model_prices(summarizer.model)
     cost = (input_tokens * prices[0] + output_tokens * prices[1]) / 1e6 if prices else 0.0
-    return {"calls": calls, "cached": len(requests) - len(todo), "input_tokens": input_tokens,
+    return {"calls": calls, "cached": len(requests) + len(pair_requests) - len(todo), "input_tokens": input_tokens,
             "output_tokens": output_tokens, "cost_usd": round(cost, 4), "model": summarizer.model}
 
 

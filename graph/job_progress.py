@@ -6,7 +6,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, Mapping
 
 from core import jobs
 from core.database import Database
@@ -25,6 +25,16 @@ def dropping_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
         yield pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def not_cached(items: Iterable, found: Mapping[str, object]) -> dict:
+    """content hash -> the first item with it, for items whose hash is not in the cache's `found`:
+    what a step still has to compute (extractions, summaries)."""
+    todo: dict = {}
+    for item in items:
+        if item.content_hash not in found:
+            todo.setdefault(item.content_hash, item)
+    return todo
 
 
 class JobProgress:

@@ -97,6 +97,24 @@ def merge_descriptions(
     return out
 
 
+def merge_relationship_descriptions(
+    descriptions: Mapping[tuple[str, str], Sequence[str]], merges: Mapping[str, str], keep: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[str, ...]]:
+    """The raw descriptions behind each final relationship (`keep`: (source, target) keys after
+    resolution): its own pair's, then those of the pairs that resolution re-keyed onto it (in key
+    order), each once. A pair whose two entities merged into one is gone, as in `resolve`."""
+    groups: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for a, b in descriptions:
+        x, y = merges.get(a, a), merges.get(b, b)
+        if x != y:
+            groups[(min(x, y), max(x, y))].append((a, b))
+    out = {}
+    for pair in sorted(set(keep)):
+        members = sorted(groups.get(pair, ()), key=lambda old: (old != pair, old))
+        out[pair] = distinct_descriptions(d for old in members for d in descriptions[old])
+    return out
+
+
 def _apply(entities, relationships, merges):
     by_key = {e.key: e for e in entities}
     groups: dict[str, list[GraphEntity]] = defaultdict(list)
