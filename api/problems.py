@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from core.errors import CrossroadsError, DatabaseError, EmbeddingError, ModelNotServedError
+from core.errors import CrossroadsError, DatabaseError, EmbeddingError, ModelNotServedError, SearchUnavailableError
 
 log = logging.getLogger("crossroads.api")
 
@@ -130,6 +130,12 @@ def install(app: FastAPI) -> None:
     async def _embedding(request: Request, exc: EmbeddingError):
         return problem_response(503, "Embedding provider unavailable", str(exc), request.url.path,
                                 slug="embedding-unavailable", headers={"Retry-After": "5"})
+
+    @app.exception_handler(SearchUnavailableError)
+    async def _search(request: Request, exc: SearchUnavailableError):
+        log.error("search failed: %s", exc)  # the cause stays in the log: it may name hosts or internals
+        return problem_response(503, "Search unavailable", "The search failed or timed out; try again shortly.",
+                                request.url.path, slug="search-unavailable", headers={"Retry-After": "5"})
 
     @app.exception_handler(CrossroadsError)
     async def _crossroads(request: Request, exc: CrossroadsError):

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from api.app import Services, services
 from api.auth import Principal, reader
-from api.problems import ApiProblem, validation_problem
+from api.problems import validation_problem
 from api.schemas import AskRequest, RouteRequest, RouteResponse, SearchRequest, SearchResponse, check_text
 
 log = logging.getLogger("crossroads.api")
@@ -72,13 +72,8 @@ def _finite(x) -> float:
              summary="Hybrid search (vector + full text, RRF, rerank) over what the caller may read")
 def search(body: SearchRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
     check_text("query", body.query, svc.settings.api_max_query_chars)
-    try:
-        result = svc.query_searcher().search(principal.tenant, list(principal.groups), body.query, k=body.k,
-                                       mode="hybrid+rerank")
-    except RuntimeError as exc:  # every leg failed
-        log.error("search failed: %s", exc)
-        raise ApiProblem(503, "search-unavailable", "Search unavailable",
-                         "Both search legs failed; try again shortly.", headers={"Retry-After": "5"}) from None
+    result = svc.query_searcher().search(principal.tenant, list(principal.groups), body.query, k=body.k,
+                                         mode="hybrid+rerank")
     hits = [{"id": h.id, "doc_id": h.doc_id, "title": h.title, "heading": h.heading, "text": h.text,
              "score": round(_finite(h.score), 6)} for h in result.hits]
     if result.degraded:

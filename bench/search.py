@@ -212,7 +212,9 @@ def main() -> None:
 
         load_before = os.getloadavg()
         started = time.perf_counter()
-        results = measure(db, embedder, queries, ef_values, exact, args.warmup, settings.search_candidates, max_scored)
+        # as served: with the statement timeout (one more round trip for the vector leg and the fetch)
+        results = measure(db, embedder, queries, ef_values, exact, args.warmup, settings.search_candidates, max_scored,
+                          settings.search_statement_timeout_ms)
         steps["measure_s"] = time.perf_counter() - started
         load_after = os.getloadavg()
         # the numbers depend on whether the corpus fits in shared_buffers and on huge pages: say which

@@ -109,14 +109,16 @@ def target_ids(db: Database, queries: dict[str, list[QuerySpec]]) -> dict[tuple[
 
 
 def measure(db: Database, embedder: PrecomputedQueryEmbedder, queries: dict[str, list[QuerySpec]], ef_values: list[int],
-            exact: dict[str, list[list[int]]], warmup: int, candidates: int, max_scored: int) -> list[dict]:
+            exact: dict[str, list[list[int]]], warmup: int, candidates: int, max_scored: int,
+            statement_timeout_ms: int = 0) -> list[dict]:
     """Latency per leg and ANN recall, plus a known-item check of the full-text leg's candidate
     selection: a "chunk" query holds two words of the chunk it was made from, so that chunk should
     be among the leg's candidates (`fts_known_item`) and the hybrid top 10 (`hybrid_known_item`)."""
     targets = target_ids(db, queries)
     results = []
     for ef in ef_values:
-        with HybridSearcher(db, embedder, ef_search=ef, candidates=candidates, bm25_max_scored=max_scored) as searcher:
+        with HybridSearcher(db, embedder, ef_search=ef, candidates=candidates, bm25_max_scored=max_scored,
+                            statement_timeout_ms=statement_timeout_ms) as searcher:
             for profile, specs in queries.items():
                 groups = PROFILES[profile]
                 for spec in specs[:warmup]:

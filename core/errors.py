@@ -26,6 +26,10 @@ class ModelNotServedError(CrossroadsError):
     """
 
 
+class SearchUnavailableError(CrossroadsError, RuntimeError):
+    """Every leg of a search failed, or its results could not be read: no result to give, degraded or not."""
+
+
 class JobRunningError(CrossroadsError):
     """A job of this kind already runs for the tenant, in this process or another: one at a time."""
 

@@ -125,6 +125,11 @@ class Settings(BaseSettings):
         "known item for 55.8% of queries; 1000 -> 32-34 ms, 60.7%. Dev sets: the same from 500 up (250 moves "
         "beir_dbpedia hybrid nDCG 0.489 -> 0.478).",
     )
+    search_statement_timeout_ms: int = Field(
+        3000, ge=0, description="A search's statements are cancelled past this (a lock held by a migration, a "
+        "runaway scan): that leg fails and hybrid search answers from the other, flagged degraded; when both "
+        "fail, the API answers 503. Searches take 10-100 ms (1M chunks, cold: under 0.5 s). 0: no limit.",
+    )
     fusion: Literal["zscore", "rrf"] = Field(
         "zscore", description="How the vector and full-text legs are fused: zscore (weighted sum of each leg's "
         "standardised scores; measured best on the dev sets) or rrf (Reciprocal Rank Fusion with CROSSROADS_RRF_K)."

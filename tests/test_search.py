@@ -148,8 +148,7 @@ def test_capped_candidates_are_the_same_on_every_run(corpus_tenant, db, local_em
     first = runs[0].trace["stages"]["fts"]
     assert 0 < len(first) <= 2
     assert all(r.trace["stages"]["fts"] == first for r in runs[1:])
-    with db.connection() as conn, conn.transaction():
-        search_sql.stable_scan_order(conn)
+    with db.connection() as conn, search_sql.read_only(conn, search_sql.STABLE_SCAN_ORDER):
         assert conn.execute("SELECT current_setting('max_parallel_workers_per_gather'),"
                             " current_setting('synchronize_seqscans')").fetchone() == ("0", "off")
     with db.connection() as conn:  # local to the transaction: the pooled connection is unchanged

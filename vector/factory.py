@@ -27,6 +27,7 @@ def make_searcher(db, settings: Settings, reranker: str | None = None, *, embedd
         candidates=settings.search_candidates, rrf_k=settings.rrf_k, reranker=chosen,
         rerank_threshold=cutoff if threshold else None, rerank_timeout_s=timeout, vectors=vectors,
         fusion=settings.fusion, dense_weight=settings.fusion_dense_weight, bm25_max_scored=settings.bm25_max_scored,
+        statement_timeout_ms=settings.search_statement_timeout_ms,
     )
 
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, Sequence
 
 import numpy as np
+import psycopg
 
 from core.database import Database
 from core.embeddings import Embedder
-from core.errors import ModelNotServedError
+from core.errors import ModelNotServedError, SearchUnavailableError
 from vector import search_sql
 from vector.bm25 import MAX_SCORED, Bm25Leg
 from vector.fulltext import build_query, query_pieces
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 Mode = Literal["dense", "bm25", "hybrid", "hybrid+rerank"]
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 FTS_RANKINGS = ("bm25", *search_sql.FTS_RANKS)
+_RETRY_HINT = ("Try again shortly; a statement timeout (CROSSROADS_SEARCH_STATEMENT_TIMEOUT_MS) means the "
+               "database was blocked (a lock held by a migration or maintenance) or overloaded.")
 EXACT_SCAN_MIN_ROWS = 2_000  # a reader with fewer rows always gets exact distances (a few ms)
 
 
@@ -126,6 +129,7 @@ class HybridSearcher:
         fusion: Literal["zscore", "rrf"] = DEFAULT_FUSION,
         dense_weight: float = DENSE_WEIGHT,
         bm25_max_scored: int = MAX_SCORED,
+        statement_timeout_ms: int = 0,
     ):
         if fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {FUSIONS}")
@@ -147,6 +151,9 @@ class HybridSearcher:
         # the query vector before the legs start, or inside the vector leg alongside the full-text one
         self.embeds_first = bool(getattr(embedder, "occupies_all_cores", False))
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="search-leg")
+        # a statement past it is cancelled: its leg fails (hybrid degrades to the other one) instead of
+        # holding a pooled connection behind a lock or a runaway scan
+        self._tx_settings = search_sql.statement_timeout(statement_timeout_ms)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -173,7 +180,7 @@ class HybridSearcher:
         if vector is None:
             vector = self._embed(query, vector_text, timings)
         start = time.perf_counter()
-        with self.db.connection() as conn, search_sql.read_only(conn):
+        with self.db.connection() as conn, search_sql.read_only(conn, self._tx_settings):
             if self.vectors == "staged":
                 # Staged vectors (eval --embeddings) sit in one graph per model shared by every tenant,
                 # with no per-tenant graph: exact distances, so the comparison measures the models.
@@ -197,8 +204,8 @@ class HybridSearcher:
     def _fts_leg(self, tenant: str, groups: list[str], query: str, trace: dict, timings: dict):
         start = time.perf_counter()
         lang = detect_language(query)
-        with self.db.connection() as conn, search_sql.read_only(conn):
-            search_sql.stable_scan_order(conn)
+        with self.db.connection() as conn, search_sql.read_only(conn, {**search_sql.STABLE_SCAN_ORDER,
+                                                                       **self._tx_settings}):
             terms = build_query(search_sql.analyse_pieces(conn, query_pieces(query, lang)))
             trace.update(query_lang=lang, tsquery=terms.text())
             if terms.empty:  # only stop words
@@ -259,14 +266,18 @@ class HybridSearcher:
                 degraded.append(f"{name} leg failed: {type(exc).__name__}: {exc}")
                 results[name] = []
         if len(degraded) == len(legs):
-            raise RuntimeError("; ".join(degraded))
+            raise SearchUnavailableError(f"search failed: {'; '.join(degraded)}. {_RETRY_HINT}")
         for name, found in results.items():
             trace["stages"][name] = _trace_list(found)
 
         fused = self._fuse(results, trace)[: self.candidates]
         start = time.perf_counter()
-        with self.db.connection() as conn:
-            details = search_sql.fetch_candidates(conn, tenant=tenant, groups=groups, ids=[i for i, _ in fused])
+        try:
+            with self.db.connection() as conn:
+                details = search_sql.fetch_candidates(conn, tenant=tenant, groups=groups,
+                                                      ids=[i for i, _ in fused], settings=self._tx_settings)
+        except psycopg.errors.QueryCanceled as exc:
+            raise SearchUnavailableError(f"reading the search results was cancelled ({exc}). {_RETRY_HINT}") from exc
         timings["fetch"] = (time.perf_counter() - start) * 1000
         ranks = {name: {i: (r, s) for r, (i, s) in enumerate(found, start=1)} for name, found in results.items()}
         candidates = []

@@ -6,7 +6,7 @@ control lives in the WHERE clause of each query, never in a post-filter in Pytho
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import psycopg
@@ -25,29 +25,38 @@ FTS_RANKS = {
 
 
 @contextmanager
-def read_only(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+def read_only(conn: psycopg.Connection, settings: Mapping[str, str] | None = None) -> Iterator[psycopg.Connection]:
     """One read-only transaction: the search path can never write, whatever a bug makes it run.
 
     The mode goes into the BEGIN statement itself (`BEGIN READ ONLY`), so it costs no round trip of
     its own; the connection (idle, fresh from the pool) gets its previous mode back afterwards.
+    `settings` hold for this transaction alone (SET LOCAL), applied in one statement before any
+    other, so that a statement timeout among them governs every statement the caller runs.
     """
     previous = conn.read_only
     conn.read_only = True
     try:
         with conn.transaction():
+            if settings:
+                conn.execute("SELECT count(set_config(name, value, true))"
+                             " FROM unnest(%s::text[], %s::text[]) AS s(name, value)",
+                             (list(settings), list(settings.values())))
             yield conn
     finally:
         if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:  # a broken one is discarded
             conn.read_only = previous
 
 
-def stable_scan_order(conn: psycopg.Connection) -> None:
-    """For the rest of this transaction, scans return rows in the same order on every run: no
-    parallel workers (their rows interleave by timing) and no synchronised sequential scans (a scan
-    of a large table joins one already running, mid-table). The full-text leg's capped candidate
-    list depends on it."""
-    conn.execute("SELECT set_config('max_parallel_workers_per_gather', '0', true),"
-                 " set_config('synchronize_seqscans', 'off', true)")
+# For the transaction these are set in, scans return rows in the same order on every run: no
+# parallel workers (their rows interleave by timing) and no synchronised sequential scans (a scan of
+# a large table joins one already running, mid-table). The full-text leg's capped candidate list
+# depends on it.
+STABLE_SCAN_ORDER = {"max_parallel_workers_per_gather": "0", "synchronize_seqscans": "off"}
+
+
+def statement_timeout(ms: int) -> dict[str, str]:
+    """The setting that cancels any one statement of a search running longer than `ms` (0: never)."""
+    return {"statement_timeout": f"{ms}ms"} if ms > 0 else {}
 
 
 def model_dimension(conn: psycopg.Connection, model: str) -> int | None:
@@ -258,7 +267,7 @@ def phrase_frequencies(
 # and score a whole large tenant. The cap takes the first rows in scan order, with no ORDER BY: a
 # sort would read (and decompress the tsv of) every matching row before the LIMIT, which at 1M
 # chunks was most of the leg's time (`bench/search.py`: p95 61 -> 15 ms for the broadest reader).
-# Scan order is block order, the same for the same table; `stable_scan_order` rules out the two
+# Scan order is block order, the same for the same table; `STABLE_SCAN_ORDER` rules out the two
 # things that would change it between runs (parallel workers, synchronised sequential scans).
 # READABLE is where the reader's ACL is checked (`bm25_leg`'s `acl_on_heap`).
 _BM25 = """
@@ -329,7 +338,8 @@ def rank_leg(
 
 
 def fetch_candidates(
-    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], ids: Sequence[int]
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], ids: Sequence[int],
+    settings: Mapping[str, str] | None = None,
 ) -> dict[int, tuple]:
     """id -> (doc_id, title, heading, content, lang) for the fused ids, filtered again by tenant/ACL.
 
@@ -338,7 +348,7 @@ def fetch_candidates(
     """
     if not ids:
         return {}
-    with read_only(conn):
+    with read_only(conn, settings):
         rows = conn.execute(
             "SELECT c.id, c.doc_id, d.title, c.heading, c.content, c.lang"
             " FROM chunks c JOIN documents d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id"
