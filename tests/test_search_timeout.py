@@ -79,7 +79,10 @@ def test_a_search_with_every_leg_blocked_fails_clearly_and_the_api_answers_503(d
         with locked(db, "chunks"):
             started = time.perf_counter()
             r = client.post("/v1/search", json={"query": "ERR_2043 carrier rate limit"}, headers=headers)
+            ask = client.post("/v1/ask", json={"question": "What does ERR_2043 mean?", "route": "local"},
+                              headers=headers)
             assert time.perf_counter() - started < HELD_S / 2
+        assert ask.status_code == 503 and ask.json()["type"].endswith("search-unavailable")
         assert r.status_code == 503 and r.headers["retry-after"] == "5"
         body = r.json()
         assert body["type"].endswith("search-unavailable") and "timed out" in body["detail"]
