@@ -74,6 +74,13 @@ def server_settings(memory: int, shared_buffers: str = "") -> dict[str, str]:
             "shared_preload_libraries": "pg_prewarm"}
 
 
+def with_library(libraries: str, library: str) -> list[str] | None:
+    """The shared_preload_libraries list (as `current_setting` prints it) with `library` added; None
+    when it is already there."""
+    present = [x.strip().strip('"') for x in libraries.split(",") if x.strip()]
+    return None if library in present else [*present, library]
+
+
 def _apply_settings(uri: str, wanted: dict[str, str]) -> list[str]:
     """ALTER SYSTEM for each setting whose current value differs; returns the names changed."""
     import psycopg
@@ -82,6 +89,14 @@ def _apply_settings(uri: str, wanted: dict[str, str]) -> list[str]:
     changed = []
     with psycopg.connect(uri, autocommit=True) as conn:
         for name, value in wanted.items():
+            if name == "shared_preload_libraries":  # added to the operator's own libraries, never replacing them
+                libraries = with_library(conn.execute("SELECT current_setting(%s)", (name,)).fetchone()[0], value)
+                if libraries is not None:
+                    # one literal per library: 'a, b' as one literal would name a single library "a, b"
+                    conn.execute(sql.SQL("ALTER SYSTEM SET shared_preload_libraries = {}").format(
+                        sql.SQL(", ").join(map(sql.Literal, libraries))))
+                    changed.append(name)
+                continue
             compare = ("SELECT pg_size_bytes(current_setting(%s)) = pg_size_bytes(%s)" if name in _SIZE_SETTINGS
                        else "SELECT current_setting(%s) = %s")
             same = conn.execute(compare, (name, value)).fetchone()[0]

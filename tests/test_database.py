@@ -87,12 +87,15 @@ def test_embedded_server_start_status_stop():
         with psycopg.connect(uri, autocommit=True) as conn:
             conn.execute("CREATE TABLE warm AS SELECT g, repeat('x', 400) AS pad FROM generate_series(1, 20000) g")
             conn.execute("SELECT count(*) FROM warm").fetchone()
+            conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'auto_explain'")  # an operator's own choice
         assert embedded.stop(data_dir) is True
         assert (data_dir / "autoprewarm.blocks").exists()  # written at shutdown
         crossroads({**env, "CROSSROADS_PG_SHARED_BUFFERS": "160MB"}, "db", "start")  # a new process, as in use
         with psycopg.connect(uri, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
-            assert conn.execute("SELECT current_setting('shared_preload_libraries')").fetchone() == ("pg_prewarm",)
+            # the next start added pg_prewarm to the operator's library (one more restart), and kept it
+            assert conn.execute("SELECT current_setting('shared_preload_libraries')").fetchone() == \
+                ("auto_explain, pg_prewarm",)
             cached = 0
             for _ in range(100):  # the worker loads in the background, right after the start
                 cached = conn.execute("SELECT count(*) FROM pg_buffercache WHERE relfilenode = pg_relation_filenode('warm')"
@@ -119,6 +122,12 @@ def test_embedded_server_settings_scale_with_memory():
     assert embedded.server_settings(24 * gib)["effective_cache_size"] == "12288MB"
     with pytest.raises(CrossroadsError, match="write it like 512MB"):
         embedded.server_settings(24 * gib, "lots")
+
+
+def test_pg_prewarm_joins_the_operators_own_preloaded_libraries():
+    assert embedded.with_library("", "pg_prewarm") == ["pg_prewarm"]
+    assert embedded.with_library("pg_stat_statements", "pg_prewarm") == ["pg_stat_statements", "pg_prewarm"]
+    assert embedded.with_library("auto_explain, pg_prewarm", "pg_prewarm") is None  # nothing to change
 
 
 def test_shared_buffers_advice_when_the_search_data_outgrows_them():
