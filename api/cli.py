@@ -102,8 +102,8 @@ def db_start(json_out: bool = JsonOption) -> None:
     settings = get_settings()
     with _database(settings) as db:
         info = {"url": db.url, "pgvector": ".".join(map(str, db.pgvector_version)), "external": bool(settings.database_url)}
-    if not settings.database_url and (uri := embedded.status(settings.pg_data_dir).uri):
-        info["advice"] = embedded.memory_report(uri)["advice"]
+    if not settings.database_url:
+        info["advice"] = embedded.memory_report(info["url"])["advice"]
     if json_out:
         _print_json(info)
         return

@@ -81,6 +81,23 @@ def with_library(libraries: str, library: str) -> list[str] | None:
     return None if library in present else [*present, library]
 
 
+def _new_value(conn, name: str, wanted: str):
+    """The value to write for setting `name` (an SQL fragment), None when the server already has it:
+    sizes compare as bytes (4096MB is 4GB), shared_preload_libraries gains `wanted` beside the
+    operator's own libraries, one literal each ('a, b' as one literal would name one library "a, b")."""
+    from psycopg import sql
+
+    current = conn.execute("SELECT current_setting(%s)", (name,)).fetchone()[0]
+    if name == "shared_preload_libraries":
+        libraries = with_library(current, wanted)
+        return None if libraries is None else sql.SQL(", ").join(map(sql.Literal, libraries))
+    if name in _SIZE_SETTINGS:
+        same = conn.execute("SELECT pg_size_bytes(%s) = pg_size_bytes(%s)", (current, wanted)).fetchone()[0]
+    else:
+        same = current == wanted
+    return None if same else sql.Literal(wanted)
+
+
 def _apply_settings(uri: str, wanted: dict[str, str]) -> list[str]:
     """ALTER SYSTEM for each setting whose current value differs; returns the names changed."""
     import psycopg
@@ -89,19 +106,8 @@ def _apply_settings(uri: str, wanted: dict[str, str]) -> list[str]:
     changed = []
     with psycopg.connect(uri, autocommit=True) as conn:
         for name, value in wanted.items():
-            if name == "shared_preload_libraries":  # added to the operator's own libraries, never replacing them
-                libraries = with_library(conn.execute("SELECT current_setting(%s)", (name,)).fetchone()[0], value)
-                if libraries is not None:
-                    # one literal per library: 'a, b' as one literal would name a single library "a, b"
-                    conn.execute(sql.SQL("ALTER SYSTEM SET shared_preload_libraries = {}").format(
-                        sql.SQL(", ").join(map(sql.Literal, libraries))))
-                    changed.append(name)
-                continue
-            compare = ("SELECT pg_size_bytes(current_setting(%s)) = pg_size_bytes(%s)" if name in _SIZE_SETTINGS
-                       else "SELECT current_setting(%s) = %s")
-            same = conn.execute(compare, (name, value)).fetchone()[0]
-            if not same:
-                conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))
+            if (new := _new_value(conn, name, value)) is not None:
+                conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), new))
                 changed.append(name)
     return changed
 
@@ -178,7 +184,7 @@ def shared_buffers_advice(search_bytes: int, shared_bytes: int, memory: int, hug
     """What to set when the search data (every database's chunks and documents, indexes included)
     outgrows shared_buffers; None while it fits. Beyond it every search copies pages in from the OS
     cache and evicts others: on the 1M-chunk bench (7.2 GB) every reader's p95 was within 30 ms in one
-    of four runs with 4 GB and in seven of eight with 8 GB (README Measured). Past 40% of memory a
+    of four runs with 4 GB and in eleven of twelve with 8 GB (README Measured). Past 40% of memory a
     bigger pool stops paying (PostgreSQL's guidance: the OS cache needs the rest), so the advice is
     then more memory."""
     if search_bytes <= shared_bytes:

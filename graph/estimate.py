@@ -13,7 +13,7 @@ from graph.assemble import assemble_with_descriptions, drop_entities
 from graph.extract_offline import prune_entities
 from graph.levels import AccessLevel
 from graph.summarize import (SUMMARY_MIN_CHARS, DescriptionSummarizer, RelationshipSummaryRequest, SummaryRequest,
-                             relationship_summary_requests, summary_requests)
+                             level_summary_requests)
 from graph.types import Extractor
 
 # Rough per-call sizes for the estimate printed before any LLM work (measured prompts, see README).
@@ -84,9 +84,8 @@ def estimate_summaries(
             (c, extractions[c.content_hash]) for c in done)
         entities, relationships = drop_entities(entities, relationships,
                                                 prune_entities(entities, total_chunks=len(chunks)))
-        found = summary_requests(entities, descriptions, min_chars)
-        found_pairs = relationship_summary_requests(relationships, pair_descriptions,
-                                                    {e.key: e.name for e in entities}, min_chars)
+        found, found_pairs = level_summary_requests(entities, relationships, descriptions, pair_descriptions,
+                                                    min_chars)
         measured += len(found) + len(found_pairs)
         extracted_chunks += len(done)
         requests.update((r.content_hash, r) for r in found)

@@ -120,6 +120,17 @@ def relationship_summary_requests(
     return out
 
 
+def level_summary_requests(
+    entities: Sequence[GraphEntity], relationships: Sequence[GraphRelationship],
+    descriptions: Mapping[str, Sequence[str]], relationship_descriptions: Mapping[tuple[str, str], Sequence[str]],
+    min_chars: int = SUMMARY_MIN_CHARS,
+) -> tuple[list[SummaryRequest], list[RelationshipSummaryRequest]]:
+    """A level's entities and relationships that need a summary: what a build makes, and an estimate counts."""
+    names = {e.key: e.name for e in entities}
+    return (summary_requests(entities, descriptions, min_chars),
+            relationship_summary_requests(relationships, relationship_descriptions, names, min_chars))
+
+
 SYSTEM = f"""You merge the descriptions of one entity of a knowledge graph into a single description. \
 Each description was written separately, from a different passage of an organisation's documents.
 Write one comprehensive description of the entity:

@@ -15,8 +15,7 @@ from core.database import Database
 from core.llm import LLMError
 from graph import store
 from graph.job_progress import Progress, dropping_pool, not_cached
-from graph.summarize import (DescriptionSummarizer, SummaryError, relationship_summary_requests,
-                             summary_requests)
+from graph.summarize import DescriptionSummarizer, SummaryError, level_summary_requests
 from graph.types import GraphEntity, GraphRelationship
 
 if TYPE_CHECKING:  # graph.build imports this module
@@ -30,10 +29,8 @@ def summarize_descriptions(
     report: "LevelReport", progress: Progress | None,
 ) -> tuple[list[GraphEntity], list[GraphRelationship]]:
     """The level's entities and relationships, each with the LLM's summary where one is needed."""
-    entity_requests = summary_requests(graph.entities, graph.descriptions, min_chars)
-    names = {e.key: e.name for e in graph.entities}
-    pair_requests = relationship_summary_requests(graph.relationships, graph.relationship_descriptions, names,
-                                                  min_chars)
+    entity_requests, pair_requests = level_summary_requests(graph.entities, graph.relationships, graph.descriptions,
+                                                            graph.relationship_descriptions, min_chars)
     jobs = [
         (entity_requests, summarizer.version, lambda r: summarizer.summarize(r.name, r.type, list(r.descriptions)),
          lambda r: f"entity {r.key!r}"),

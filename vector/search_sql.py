@@ -24,6 +24,12 @@ FTS_RANKS = {
 }
 
 
+# `settings` for the rest of the transaction: set_config(..., true) is SET LOCAL, so nothing leaks
+# into other users of the pooled connection
+_SET_LOCAL = ("SELECT count(set_config(name, value, true)) AS applied"
+              " FROM unnest(%(names)s::text[], %(values)s::text[]) AS s(name, value)")
+
+
 @contextmanager
 def read_only(conn: psycopg.Connection, settings: Mapping[str, str] | None = None) -> Iterator[psycopg.Connection]:
     """One read-only transaction: the search path can never write, whatever a bug makes it run.
@@ -38,9 +44,7 @@ def read_only(conn: psycopg.Connection, settings: Mapping[str, str] | None = Non
     try:
         with conn.transaction():
             if settings:
-                conn.execute("SELECT count(set_config(name, value, true))"
-                             " FROM unnest(%s::text[], %s::text[]) AS s(name, value)",
-                             (list(settings), list(settings.values())))
+                conn.execute(_SET_LOCAL, {"names": list(settings), "values": list(settings.values())})
             yield conn
     finally:
         if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:  # a broken one is discarded
@@ -66,16 +70,13 @@ def model_dimension(conn: psycopg.Connection, model: str) -> int | None:
 
 
 def set_local_and_dimension(conn: psycopg.Connection, settings: dict[str, str], *, model: str, staged: bool) -> int | None:
-    """In one round trip: `settings` for the rest of this transaction (set_config(..., true) is SET
-    LOCAL, so nothing leaks into other users of the pooled connection), and the dimension of the
-    model's served (or staged) HNSW index, None while it has none."""
+    """In one round trip: `settings` for the rest of this transaction (SET LOCAL), and the dimension
+    of the model's served (or staged) HNSW index, None while it has none."""
     registry = "staged_embedding_models" if staged else "embedding_models"
     return conn.execute(
-        sql.SQL(
-            "WITH applied AS (SELECT count(set_config(name, value, true)) AS n"
-            " FROM unnest(%(names)s::text[], %(values)s::text[]) AS s(name, value))"
-            " SELECT (SELECT dimension FROM {registry} WHERE embed_model = %(model)s) FROM applied"
-        ).format(registry=sql.Identifier(registry)),
+        sql.SQL("WITH applied AS (" + _SET_LOCAL + ")"
+                " SELECT (SELECT dimension FROM {registry} WHERE embed_model = %(model)s) FROM applied"
+                ).format(registry=sql.Identifier(registry)),
         {"names": list(settings), "values": list(settings.values()), "model": model},
     ).fetchone()[0]
 
