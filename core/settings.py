@@ -96,7 +96,8 @@ class Settings(BaseSettings):
     contextual_retrieval: Literal["auto", "llm", "title"] = Field(
         "auto",
         description="Chunk context: `llm` writes 1-2 sentences per chunk from the whole document (cached prompt), "
-        "`title` uses the document title, `auto` = `llm` when an Anthropic key is set.",
+        "`title` uses the document's location (its folders or URL path) and title, "
+        "`auto` = `llm` when an Anthropic key is set.",
     )
     max_document_bytes: int = Field(
         5_000_000, ge=1, description="Larger source files are skipped with a message."

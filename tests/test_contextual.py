@@ -10,9 +10,11 @@ from core.settings import Settings
 from tests.conftest import CountingEmbedder
 from tests.fakes.anthropic_server import FakeAnthropic, error, text
 from tests.test_ingest_sync import LONG_EN, SHORT, write_corpus
-from vector.contextualize import LLMContextualizer, TitleContextualizer, make_contextualizer
+from vector.contextualize import (LLMContextualizer, TitleContextualizer, document_location, document_prefix,
+                                  make_contextualizer)
 from vector.ingest import ingest_documents
-from vector.sources import load_source
+from vector.search import HybridSearcher
+from vector.sources import SourceDocument, load_source
 
 
 def situate(body: dict):
@@ -80,3 +82,43 @@ def test_contextualizer_choice():
     with pytest.raises(Exception, match="ANTHROPIC_API_KEY"):
         make_contextualizer(Settings(contextual_retrieval="llm"), None)
     assert isinstance(make_contextualizer(Settings(contextual_retrieval="title"), object()), TitleContextualizer)
+
+
+@pytest.mark.parametrize("doc_id, title, location", [
+    ("https://docs.example.com/en/use-cases/classification#3-run-your-eval", "3. Run your eval",
+     ["en", "use cases", "classification"]),
+    ("runbooks/payments_gateway.md", "Payments Gateway", ["runbooks"]),  # the file name repeats the title
+    ("runbooks/on-call%20rota.markdown", "Rota", ["runbooks", "on call rota"]),
+    ("handbook/leave.md#carry-over", "Leave", ["handbook"]),
+    ("4380635", "", []), ("<dbpedia:Oceanic_Airlines>", "Oceanic Airlines", []), ("xq00_0", "Super Bowl", []),
+])
+def test_document_location_is_the_path_an_id_names(doc_id, title, location):
+    assert document_location(doc_id, title) == location
+
+
+def test_llm_prompt_carries_the_location_escaped():
+    doc = SourceDocument(doc_id="a&b/eval-tool.md", title="Tips", text="Use <b>it</b>.", acl=("x",), lang="en", source="")
+    assert document_prefix(doc).startswith("<document>\n<location>a&amp;b / eval tool</location>\n<title>Tips</title>")
+    bare = SourceDocument(doc_id="42", title="Tips", text="t", acl=("x",), lang="en", source="")
+    assert "<location>" not in document_prefix(bare)
+
+
+PUBLIC = "---\nacl: [public]\n---\n"
+
+
+def test_offline_context_lets_both_legs_find_a_section_by_its_page(db, settings, local_embedder, tenant, tmp_path):
+    """A section that never names its page is found by the page's name, which only its location holds."""
+    root = tmp_path / "c"
+    write_corpus(root, {
+        "use-cases/classification/run-your-eval.md": f"{PUBLIC}# Run your eval\n\nPress the run button once the test cases are ready.\n",
+        "use-cases/summarization/style.md": f"{PUBLIC}# Style\n\nKeep the summary short and neutral.\n",
+    })
+    report = run(db, settings, local_embedder, tenant, root, TitleContextualizer())
+    assert report.clean
+    with db.connection() as conn:
+        contexts = dict(conn.execute("SELECT doc_id, context FROM chunks WHERE tenant_id = %s", (tenant,)).fetchall())
+    assert contexts["use-cases/classification/run-your-eval.md"] == "use cases > classification > Run your eval"
+    with HybridSearcher(db, local_embedder) as searcher:
+        for mode in ("bm25", "dense"):
+            hits = searcher.search(tenant, ["public"], "how do I run a classification evaluation", k=1, mode=mode).hits
+            assert [h.doc_id for h in hits] == ["use-cases/classification/run-your-eval.md"], mode

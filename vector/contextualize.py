@@ -3,11 +3,18 @@
 A chunk like "revenue grew 3% over the previous quarter" names neither the company nor the quarter;
 1-2 sentences written with the whole document in view fix that for both legs of search. With an LLM
 the document goes in a cached prompt prefix and only the chunk changes per call; without one the
-context is the document title (the heading path is added to every chunk anyway).
+context is the document's location and title (the heading path is added to every chunk anyway).
+
+A document's location is the folders or URL path its id names: a section titled "3. Run your eval"
+says nothing of what it evaluates until `use-cases/classification` is read with it. Measured on
+anthropic_docs (sections of documentation pages, ids are their URLs): hybrid recall@10 0.82 -> 0.89,
+nDCG@10 0.776 -> 0.814; opaque ids (numbers, BEIR keys) have no location and keep the title alone.
 """
 from __future__ import annotations
 
+import re
 from typing import Protocol, Sequence
+from urllib.parse import unquote, urlsplit
 from xml.sax.saxutils import escape
 
 from core.llm import LLM
@@ -28,17 +35,45 @@ class Contextualizer(Protocol):
         ...
 
 
-class TitleContextualizer:
-    """Offline: the document title is each chunk's context."""
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+_SEPARATORS = re.compile(r"[-_+\s]+")
 
-    mode = "title"
+
+def document_location(doc_id: str, title: str = "") -> list[str]:
+    """The folders (file ids) or URL path segments (URL ids) a document sits under, as words.
+
+    An id without "/" is opaque (a number, a database key) and has no location. A URL's host and
+    fragment are left out: the host is the same for every page of a site, and the fragment names the
+    section the title already names; so is a file's extension. A segment that only repeats the
+    title is left out too."""
+    if "/" not in doc_id:
+        return []
+    parts = urlsplit(doc_id)
+    path = parts.path if parts.scheme and parts.netloc else doc_id.split("#", 1)[0]
+    segments = [unquote(s) for s in path.split("/") if s]
+    if segments:
+        segments[-1] = _EXTENSION.sub("", segments[-1])
+    words = [_SEPARATORS.sub(" ", s).strip() for s in segments]
+    return [w for w in words if w and w.casefold() != title.strip().casefold()]
+
+
+def offline_context(doc: SourceDocument) -> str:
+    return " > ".join(p for p in [*document_location(doc.doc_id, doc.title), doc.title] if p)
+
+
+class TitleContextualizer:
+    """Offline: the document's location and title are each chunk's context."""
+
+    mode = "location+title"
 
     def contexts(self, doc: SourceDocument, drafts: Sequence[ChunkDraft]) -> list[str]:
-        return [doc.title] * len(drafts)
+        return [offline_context(doc)] * len(drafts)
 
 
 def document_prefix(doc: SourceDocument) -> str:
-    return f"<document>\n<title>{escape(doc.title)}</title>\n{escape(doc.text)}\n</document>"
+    location = " / ".join(document_location(doc.doc_id, doc.title))
+    where = f"<location>{escape(location)}</location>\n" if location else ""
+    return f"<document>\n{where}<title>{escape(doc.title)}</title>\n{escape(doc.text)}\n</document>"
 
 
 def chunk_message(draft: ChunkDraft) -> str:
