@@ -91,6 +91,8 @@ def test_contextualizer_choice():
     ("runbooks/on-call%20rota.markdown", "Rota", ["runbooks", "on call rota"]),
     ("handbook/leave.md#carry-over", "Leave", ["handbook"]),
     ("4380635", "", []), ("<dbpedia:Oceanic_Airlines>", "Oceanic Airlines", []), ("xq00_0", "Super Bowl", []),
+    ("<dbpedia:McDonnell_Douglas_F/A-18_Hornet>", "McDonnell Douglas F/A-18 Hornet", []),  # the title's slash
+    ("wiki/AC_DC/AC/DC.html", "AC/DC", ["wiki", "AC DC"]),
 ])
 def test_document_location_is_the_path_an_id_names(doc_id, title, location):
     assert document_location(doc_id, title) == location
