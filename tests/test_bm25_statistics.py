@@ -103,3 +103,23 @@ def test_deletes_and_acl_changes_outside_an_ingest_fold_their_statistics_once_du
         assert conn.execute(pending, (tenant,)).fetchone()[0] == 0
         for groups in (["staff"], ["hr"], ["hr", "public", "staff"]):
             assert kept_fulltext_stats(conn, tenant, groups) == live_fulltext_stats(conn, tenant, groups)
+
+
+def test_a_tenant_emptied_by_deletes_keeps_no_statistics(db, settings, local_embedder, tmp_path):
+    """Below the compaction threshold deltas wait for the next write; an emptied tenant may get none."""
+    tenant = f"stats_empty_{uuid.uuid4().hex[:6]}"
+    for name, text in STATS_CORPUS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    docs, skipped = load_source(tmp_path, [], settings.max_document_bytes)
+    assert ingest_documents(db, local_embedder, settings, tenant, docs, skipped).clean
+    rows = ("SELECT (SELECT count(*) FROM fulltext_lexeme_stats WHERE tenant_id = %(t)s)"
+            " + (SELECT count(*) FROM fulltext_acl_stats WHERE tenant_id = %(t)s)")
+    with db.connection() as conn:
+        store.delete_documents(conn, tenant, ["a.md", "b.md"])
+        assert conn.execute(rows, {"t": tenant}).fetchone()[0] > 0  # c.md is left: deltas wait
+        store.delete_documents(conn, tenant, ["c.md"])
+        assert conn.execute(rows, {"t": tenant}).fetchone()[0] == 0
+    assert ingest_documents(db, local_embedder, settings, tenant, docs, skipped).clean  # and back
+    with db.connection() as conn:
+        assert kept_fulltext_stats(conn, tenant, ["hr", "public", "staff"]) == \
+            live_fulltext_stats(conn, tenant, ["hr", "public", "staff"])

@@ -254,13 +254,15 @@ def readable_documents(conn: psycopg.Connection, tenant: str, groups: list[str],
 def compact_fulltext_stats(conn: psycopg.Connection, tenant: str, min_pending: int | None = None) -> bool:
     """Fold the tenant's statistics deltas into one row per key once at least `min_pending`
     (default STATS_COMPACT_MIN_PENDING) have piled up (each written statement adds a row per lexeme
-    and ACL); returns whether it did."""
+    and ACL), or at once when the tenant has no chunks left: its deltas then sum to nothing, and
+    no later write may come to fold them; returns whether it did."""
     min_pending = STATS_COMPACT_MIN_PENDING if min_pending is None else min_pending
-    pending = conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM fulltext_lexeme_stats WHERE tenant_id = %s AND NOT compacted"
-        " LIMIT %s) p", (tenant, min_pending),
-    ).fetchone()[0]
-    if pending < min_pending:
+    pending, emptied = conn.execute(
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM fulltext_lexeme_stats WHERE tenant_id = %(t)s"
+        "        AND NOT compacted LIMIT %(n)s) p),"
+        "       NOT EXISTS (SELECT 1 FROM chunks WHERE tenant_id = %(t)s)", {"t": tenant, "n": min_pending},
+    ).fetchone()
+    if pending == 0 or (pending < min_pending and not emptied):
         return False
     conn.execute("SELECT compact_fulltext_stats(%s)", (tenant,))
     return True
