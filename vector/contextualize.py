@@ -55,11 +55,10 @@ def document_location(doc_id: str, title: str = "") -> list[str]:
         path = re.sub(re.escape(name), " ", path, flags=re.IGNORECASE)
     if "/" not in path:
         return []
-    segments = [s for s in path.split("/") if s]
+    segments = [s.strip() for s in path.split("/") if s.strip()]
     if segments:
-        segments[-1] = _EXTENSION.sub("", segments[-1])
-    words = [_as_words(s) for s in segments]
-    return [w for w in words if w and w.casefold() != _as_words(title).casefold()]
+        segments[-1] = _EXTENSION.sub("", segments[-1]).strip()
+    return [s for s in segments if s and s.casefold() != name]
 
 
 def _as_words(text: str) -> str:
