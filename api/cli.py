@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from core import embedded
 from core.database import Database, open_database
@@ -206,12 +207,13 @@ def _print_ingest(report, tenant: str) -> None:
     out.print(table)
     out.print(f"embeddings computed: {report.embeddings_computed}, vectors reused: {report.vectors_reused}, "
               f"ACL/metadata-only updates: {d['metadata_updated']}")
+    # File names and reasons are the corpus's text: printed as Text, never read as markup or emoji codes
     for item in report.skipped:
-        err.print(f"[yellow]skipped[/yellow] {item['where']}: {item['reason']}")
+        err.print(Text.assemble(("skipped", "yellow"), f" {item['where']}: {item['reason']}"))
     for item in report.errors:
-        err.print(f"[red]failed[/red] {item['doc_id']}: {item['error']}")
+        err.print(Text.assemble(("failed", "red"), f" {item['doc_id']}: {item['error']}"))
     for note in report.notes:
-        err.print(f"[yellow]note:[/yellow] {note}")
+        err.print(Text.assemble(("note:", "yellow"), f" {note}"))
 
 
 # --- documents ---------------------------------------------------------------------------------

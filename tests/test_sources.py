@@ -89,6 +89,8 @@ def test_parse_acl_normalises_and_rejects_garbage():
         parse_acl({"group": "x"})
     with pytest.raises(BadDocument):
         parse_acl([["nested"]])
+    with pytest.raises(BadDocument, match="quote them"):  # YAML's `acl: [staff, 0]` is not the group "0"
+        parse_acl(["staff", 0])
 
 
 def test_front_matter_must_be_a_mapping():

@@ -54,6 +54,11 @@ class IngestReport:
 
 Progress = Callable[[int, int], None]  # (documents done, documents total)
 
+# The report's name of a plan's action, where they differ.
+_REPORTED_AS = {"metadata": "metadata_updated"}
+# Names of documents given in one note about what was read but not used.
+WARNING_EXAMPLES = 5
+
 
 def _groups(plans: Iterable[DocumentPlan]) -> Iterator[list[DocumentPlan]]:
     current, size = [], 0
@@ -86,6 +91,7 @@ def ingest_documents(
         report.skipped.append({"where": item.where, "reason": item.reason})
         log.warning("skipped %s: %s", item.where, item.reason)
     report.documents["skipped"] = len(skipped)
+    report.notes.extend(_warning_notes(documents))
 
     key = index_key(settings.chunk_max_chars, settings.chunk_overlap, contextualizer.mode, embedder.model_id)
     hashes = {d.doc_id: document_hash(d) for d in documents}
@@ -146,6 +152,20 @@ def ingest_documents(
     _ensure_tenant_graph(db, embedder, settings, tenant, report)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _warning_notes(documents: list[SourceDocument]) -> list[str]:
+    """One note per distinct warning (an unknown front matter key), naming a few of its documents:
+    a corpus whose every file has `tags:` gets one line, not thousands."""
+    by_warning: dict[str, list[str]] = {}
+    for doc in documents:
+        for warning in doc.warnings:
+            by_warning.setdefault(warning, []).append(doc.source)
+    notes = []
+    for warning, sources in by_warning.items():
+        more = f" and {len(sources) - WARNING_EXAMPLES} more" if len(sources) > WARNING_EXAMPLES else ""
+        notes.append(f"{warning}: {', '.join(sources[:WARNING_EXAMPLES])}{more}")
+    return notes
 
 
 def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, tenant: str, report: IngestReport) -> None:
@@ -231,13 +251,13 @@ def _vectors_for(db: Database, embedder: Embedder, tenant: str, group: list[Docu
 def _write_one(db: Database, embedder: Embedder, tenant: str, plan: DocumentPlan, vectors, report: IngestReport) -> None:
     try:
         with db.connection() as conn:
-            store.write_document(conn, tenant, plan, vectors, embedder.model_id)
+            plan = store.write_document(conn, tenant, plan, vectors, embedder.model_id)
     except Exception as exc:  # one bad document must not stop the batch; the rest still lands
         log.exception("failed to write %s", plan.doc_id)
         report.errors.append({"doc_id": plan.doc_id, "error": f"{type(exc).__name__}: {exc}"})
         report.documents["failed"] += 1
         return
-    report.documents[plan.action] += 1
+    report.documents[_REPORTED_AS.get(plan.action, plan.action)] += 1
     report.chunks["added"] += plan.chunks_added
     report.chunks["changed"] += plan.chunks_changed
     report.chunks["deleted"] += plan.chunks_deleted

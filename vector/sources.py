@@ -2,13 +2,28 @@
 
 Bad input never stops a batch: each unreadable file or line becomes a `Skipped` entry naming where
 it is and why, and every other document still loads.
+
+A folder is read without ever leaving it: symbolic links inside it are not followed (one could
+point at /etc/passwd or at another team's files, and a link to a parent folder would loop), and
+only regular files are opened (a FIFO would block the read forever, a device would never end).
+Files are opened by name inside an open directory with O_NOFOLLOW, so an entry swapped for a link
+after it was listed is refused too.
+
+Anything that decides who may read a document is strict: front matter that looks like front
+matter but cannot be read, an `acl` that is not a list of names, or a key that looks like a
+misspelt `acl` skips the document; it is never given the default groups instead.
 """
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
+import stat
+import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterable
+from pathlib import Path, PurePath
+from typing import Callable, Iterable, Iterator
 
 import yaml
 
@@ -17,6 +32,21 @@ from vector.language import detect_language
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 LANGUAGES = ("russian", "english", "simple")
 _LANG_ALIASES = {"ru": "russian", "en": "english", "russian": "russian", "english": "english", "simple": "simple"}
+FRONT_MATTER_KEYS = ("title", "acl", "lang")
+# Real front matter is a few lines; the cap bounds what YAML parsing of a hostile file can cost.
+FRONT_MATTER_MAX_BYTES = 64 * 1024
+FRONT_MATTER_MAX_DEPTH = 16
+# The HTTP API addresses documents by id and accepts no longer one (api/schemas.py DOC_ID_MAX).
+DOC_ID_MAX_CHARS = 512
+# Keys a writer may have meant as the access list (compared lower-case, letters only). A document
+# carrying one is skipped: guessing that it meant nothing would publish it under the default groups.
+_ACL_LOOKALIKES = {"acl", "acls", "group", "groups", "access", "accesslist", "allowedgroups", "permissions",
+                   "readers", "roles", "visibility"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SYMLINK_REASON = "symbolic link: not followed (ingest reads only files inside the folder; copy the file in instead)"
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -27,6 +57,8 @@ class SourceDocument:
     acl: tuple[str, ...]
     lang: str
     source: str
+    # what was read but not used (an unknown front matter key): reported, the document still lands
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,31 +72,90 @@ class BadDocument(ValueError):
     """Raised inside this module for one document; turned into `Skipped` by the loaders."""
 
 
+def printable(text: str) -> str:
+    """`text` safe to print, log and store: control characters and lone surrogates as escapes, and
+    the bytes of a file name that is not UTF-8 (os.fsdecode's surrogate escapes) as \\xNN."""
+    return "".join(_printable_char(c) for c in text)
+
+
+def _printable_char(c: str) -> str:
+    if "\udc80" <= c <= "\udcff":
+        return f"\\x{ord(c) - 0xDC00:02x}"
+    if unicodedata.category(c) in ("Cc", "Cs"):
+        return c.encode("unicode_escape").decode("ascii")
+    return c
+
+
+def _check_text(field: str, value: str) -> None:
+    """PostgreSQL stores neither NUL nor lone surrogates: refuse them here, for this document only,
+    instead of failing the whole batch when the text is hashed or written."""
+    if "\x00" in value:
+        raise BadDocument(f"{field} contains a NUL character at position {value.index(chr(0))}: binary data, not text")
+    if found := _SURROGATE.search(value):
+        raise BadDocument(
+            f"{field} contains a lone surrogate (U+{ord(found.group()):04X}) at position {found.start()}, which is not "
+            "valid Unicode: fix the source (in JSON, a \\ud800-\\udfff escape needs its pair)"
+        )
+
+
+def doc_id_problem(doc_id: str) -> str | None:
+    """Why the HTTP API could not address this id (the rules of api/schemas.py), or None."""
+    if not doc_id.strip():
+        return "is empty"
+    if _SURROGATE.search(doc_id):
+        return "is not valid Unicode (a file name in another encoding than UTF-8, or a lone surrogate escape)"
+    if found := _CONTROL.search(doc_id):
+        return f"contains a control character ({printable(found.group())})"
+    if doc_id != doc_id.strip():
+        return "starts or ends with whitespace"
+    if len(doc_id) > DOC_ID_MAX_CHARS:
+        return f"is {len(doc_id)} characters, over the {DOC_ID_MAX_CHARS} the HTTP API accepts"
+    return None
+
+
 def parse_acl(value: object, where: str = "acl") -> tuple[str, ...]:
     """Groups from a list or a comma-separated string: stripped, non-empty, unique, sorted."""
+    if value is None:
+        raise BadDocument(f"{where} is empty: give a list of group names, e.g. acl: [staff]")
     if isinstance(value, str):
         items = value.split(",")
     elif isinstance(value, (list, tuple)):
         items = value
     else:
-        raise BadDocument(f"{where} must be a list of group names or a comma-separated string, got {type(value).__name__}")
+        raise BadDocument(
+            f"{where} must be a list of group names or a comma-separated string, got {type(value).__name__}"
+            f"{_yaml_scalar_hint(value)}"
+        )
     groups = []
     for item in items:
-        if not isinstance(item, (str, int)):
-            raise BadDocument(f"{where} contains {item!r}, which is not a group name")
-        name = str(item).strip()
+        if not isinstance(item, str):
+            raise BadDocument(f"{where} contains {item!r}, which is not a group name: group names must be text"
+                              f"{_yaml_scalar_hint(item)}")
+        _check_text(f"{where} group '{printable(item)}'", item)
+        name = item.strip()
         if name:
             groups.append(name)
     return tuple(sorted(set(groups)))
 
 
+def _yaml_scalar_hint(value: object) -> str:
+    if isinstance(value, (bool, int, float)):
+        return (" (YAML reads bare yes/no/true/false/on/off as booleans and bare digits as numbers: "
+                "quote them, e.g. ['0', 'yes'])")
+    return ""
+
+
+def _too_big(size: int, max_bytes: int) -> BadDocument:
+    return BadDocument(
+        f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit "
+        "(raise CROSSROADS_MAX_DOCUMENT_BYTES or split the file)"
+    )
+
+
 def decode(data: bytes, max_bytes: int) -> str:
     """Bytes -> text, or `BadDocument` saying why not (size, empty, binary, not UTF-8)."""
     if len(data) > max_bytes:
-        raise BadDocument(
-            f"file is {len(data) / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit "
-            "(raise CROSSROADS_MAX_DOCUMENT_BYTES or split the file)"
-        )
+        raise _too_big(len(data), max_bytes)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
             text = data.decode("utf-16")
@@ -90,27 +181,98 @@ def _not_utf8_message(data: bytes, exc: UnicodeDecodeError) -> str:
     return f"not valid UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}{hint}"
 
 
-def split_front_matter(text: str) -> tuple[dict, str]:
-    """YAML front matter between `---` lines at the very start -> (metadata, body)."""
-    if not text.startswith("---"):
-        return {}, text
-    lines = text.split("\n")
-    if lines[0].strip() != "---":
-        return {}, text
-    for end in range(1, len(lines)):
-        if lines[end].strip() in ("---", "..."):
-            break
-    else:
-        raise BadDocument("front matter opened with '---' but never closed")
+class _FrontMatterLoader(yaml.SafeLoader):
+    """YAML without anchors and aliases, nested at most FRONT_MATTER_MAX_DEPTH deep. Front matter
+    needs neither: a few lines of nested aliases (a "billion laughs") expand into billions of nodes
+    for whoever walks the result, and deep nesting exhausts the composer's recursion."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise BadDocument("front matter uses YAML anchors or aliases (&name, *name), which are not allowed: "
+                              "write the values out")
+        if self.depth >= FRONT_MATTER_MAX_DEPTH:
+            raise BadDocument(f"front matter nests deeper than {FRONT_MATTER_MAX_DEPTH} levels: "
+                              "it should be flat key: value lines")
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _parse_front_matter(block: str) -> dict:
+    size = len(block.encode("utf-8"))
+    if size > FRONT_MATTER_MAX_BYTES:
+        raise BadDocument(f"front matter is {size / 1024:.0f} KB, over the {FRONT_MATTER_MAX_BYTES // 1024} KB limit: "
+                          "if the first '---' line is not front matter, start the file with something else")
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+        meta = yaml.load(block, Loader=_FrontMatterLoader) or {}
+    except BadDocument:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at front matter line {mark.line + 1}" if mark else ""
         raise BadDocument(f"front matter is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    except (ValueError, OverflowError) as exc:  # a number or date YAML accepts but Python cannot hold
+        detail = str(exc).split(";")[0]  # Python's own advice after the ';' is not the writer's fix
+        raise BadDocument(f"front matter has a number or date that cannot be read ({detail}): quote it") from None
     if not isinstance(meta, dict):
-        raise BadDocument("front matter must be a YAML mapping (key: value lines)")
+        raise BadDocument("front matter must be a YAML mapping (key: value lines): "
+                          "if the first '---' line is not front matter, start the file with something else")
+    return meta
+
+
+def _first_text_line(lines: list[str]) -> int | None:
+    """Index of the first line with something besides whitespace and byte-order marks."""
+    for number, line in enumerate(lines):
+        if line.replace("\ufeff", "").strip():
+            return number
+    return None
+
+
+def split_front_matter(text: str) -> tuple[dict, str]:
+    """YAML front matter between `---` lines at the start -> (metadata, body).
+
+    Blank lines or byte-order marks before the opening `---` still count as front matter: a writer
+    who put them there meant front matter, and ignoring it would drop the document's `acl`."""
+    lines = text.split("\n")
+    start = _first_text_line(lines)
+    if start is None or lines[start].replace("\ufeff", "").strip() != "---":
+        return {}, text
+    for end in range(start + 1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            break
+    else:
+        raise BadDocument("front matter opened with '---' but never closed")
+    meta = _parse_front_matter("\n".join(lines[start + 1 : end]))
     return meta, "\n".join(lines[end + 1 :])
+
+
+def _looks_like_acl(key: object) -> bool:
+    letters = re.sub(r"[^a-z]", "", str(key).lower())
+    return key != "acl" and (letters in _ACL_LOOKALIKES or letters.startswith("acl"))
+
+
+def refuse_acl_lookalikes(keys: Iterable[object], what: str) -> None:
+    """`BadDocument` for a key that may have been meant as `acl` (ACL, acls, groups, access, ...)."""
+    for key in keys:
+        if _looks_like_acl(key):
+            raise BadDocument(
+                f"{what} '{printable(str(key))}' looks like a misspelt 'acl': the document is skipped rather than "
+                "given the default groups; name it exactly 'acl' (lower case) or remove it"
+            )
+
+
+def front_matter_warnings(meta: dict) -> tuple[str, ...]:
+    """One warning per key Crossroads does not read; `BadDocument` for one that may have been meant as `acl`."""
+    refuse_acl_lookalikes(meta, "front matter key")
+    return tuple(
+        f"front matter key '{printable(str(key))}' is not used (Crossroads reads {', '.join(FRONT_MATTER_KEYS)})"
+        for key in meta if key not in FRONT_MATTER_KEYS
+    )
 
 
 def _first_heading(body: str) -> str | None:
@@ -121,9 +283,12 @@ def _first_heading(body: str) -> str | None:
 
 
 def build_document(
-    doc_id: str, body: str, meta: dict, default_acl: tuple[str, ...], source: str, fallback_title: str
+    doc_id: str, body: str, meta: dict, default_acl: tuple[str, ...], source: str, fallback_title: str,
+    warnings: tuple[str, ...] = (),
 ) -> SourceDocument:
-    acl = parse_acl(meta["acl"], "front matter 'acl'") if "acl" in meta else default_acl
+    if problem := doc_id_problem(doc_id):
+        raise BadDocument(f"document id '{printable(doc_id)}' {problem}: the HTTP API could not address it")
+    acl = parse_acl(meta["acl"], "'acl'") if "acl" in meta else default_acl
     if not acl:
         raise BadDocument("no access groups: add `acl: [group, ...]` to its front matter or pass --acl")
     title = meta.get("title")
@@ -138,66 +303,170 @@ def build_document(
     body = body.replace("\ufeff", "")  # stray byte-order marks inside text (concatenated files) are noise
     if not body.strip():
         raise BadDocument("no text after the front matter")
-    return SourceDocument(doc_id, title, body, acl, lang or detect_language(title + "\n" + body), source)
+    _check_text("title", title)
+    _check_text("text", body)
+    return SourceDocument(doc_id, title, body, acl, lang or detect_language(title + "\n" + body), source, warnings)
+
+
+def _read_regular_file(name: str | Path, dir_fd: int | None, max_bytes: int) -> bytes:
+    """The bytes of a regular file, opened without following a final symbolic link and without
+    blocking on a FIFO: the entry may have been swapped since the folder was listed."""
+    try:
+        fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BadDocument(_SYMLINK_REASON) from None
+        raise
+    with open(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadDocument(_not_regular_reason(info.st_mode))
+        if info.st_size > max_bytes:
+            raise _too_big(info.st_size, max_bytes)
+        return handle.read(max_bytes + 1)  # one byte over: a file that grew since fstat still fails the size check
+
+
+def _not_regular_reason(mode: int) -> str:
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a plain file")
+    return f"{kind}: only regular files are read"
+
+
+def _load(where: str, doc_id: str, name: str, read: Callable[[], bytes], default_acl: tuple[str, ...],
+          max_bytes: int) -> SourceDocument | Skipped:
+    """One Markdown / text file, read by `read`, or the reason it cannot be indexed."""
+    suffix = PurePath(name).suffix.lower()
+    if suffix not in TEXT_SUFFIXES:
+        reason = f"unsupported file type '{suffix or '(none)'}': expected {', '.join(TEXT_SUFFIXES)}"
+        return Skipped(where, reason, doc_id)
+    try:
+        meta, body = split_front_matter(decode(read(), max_bytes))
+        warnings = front_matter_warnings(meta)
+        return build_document(doc_id, body, meta, default_acl, where, PurePath(name).stem, warnings)
+    except BadDocument as exc:
+        return Skipped(where, str(exc), doc_id)
+    except OSError as exc:
+        return Skipped(where, f"cannot read: {exc.strerror or exc}", doc_id)
 
 
 def load_file(path: Path, doc_id: str, default_acl: tuple[str, ...], max_bytes: int) -> SourceDocument | Skipped:
-    """One Markdown / text file, or the reason it cannot be indexed."""
-    if path.suffix.lower() not in TEXT_SUFFIXES:
-        reason = f"unsupported file type '{path.suffix or '(none)'}': expected {', '.join(TEXT_SUFFIXES)}"
-        return Skipped(str(path), reason, doc_id)
+    """One file named on the command line: a link there is the user's own choice, so it is resolved."""
+    return _load(printable(str(path)), doc_id, path.name,
+                 lambda: _read_regular_file(os.path.realpath(path), None, max_bytes), default_acl, max_bytes)
+
+
+def _walk(dir_fd: int, prefix: str, root: Path) -> Iterator[tuple[str, int, os.DirEntry] | Skipped]:
+    """(path relative to the root, directory fd, entry) of every non-directory under `dir_fd`, depth
+    first in name order, hidden names left out; a folder that cannot be read is a `Skipped`.
+    Only real directories are entered (never a link), so the walk stays inside the root and cannot loop."""
     try:
-        text = decode(path.read_bytes(), max_bytes)
-        meta, body = split_front_matter(text) if path.suffix.lower() != ".txt" else ({}, text)
-        return build_document(doc_id, body, meta, default_acl, str(path), path.stem)
-    except BadDocument as exc:
-        return Skipped(str(path), str(exc), doc_id)
+        with os.scandir(dir_fd) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
     except OSError as exc:
-        return Skipped(str(path), f"cannot read: {exc.strerror or exc}", doc_id)
+        yield Skipped(printable(str(root / prefix)), f"cannot list folder: {exc.strerror or exc}")
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        relative = prefix + entry.name
+        if not entry.is_dir(follow_symlinks=False):
+            yield relative, dir_fd, entry
+        elif len(relative) >= DOC_ID_MAX_CHARS:  # also bounds the depth, and with it the open folders
+            yield Skipped(printable(str(root / relative)), f"folder path is over {DOC_ID_MAX_CHARS} characters: "
+                          "no file in it could get an id the HTTP API accepts; shorten the names")
+        else:
+            try:
+                child = os.open(entry.name, _OPEN_DIR, dir_fd=dir_fd)
+            except OSError as exc:
+                yield Skipped(printable(str(root / relative)), f"cannot open folder: {exc.strerror or exc}")
+                continue
+            try:
+                yield from _walk(child, relative + "/", root)
+            finally:
+                os.close(child)
+
+
+def _load_entry(root: Path, relative: str, dir_fd: int, entry: os.DirEntry, default_acl: tuple[str, ...],
+                max_bytes: int) -> SourceDocument | Skipped:
+    where = printable(str(root / relative))
+    if entry.is_symlink():
+        return Skipped(where, _SYMLINK_REASON, relative)
+    if not entry.is_file(follow_symlinks=False):
+        try:
+            return Skipped(where, _not_regular_reason(entry.stat(follow_symlinks=False).st_mode), relative)
+        except OSError as exc:  # gone since the folder was listed
+            return Skipped(where, f"cannot read: {exc.strerror or exc}", relative)
+    if _SURROGATE.search(entry.name):
+        return Skipped(where, "file name is not valid UTF-8: rename it", relative)
+    if problem := doc_id_problem(relative):
+        return Skipped(where, f"file name {problem}, so the HTTP API could not address it: rename it", relative)
+    return _load(where, relative, entry.name, lambda: _read_regular_file(entry.name, dir_fd, max_bytes),
+                 default_acl, max_bytes)
 
 
 def load_folder(root: Path, default_acl: tuple[str, ...], max_bytes: int) -> tuple[list[SourceDocument], list[Skipped]]:
-    """Every Markdown / text file under `root` (hidden files skipped); doc_id = path relative to root."""
+    """Every Markdown / text file under `root` (hidden files skipped); doc_id = path relative to root.
+    `root` itself may be a link (the user named it); nothing inside it is followed."""
     documents, skipped = [], []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        relative = path.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts):
-            continue
-        loaded = load_file(path, relative.as_posix(), default_acl, max_bytes)
-        (skipped if isinstance(loaded, Skipped) else documents).append(loaded)
+    try:
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        return [], [Skipped(printable(str(root)), f"cannot open folder: {exc.strerror or exc}")]
+    try:
+        for found in _walk(root_fd, "", root):
+            loaded = found if isinstance(found, Skipped) else _load_entry(root, *found, default_acl, max_bytes)
+            (skipped if isinstance(loaded, Skipped) else documents).append(loaded)
+    finally:
+        os.close(root_fd)
     return documents, skipped
+
+
+def _jsonl_document(record: object, where: str, default_acl: tuple[str, ...], seen: set[str]) -> SourceDocument:
+    if not isinstance(record, dict):
+        raise BadDocument("line is not a JSON object")
+    raw_id = record.get("_id")
+    if not isinstance(raw_id, (str, int)) or str(raw_id).strip() == "":
+        raise BadDocument("missing '_id'")
+    doc_id = str(raw_id)
+    if doc_id in seen:
+        raise BadDocument(f"duplicate _id '{printable(doc_id)}' (the first occurrence was kept)")
+    text = record.get("text")
+    if not isinstance(text, str):
+        raise BadDocument(f"'text' of '{printable(doc_id)}' is missing or not a string")
+    refuse_acl_lookalikes(record, "field")
+    # an `acl` that is present but null is a mistake to report, not a document without groups
+    meta = {k: record[k] for k in ("title", "lang") if record.get(k) is not None}
+    if "acl" in record:
+        meta["acl"] = record["acl"]
+    return build_document(doc_id, text, meta, default_acl, where, doc_id)
 
 
 def load_jsonl(path: Path, default_acl: tuple[str, ...], max_bytes: int) -> tuple[list[SourceDocument], list[Skipped]]:
-    """One document per line: `_id`, `title`, `text`, optional `acl` and `lang`."""
+    """One document per line: `_id`, `title`, `text`, optional `acl` and `lang`; other fields are ignored."""
     documents, skipped, seen = [], [], set()
     with path.open("rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
-            where = f"{path}:{lineno}"
-            doc_id = None
+            where = f"{printable(str(path))}:{lineno}"
             if not raw.strip():
                 continue
+            record = None
             try:
                 record = json.loads(decode(raw, max_bytes))
-                if not isinstance(record, dict):
-                    raise BadDocument("line is not a JSON object")
-                raw_id = record.get("_id")
-                if not isinstance(raw_id, (str, int)) or str(raw_id).strip() == "":
-                    raise BadDocument("missing '_id'")
-                doc_id = str(raw_id)
-                if doc_id in seen:
-                    raise BadDocument(f"duplicate _id {doc_id!r} (the first occurrence was kept)")
-                text = record.get("text")
-                if not isinstance(text, str):
-                    raise BadDocument(f"'text' of {doc_id!r} is missing or not a string")
-                meta = {k: record[k] for k in ("title", "acl", "lang") if record.get(k) is not None}
-                documents.append(build_document(doc_id, text, meta, default_acl, where, doc_id))
-                seen.add(doc_id)
+                document = _jsonl_document(record, where, default_acl, seen)
             except json.JSONDecodeError as exc:
                 skipped.append(Skipped(where, f"not valid JSON: {exc.msg} at column {exc.colno}"))
             except BadDocument as exc:
-                skipped.append(Skipped(where, str(exc), doc_id))
+                skipped.append(Skipped(where, str(exc), _readable_id(record)))
+            else:
+                documents.append(document)
+                seen.add(document.doc_id)
     return documents, skipped
+
+
+def _readable_id(record: object) -> str | None:
+    """The line's `_id` when there is one, so a skipped line still keeps its document from a prune."""
+    raw_id = record.get("_id") if isinstance(record, dict) else None
+    return str(raw_id) if isinstance(raw_id, (str, int)) and str(raw_id).strip() else None
 
 
 def load_source(path: Path, default_acl: Iterable[str], max_bytes: int) -> tuple[list[SourceDocument], list[Skipped]]:
@@ -205,9 +474,9 @@ def load_source(path: Path, default_acl: Iterable[str], max_bytes: int) -> tuple
     acl = parse_acl(list(default_acl))
     if path.is_dir():
         return load_folder(path, acl, max_bytes)
+    if not path.exists():
+        raise FileNotFoundError(f"{printable(str(path))} does not exist")
     if path.suffix.lower() == ".jsonl":
         return load_jsonl(path, acl, max_bytes)
-    if path.is_file():
-        loaded = load_file(path, path.name, acl, max_bytes)
-        return ([], [loaded]) if isinstance(loaded, Skipped) else ([loaded], [])
-    raise FileNotFoundError(f"{path} does not exist")
+    loaded = load_file(path, path.name, acl, max_bytes)
+    return ([], [loaded]) if isinstance(loaded, Skipped) else ([loaded], [])

@@ -9,7 +9,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from vector.sync import DocumentPlan, StoredChunk, StoredDocument
+from vector.sync import DocumentPlan, StoredChunk, StoredDocument, classify, plan_document
 
 _COPY_COLUMNS = (
     "tenant_id", "doc_id", "chunk_no", "heading", "context", "content",
@@ -80,13 +80,33 @@ def _upsert_document(conn: psycopg.Connection, tenant: str, plan: DocumentPlan) 
     )
 
 
+def _plan_again(conn: psycopg.Connection, tenant: str, plan: DocumentPlan, embed_model: str) -> DocumentPlan:
+    """The plan made again, under the document's lock, from what the index holds now. Another ingest
+    of the tenant may have written the document since this one read the index (two runs of one
+    corpus at once): the old plan would then insert chunk rows that already exist."""
+    current = load_state(conn, tenant, [plan.doc_id]).get(plan.doc_id)
+    doc = plan.document
+    action = classify(doc.source, doc.content_hash, doc.index_key, current)
+    fresh = plan_document(doc, current, embed_model) if action in ("added", "changed") else DocumentPlan(doc, action)
+    fresh.contexts, fresh.context_mode = plan.contexts, plan.context_mode
+    return fresh
+
+
 def write_document(
     conn: psycopg.Connection, tenant: str, plan: DocumentPlan, vectors: dict[str, np.ndarray], embed_model: str
-) -> None:
-    """Apply one document's plan in one transaction: it lands whole or not at all."""
+) -> DocumentPlan:
+    """Apply one document's plan in one transaction: it lands whole or not at all. Returns the plan
+    applied, which differs from `plan` when another ingest wrote the document meanwhile."""
     doc = plan.document.source
     with conn.transaction():
         _lock_document(conn, tenant, doc.doc_id)
+        plan = _plan_again(conn, tenant, plan, embed_model)
+        if plan.action == "unchanged":
+            return plan
+        missing = {c.content_hash for c in plan.write} - vectors.keys()
+        if missing:
+            raise ValueError(f"no vector for {len(missing)} of its chunks: another ingest changed this document "
+                             "while this one ran; run the ingest again")
         _upsert_document(conn, tenant, plan)
         if plan.delete_chunk_nos:
             conn.execute(
@@ -106,6 +126,7 @@ def write_document(
                     ))
         if plan.contexts is not None:
             _save_contexts(conn, tenant, plan)
+    return plan
 
 
 def _save_contexts(conn: psycopg.Connection, tenant: str, plan: DocumentPlan) -> None:
@@ -216,9 +237,15 @@ def ensure_vector_index(conn: psycopg.Connection, model: str, dimension: int) ->
     updating the graph row by row during COPY.
     """
     name = vector_index_name(model)
-    if conn.execute("SELECT 1 FROM embedding_models WHERE embed_model = %s", (model,)).fetchone():
+    registered = "SELECT 1 FROM embedding_models WHERE embed_model = %s"
+    if conn.execute(registered, (model,)).fetchone():
         return False
     with conn.transaction():
+        # Two first ingests of a model at once would both run CREATE INDEX, and the second would fail
+        # on the catalog's unique name: it waits here instead, then finds the index registered.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"crossroads.vector_index.{model}",))
+        if conn.execute(registered, (model,)).fetchone():
+            return False
         create_hnsw_index(conn, "chunks", name, model, dimension)
         conn.execute(
             "INSERT INTO embedding_models (embed_model, dimension, index_name) VALUES (%s, %s, %s)"
