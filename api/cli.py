@@ -86,7 +86,7 @@ def _database(settings: Settings) -> Iterator[Database]:
 
 
 def _fail(exc: Exception) -> None:
-    err.print(f"[red]error:[/red] {exc}")
+    err.print(Text.assemble(("error:", "red"), f" {exc}"))
     raise typer.Exit(1)
 
 
@@ -237,7 +237,8 @@ def documents_list(
     for col in ("doc_id", "title", "lang", "acl", "chunks", "version"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["doc_id"], r["title"], r["lang"], ",".join(r["acl"]), str(r["chunks"]), str(r["version"]))
+        table.add_row(Text(r["doc_id"]), Text(r["title"]), r["lang"], Text(",".join(r["acl"])), str(r["chunks"]),
+                      str(r["version"]))
     out.print(table)
 
 
@@ -335,7 +336,7 @@ def run() -> None:
     try:
         app()
     except CrossroadsError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(Text.assemble(("error:", "red"), f" {exc}"))
         sys.exit(1)
 
 

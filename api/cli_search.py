@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from api.cli import JsonOption, TenantOption, _database, _fail, _groups, _print_json, _progress, app, out
 from core.errors import CrossroadsError
@@ -39,10 +40,11 @@ def search(
     if not hits:
         out.print("nothing relevant found")
     for n, h in enumerate(hits, start=1):
-        out.print(f"[bold]{n}. {h['title']}[/bold] — {h['heading']} ({h['doc_id']}, score {h['score']:.4f})")
-        out.print("   " + " ".join(h["text"].split())[:300])
+        # titles, headings, ids and text are the corpus's: printed as Text, never read as markup
+        out.print(Text.assemble((f"{n}. {h['title']}", "bold"), f" — {h['heading']} ({h['doc_id']}, score {h['score']:.4f})"))
+        out.print(Text("   " + " ".join(h["text"].split())[:300]))
     if result.degraded:
-        out.print(f"[yellow]degraded:[/yellow] {result.degraded_reason}")
+        out.print(Text.assemble(("degraded:", "yellow"), f" {result.degraded_reason}"))
 
 
 @app.command("fulltext-stats")

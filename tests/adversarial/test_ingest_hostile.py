@@ -417,3 +417,6 @@ def test_hostile_corpus_through_the_cli(db, settings, local_embedder, cli_env, r
         assert searcher.search(tenant, ["public"], "root:x:0:0", k=10, mode="bm25").hits == []
         nearest = searcher.search(tenant, ["public"], f"root:x:0:0 {SECRET}", k=50, mode="hybrid").hits
     assert nearest and not any("root:x:0:0" in h.text or SECRET in h.text for h in nearest)
+    # names that are markup to a terminal library are printed as they are, not styled or crashing
+    listed = crossroads(env, "documents", "list", "--tenant", tenant)
+    assert "[red]rich[/] markup.md" in listed.stdout.replace("\n", "")
