@@ -3,7 +3,7 @@
 Routes live in `api/routes_*.py`; auth in `api/auth.py`; errors in `api/problems.py`. Everything the
 routes share (database, embedder, searcher, router, metrics, job threads) sits on one `Services`
 object, made lazily: the process starts and answers `/healthz` even while PostgreSQL is down,
-and `/v1` calls then answer 503 problem details until it is back.
+and `/v1` calls then answer 503 problem details (within CROSSROADS_DATABASE_WAIT_S) until it is back.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import threading
 from contextlib import asynccontextmanager
 from typing import NamedTuple
 
+import anyio
 from fastapi import FastAPI, Request
 
 from api import problems
@@ -38,6 +39,8 @@ class Services:
         self._router, self._owns_router = router, router is None
         self._lock = threading.RLock()
         self.metrics = Metrics()
+        # threads of `/readyz`'s own: its database check never queues behind requests waiting on the pool
+        self.readiness_threads = anyio.CapacityLimiter(2)
         # tenant -> its graph build running in this process; the build's thread removes it when it ends
         self.jobs: dict[str, RunningBuild] = {}
         self.jobs_lock = threading.Lock()
@@ -107,7 +110,9 @@ class Services:
                 self._db = None
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
+    # async: FastAPI runs a plain `def` dependency on the request thread pool, and `/readyz` and
+    # `/metrics` must answer while every thread of it waits on the database
     return request.app.state.services
 
 

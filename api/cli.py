@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
+import psycopg
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
@@ -337,6 +338,11 @@ def run() -> None:
         app()
     except CrossroadsError as exc:
         err.print(Text.assemble(("error:", "red"), f" {exc}"))
+        sys.exit(1)
+    except psycopg.OperationalError as exc:  # the server went away mid-command
+        err.print(Text.assemble(("error:", "red"), f" the database stopped answering ({type(exc).__name__}: {exc}). "
+                                "Check `crossroads db status` (or CROSSROADS_DATABASE_URL), then run the command "
+                                "again: documents already written are kept"))
         sys.exit(1)
 
 

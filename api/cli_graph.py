@@ -1,6 +1,7 @@
 """CLI: access levels, graph builds, communities."""
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import typer
@@ -30,14 +31,46 @@ def levels_set(
     from graph import store
 
     chosen = _groups(groups)
-    if not chosen:
-        _fail(CrossroadsError("a level needs at least one group"))
+    _check_level_input(tenant, name, chosen)
     with _database(get_settings()) as db, db.connection() as conn:
+        # a misspelt group is held by no document, and its level's graph would draw on nothing; a level
+        # may still be defined before its documents are indexed, so this warns rather than refuses
+        unknown = sorted(set(chosen) - _tenant_groups(conn, tenant))
+        if unknown:
+            err.print(f"warning: no document of tenant {tenant!r} has the group(s) {', '.join(unknown)} yet; check "
+                      f"the spelling against `crossroads documents list --tenant {tenant}`", markup=False)
         store.set_level(conn, tenant, name, chosen)
     if json_out:
         _print_json({"tenant": tenant, "level": name, "groups": chosen})
         return
     out.print(f"level {name} of {tenant}: {','.join(chosen)} (run `crossroads graph build --tenant {tenant} --level {name}`)")
+
+
+_LEVEL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # as the access_levels table's CHECK
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _check_level_input(tenant: str, name: str, groups: list[str]) -> None:
+    """Exit 2 (a usage error) with the rule, rather than let the database refuse it with a traceback."""
+    from graph.levels import DEFAULT_LEVEL
+
+    if _CONTROL.search(tenant):
+        raise typer.BadParameter("a tenant must not contain control characters", param_hint="TENANT")
+    if not groups:
+        raise typer.BadParameter("a level needs at least one group, e.g. public,staff", param_hint="GROUPS")
+    if any(_CONTROL.search(g) for g in groups):
+        raise typer.BadParameter("a group name must not contain control characters", param_hint="GROUPS")
+    if name == DEFAULT_LEVEL:
+        raise typer.BadParameter(f"`{DEFAULT_LEVEL}` is the built-in level of every group; choose another name",
+                                 param_hint="NAME")
+    if not _LEVEL_NAME.fullmatch(name):
+        raise typer.BadParameter(f"{name[:80]!r} is not a level name: use 1-64 letters, digits, '_', '.' or '-' "
+                                 "(e.g. staff or finance-eu)", param_hint="NAME")
+
+
+def _tenant_groups(conn, tenant: str) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT DISTINCT g FROM chunks, unnest(acl) AS g WHERE tenant_id = %s",
+                                       (tenant,))}
 
 
 @levels_app.command("list")

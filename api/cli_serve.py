@@ -1,10 +1,13 @@
 """CLI: `crossroads serve` (the HTTP API) and `crossroads token create|revoke|list`."""
 from __future__ import annotations
 
+import asyncio
 from typing import Optional
 
+import h11
 import typer
 from rich.table import Table
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from api.cli import JsonOption, _database, _fail, _groups, _print_json, app, err, out
 from core.errors import CrossroadsError
@@ -12,6 +15,64 @@ from core.settings import get_settings
 
 token_app = typer.Typer(help="API tokens: each maps to a tenant, its groups and a role.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
+
+
+# Idle keep-alive connections close after this (uvicorn's default, stated: it bounds idle sockets).
+KEEP_ALIVE_S = 5
+# A request head (request line + headers) larger than this is refused with 400 (h11's default, stated).
+MAX_HEAD_BYTES = 16 * 1024
+
+
+class HeadDeadlineProtocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on each request's head.
+
+    uvicorn (0.54) has no header-read timeout: its keep-alive timer runs only between requests and is
+    cancelled by the first byte, so a client that connects and sends nothing, half a request line,
+    or a header byte now and then holds its connection, and one of CROSSROADS_API_MAX_CONNECTIONS,
+    forever (slowloris). Here the whole head must arrive within CROSSROADS_API_HEADER_TIMEOUT_S of the
+    connection opening or of the previous response, however it trickles in; else the connection is
+    closed. The body is not timed (a slow upload is legitimate); CROSSROADS_API_MAX_BODY_BYTES bounds it.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.head_timeout_s = get_settings().api_header_timeout_s
+        self.head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._await_head()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:  # the head is in (or the connection is done)
+            self._cancel_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # a pipelined request already buffered has been read by now: wait only for one not yet here
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_deadline()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        self._cancel_deadline()
+        self.head_deadline = self.loop.call_later(self.head_timeout_s, self._head_too_slow)
+
+    def _cancel_deadline(self) -> None:
+        if self.head_deadline is not None:
+            self.head_deadline.cancel()
+            self.head_deadline = None
+
+    def _head_too_slow(self) -> None:
+        self.head_deadline = None
+        if not self.transport.is_closing():
+            self.logger.info("%s: no complete request head within %g s (CROSSROADS_API_HEADER_TIMEOUT_S); closed",
+                             "%s:%d" % self.client if self.client else "client", self.head_timeout_s)
+            self.transport.close()
 
 
 @app.command()
@@ -32,11 +93,13 @@ def serve(
     with _database(settings) as db, db.connection() as conn:
         conn.execute("SELECT 1")
     err.print(f"Crossroads API on http://{host}:{port} (docs: /docs, health: /healthz, metrics: /metrics)")
+    options = {"host": host, "port": port, "log_level": log_level, "proxy_headers": True,
+               "http": HeadDeadlineProtocol, "timeout_keep_alive": KEEP_ALIVE_S,
+               "h11_max_incomplete_event_size": MAX_HEAD_BYTES, "limit_concurrency": settings.api_max_connections}
     if workers == 1:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, proxy_headers=True)
+        uvicorn.run(create_app(settings), **options)
     else:  # each worker process builds its own app from the same environment
-        uvicorn.run("api.app:create_app", factory=True, workers=workers, host=host, port=port, log_level=log_level,
-                    proxy_headers=True)
+        uvicorn.run("api.app:create_app", factory=True, workers=workers, **options)
 
 
 @token_app.command("create")

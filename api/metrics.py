@@ -1,8 +1,10 @@
 """Prometheus metrics of one app: request latency per route, degraded and empty results, LLM tokens and cost.
 
 Each app gets its own registry (several apps in one process, as in tests, do not collide). Routes
-are labelled by their template (`/v1/documents/{doc_id}`), never by the raw path, so a client cannot
-blow up the label set; requests that matched no route share the label `unmatched`.
+are labelled by their template (`/v1/documents/{doc_id}`), never by the raw path, and methods by
+name only when standard, so a client cannot blow up the label set (each label value is a time series
+kept for the life of the process): requests that matched no route share the route `unmatched`, made-up
+methods the method `other`.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import time
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"})
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -88,6 +91,6 @@ class MetricsMiddleware:
         finally:
             route = scope.get("route")
             template = re.sub(r":\w+}", "}", getattr(route, "path", None) or "unmatched")  # {doc_id:path}
-            method = scope.get("method", "")
+            method = scope["method"] if scope["method"] in HTTP_METHODS else "other"
             self.metrics.latency.labels(method, template).observe(time.perf_counter() - started)
             self.metrics.requests.labels(method, template, str(status)).inc()

@@ -14,6 +14,7 @@ import uuid
 from http import HTTPStatus
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -26,6 +27,7 @@ log = logging.getLogger("crossroads.api")
 
 MEDIA_TYPE = "application/problem+json"
 URN = "urn:crossroads:problem:"
+RETRY_AFTER_S = "5"  # Retry-After of every 503 problem: a restarted server or a freed connection takes seconds
 
 
 class ApiProblem(Exception):
@@ -121,26 +123,43 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(DatabaseError)
     async def _database(request: Request, exc: DatabaseError):
-        log.error("database unavailable: %s", exc)
-        return problem_response(503, "Database unavailable",
-                                "The database cannot be reached right now; try again shortly (GET /readyz shows the state).",
-                                request.url.path, slug="database-unavailable", headers={"Retry-After": "5"})
+        log.error("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+        return database_unavailable(request, "The database cannot be reached right now")
+
+    @app.exception_handler(psycopg.OperationalError)
+    async def _database_lost(request: Request, exc: psycopg.OperationalError):
+        # The server went away mid-request, no pooled connection came within CROSSROADS_DATABASE_WAIT_S
+        # (PoolTimeout), a statement was cancelled, or a deadlock rolled it back: a retry can succeed.
+        log.warning("database unavailable on %s %s: %s: %s", request.method, request.url.path,
+                    type(exc).__name__, exc)
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            return database_unavailable(request, "The database did not answer in time")
+        if (exc.sqlstate or "").startswith("40"):  # class 40, transaction rollback: deadlock, serialization
+            return database_unavailable(request, "The database rolled this request back (a conflicting write)")
+        return database_unavailable(request, "The database cannot be reached right now")
 
     @app.exception_handler(EmbeddingError)
     async def _embedding(request: Request, exc: EmbeddingError):
         return problem_response(503, "Embedding provider unavailable", str(exc), request.url.path,
-                                slug="embedding-unavailable", headers={"Retry-After": "5"})
+                                slug="embedding-unavailable", headers={"Retry-After": RETRY_AFTER_S})
 
     @app.exception_handler(SearchUnavailableError)
     async def _search(request: Request, exc: SearchUnavailableError):
         log.error("search failed: %s", exc)  # the cause stays in the log: it may name hosts or internals
         return problem_response(503, "Search unavailable", "The search failed or timed out; try again shortly.",
-                                request.url.path, slug="search-unavailable", headers={"Retry-After": "5"})
+                                request.url.path, slug="search-unavailable", headers={"Retry-After": RETRY_AFTER_S})
 
     @app.exception_handler(CrossroadsError)
     async def _crossroads(request: Request, exc: CrossroadsError):
         # Messages of this family are written for users (they say what to do next).
         return problem_response(422, "Request cannot be served", str(exc), request.url.path, slug="unprocessable")
+
+
+def database_unavailable(request: Request, what: str) -> JSONResponse:
+    """503 for an outage: the cause stays in the log (it may name hosts); the client learns when to retry."""
+    return problem_response(503, "Database unavailable",
+                            f"{what}; try again in {RETRY_AFTER_S} s (GET /readyz shows when it is back).",
+                            request.url.path, slug="database-unavailable", headers={"Retry-After": RETRY_AFTER_S})
 
 
 def internal_error(path: str) -> JSONResponse:

@@ -3,6 +3,12 @@
 A document is indexed exactly as `crossroads ingest` indexes it (same chunking, contexts, vectors),
 so re-sending an unchanged document costs nothing. A writer may create documents for any groups but
 may change or delete only documents its token's groups can read.
+
+A document the caller's groups cannot read is answered exactly as one that does not exist (404
+document-not-found, same body) by every verb, a PUT over it included: a 403 "exists with other
+groups" would confirm that a hidden id is taken and by whom. A PUT still cannot create a document
+over one it may not see, so a writer learns that an id is taken (404 rather than 201) and no more:
+ids live in one namespace per tenant and should carry no secret.
 """
 from __future__ import annotations
 
@@ -63,8 +69,20 @@ def _ingest(svc: Services, tenant: str, documents: list[SourceDocument]):
 
 
 def _not_readable(doc_id: str) -> ApiProblem:
+    """The answer for a document that does not exist and for one the caller's groups cannot read alike."""
     return ApiProblem(404, "document-not-found", "Document not found",
                       f"No document {doc_id!r} that this token's groups can read.")
+
+
+def _echoable(raw_id) -> str | None:
+    """A batch item's doc_id as sent, when it can be sent back (a lone surrogate cannot be encoded as JSON)."""
+    if not isinstance(raw_id, str):
+        return None
+    try:
+        raw_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return raw_id
 
 
 @router.put("/documents/{doc_id:path}", response_model=DocumentResult, status_code=200,
@@ -84,8 +102,7 @@ def put_document(doc_id: str, body: DocumentBody, response: Response, principal:
     with svc.db().connection() as conn:
         access = store.document_access(conn, principal.tenant, doc_id, list(principal.groups))
     if access is False:
-        raise ApiProblem(403, "forbidden", "Forbidden",
-                         f"Document {doc_id!r} exists with groups this token does not hold; it cannot be replaced with it.")
+        raise _not_readable(doc_id)
     report = _ingest(svc, principal.tenant, [document])
     if report.errors:
         log.error("PUT %s failed: %s", doc_id, report.errors)
@@ -112,8 +129,7 @@ def batch_documents(body: BatchRequest, principal: Principal = Depends(writer), 
     documents: list[SourceDocument] = []
     for index, item in enumerate(body.documents):
         raw_id = item.get("doc_id") if isinstance(item, dict) else None
-        result = {"index": index, "doc_id": raw_id if isinstance(raw_id, str) else None, "status": "rejected",
-                  "error": None}
+        result = {"index": index, "doc_id": _echoable(raw_id), "status": "rejected", "error": None}
         results.append(result)
         try:
             parsed = BatchDocument.model_validate(item)
@@ -143,7 +159,7 @@ def batch_documents(body: BatchRequest, principal: Principal = Depends(writer), 
             for document in list(documents):
                 if store.document_access(conn, principal.tenant, document.doc_id, list(principal.groups)) is False:
                     results[accepted.pop(document.doc_id)]["error"] = (
-                        "doc_id: exists with groups this token does not hold; not replaced")
+                        "doc_id: not writable with this token's groups; nothing was changed")
                     documents.remove(document)
     report = _ingest(svc, principal.tenant, documents) if documents else None
     failed = {e["doc_id"] for e in report.errors} if report else set()

@@ -4,10 +4,17 @@
 a generic plan cannot see the values behind `$n` and drops the HNSW index for a sequential scan.
 `jit=off`: the planner JIT-compiles any query it prices above jit_above_cost, such as BM25 scoring
 in a large tenant, and the compilation alone costs more than a search is allowed to take.
+
+Outages are bounded by `CROSSROADS_DATABASE_WAIT_S`: no caller waits longer for a pooled
+connection (it gets `psycopg_pool.PoolTimeout`, an `OperationalError`, which the API answers with
+503), a new connection gives up once the server has not answered for that long, and the pool hands
+out only connections that pass a round trip, so the first request after the server comes back
+succeeds instead of getting a connection that died with the old server.
 """
 from __future__ import annotations
 
 import logging
+import math
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,6 +98,12 @@ def ensure_pgvector(conn: psycopg.Connection) -> tuple[int, ...]:
     return check_pgvector_version(row[0])
 
 
+def connect_timeout(settings: Settings) -> int:
+    """Whole seconds a new connection may take (libpq counts in seconds, 2 at least): an unreachable host
+    must not hold a caller for the operating system's TCP timeout of minutes."""
+    return max(2, math.ceil(settings.database_wait_s))
+
+
 def apply_migrations(conn: psycopg.Connection) -> list[int]:
     """Apply each migration not yet recorded, each in its own transaction; returns those applied."""
     conn.execute(
@@ -128,8 +141,17 @@ class Database:
             url,
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
-            kwargs={"prepare_threshold": None, "options": SESSION_OPTIONS},
+            kwargs={"prepare_threshold": None, "options": SESSION_OPTIONS,
+                    "connect_timeout": connect_timeout(settings)},
             configure=self._configure,
+            check=self._check,
+            timeout=settings.database_wait_s,
+            # A lost connection is re-made in the background with a growing back-off; past this the
+            # pool stops and the next request that finds it empty connects at once. With the default
+            # (5 minutes) the back-off reaches minutes, and a server back after a long outage would
+            # get no connection until the next retry: every request meanwhile a 503.
+            reconnect_timeout=settings.database_wait_s,
+            reconnect_failed=self._reconnect_failed,
             open=True,
             name="crossroads",
         )
@@ -139,13 +161,32 @@ class Database:
         register_vector(conn)
         conn.commit()
 
+    def _check(self, conn: psycopg.Connection) -> None:
+        """Run by the pool on each connection it hands out: a dead one is replaced, not given to a caller."""
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.OperationalError as exc:
+            # The server went away (killed, restarted, failed over): every idle connection died with this
+            # one. Drop them all now rather than fail one check, and wait out the pool's back-off, per
+            # dead connection.
+            log.warning("a pooled PostgreSQL connection is dead (%s); replacing every idle one", exc)
+            self.pool.drain()
+            raise
+
+    @staticmethod
+    def _reconnect_failed(pool: ConnectionPool) -> None:
+        log.warning("PostgreSQL has not accepted a connection for %.0f s; requests get 503 until it does "
+                    "(check the server, or `crossroads db start` for the embedded one)", pool.reconnect_timeout)
+
     @property
     def supports_iterative_scan(self) -> bool:
         return self.pgvector_version >= ITERATIVE_SCAN_PGVECTOR
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
-        with self.pool.connection() as conn:
+    def connection(self, timeout: float | None = None) -> Iterator[psycopg.Connection]:
+        """A pooled connection; waits at most `timeout` (default CROSSROADS_DATABASE_WAIT_S), then raises
+        `psycopg_pool.PoolTimeout`."""
+        with self.pool.connection(timeout=timeout) as conn:
             yield conn
 
     def close(self) -> None:
@@ -162,7 +203,7 @@ def open_database(settings: Settings, url: str | None = None) -> Database:
     """Connect (starting the embedded server if needed), check pgvector, migrate, open the pool."""
     url = url or resolve_url(settings)
     try:
-        with psycopg.connect(url, prepare_threshold=None) as conn:
+        with psycopg.connect(url, prepare_threshold=None, connect_timeout=connect_timeout(settings)) as conn:
             version = ensure_pgvector(conn)
             conn.commit()
             applied = apply_migrations(conn)

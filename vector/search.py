@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import numbers
+import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -35,6 +36,18 @@ FTS_RANKINGS = ("bm25", *search_sql.FTS_RANKS)
 _RETRY_HINT = ("Try again shortly; a statement timeout (CROSSROADS_SEARCH_STATEMENT_TIMEOUT_MS) means the "
                "database was blocked (a lock held by a migration or maintenance) or overloaded.")
 EXACT_SCAN_MIN_ROWS = 2_000  # a reader with fewer rows always gets exact distances (a few ms)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """A query as PostgreSQL can take it: a lone surrogate (the CLI's argv decodes undecodable bytes to
+    them) becomes U+FFFD and NUL a space, as the embedder's guard does, instead of failing the legs."""
+    return _SURROGATE.sub("\ufffd", text).replace("\x00", " ")
+
+
+def _database_lost(exc: Exception) -> bool:
+    """A lost or unreachable server (or no pooled connection in time), not a cancelled statement."""
+    return isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled)
 
 
 def use_exact_scan(readable: int, indexed: int, ef_search: int) -> bool:
@@ -226,6 +239,8 @@ class HybridSearcher:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         started = time.perf_counter()
+        query = storable_text(query)
+        vector_text = storable_text(vector_text) if vector_text is not None else None
         groups = sorted({g for g in groups if g})
         timings: dict[str, float] = {}
         trace: dict = {"mode": mode, "k": k, "ef_search": self.ef_search, "candidates": self.candidates,
@@ -254,6 +269,7 @@ class HybridSearcher:
         if mode != "dense":
             legs["fts"] = self._pool.submit(self._fts_leg, tenant, groups, query, trace, timings)
         results: dict[str, list[tuple[int, float]]] = {}
+        failures: list[Exception] = []
         for name, future in legs.items():
             try:
                 results[name] = future.result()
@@ -264,8 +280,12 @@ class HybridSearcher:
                     raise
                 log.warning("search leg %s failed: %s", name, exc)
                 degraded.append(f"{name} leg failed: {type(exc).__name__}: {exc}")
+                failures.append(exc)
                 results[name] = []
         if len(degraded) == len(legs):
+            lost = next((exc for exc in failures if _database_lost(exc)), None)
+            if lost is not None:
+                raise lost  # an outage, not a slow search: the caller reports the database as unavailable
             raise SearchUnavailableError(f"search failed: {'; '.join(degraded)}. {_RETRY_HINT}")
         for name, found in results.items():
             trace["stages"][name] = _trace_list(found)
