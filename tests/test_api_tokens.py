@@ -108,6 +108,8 @@ def test_jwt_hs256_and_rs256_are_verified(jwt_client, rsa_keys):
         "bad role": jwt.encode(claims(role="root"), SECRET, algorithm="HS256"),
         "other key": jwt.encode(claims(), other_private, algorithm="RS256"),
         "alg none": jwt.encode(claims(), None, algorithm="none"),
+        "NUL in a group": jwt.encode(claims(groups=["public\u0000staff"]), SECRET, algorithm="HS256"),
+        "control character group": jwt.encode(claims(groups=["staff", "\u0000"]), SECRET, algorithm="HS256"),
     }
     for why, token in bad.items():
         r = jwt_client.get("/v1/documents", headers=bearer(token))

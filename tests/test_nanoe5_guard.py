@@ -76,3 +76,17 @@ def _run_in_child(code: str) -> None:
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, f"child exited {proc.returncode}: {proc.stderr[-2000:]}"
+
+
+def test_a_long_query_embeds_its_first_window_only(local_embedder):
+    """A 20,000-character query costs one 512-token window, not forty (it held a core for a minute)."""
+    from core.embeddings import QUERY_WINDOW_TOKENS, _first_window
+
+    model = local_embedder._load()
+    query = "Which risks did the incident reviews raise about retries? " * 350
+    window = _first_window(model, query)
+    assert model.token_count(window, True) <= QUERY_WINDOW_TOKENS < model.token_count(query[:len(window) + 1], True)
+    assert len(window) < len(query) // 10
+    assert local_embedder.embed_query(query).tolist() == local_embedder.embed_query(window).tolist()
+    short = "What does ERR_2043 mean?"
+    assert _first_window(model, short) == short
