@@ -7,7 +7,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from api.cli import JsonOption, TenantOption, _database, _fail, _groups, _print_json, _progress, app, err, out
+from api.cli import (EXIT_PARTIAL, JsonOption, TenantOption, _database, _fail, _groups, _print_json, _progress, app,
+                     err, out)
 from core.errors import CrossroadsError, JobNotFoundError, JobRunningError
 from core.settings import get_settings
 
@@ -156,7 +157,13 @@ def graph_build(
     job["estimate"] = estimate
     if json_out:
         _print_json(job)
-        return
+    else:
+        _print_build(job, pipeline)
+    if job["status"] == "partial":  # done, but some input failed: the operator must know, and scripts too
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+def _print_build(job: dict, pipeline) -> None:
     for lvl in job["counts"]["levels"]:
         out.print(f"level {lvl['level']}: {lvl['chunks']} chunks, {lvl['entities']} entities, "
                   f"{lvl['relationships']} relationships, {lvl['communities']} communities "
@@ -166,6 +173,10 @@ def graph_build(
                      f"{lvl['summary_errors']} failed, " if pipeline.summarizer is not None else "")
                   + (f"{lvl['claims']} claims, " if lvl["claims"] else "")
                   + f"{sum(lvl['seconds'].values()):.1f} s")
+        for failure in lvl["failures"]:
+            err.print(f"failed: {failure}", markup=False)
+    for problem in job["errors"]:
+        err.print(f"partial: {problem['error']}", markup=False)
     out.print(f"job {job['id']}: {job['status']}; LLM usage {job['usage']}")
 
 
@@ -203,6 +214,12 @@ def _status_line(lvl: dict) -> str:
     line = f"level {lvl['level']}: serves {served}, {lvl['communities']} communities ({lvl['chunks']} chunks, groups {groups})"
     if state == "withdrawn":
         line += f"; withdrawn {withdrawn} (their sources were deleted or narrowed): run `{build}` to rebuild"
+    if state == "partial":
+        failed = lvl["failures"]
+        refused = sum(failed["refusals"].values())
+        line += (f"; its last build (job {failed['job']}) left {failed['extraction_errors']} chunk extractions, "
+                 f"{failed['summary_errors']} summaries and {failed['report_fallbacks']} LLM reports undone"
+                 + (f" ({refused} refused by the model)" if refused else "") + f": run `{build}` to retry them")
     return line
 
 
@@ -221,7 +238,7 @@ def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> Non
         _print_json({"jobs": builds, "levels": levels})
         return
     for j in builds:
-        why = f": {j['errors'][-1]['error']}" if j["status"] in ("failed", "cancelled") and j["errors"] else ""
+        why = f": {j['errors'][-1]['error']}" if j["status"] in ("partial", "failed", "cancelled") and j["errors"] else ""
         out.print(f"job {j['id']}: {j['status']} ({j['stage']}) started {j['created_at']:%Y-%m-%d %H:%M} "
                   f"usage {j['usage']}{why}", markup=False)
     for lvl in levels:

@@ -31,7 +31,7 @@ HEARTBEAT_S = 30.0
 # database, a long pause) before another process may take its job over.
 HEARTBEATS_PER_LEASE = 4
 ONE_RUNNING_INDEX = "jobs_one_running"  # migration 012
-FINAL = ("done", "failed", "cancelled")
+FINAL = ("done", "partial", "failed", "cancelled")  # partial: done, but some input failed
 
 _LAST_SIGN_OF_LIFE = "coalesce(heartbeat_at, started_at, created_at)"
 _ABANDONED = f"(status = 'running' AND {_LAST_SIGN_OF_LIFE} < now() - make_interval(secs => %(lease_s)s))"
@@ -155,6 +155,16 @@ def recent_jobs(conn: psycopg.Connection, tenant: str, kind: str, lease_s: float
         {"tenant": tenant, "kind": kind, "lease_s": lease_s, "limit": limit},
     ).fetchall()
     return [dict(zip(_JOB_KEYS, r)) for r in rows]
+
+
+def finished_counts(conn: psycopg.Connection, tenant: str, kind: str, limit: int = 20) -> list[tuple[int, str, dict]]:
+    """(id, status, counts) of the tenant's jobs of this kind that ran to their end (`done` or
+    `partial`), newest first: what the last complete run of each part left behind."""
+    return conn.execute(
+        "SELECT id, status, counts FROM jobs WHERE tenant_id = %s AND kind = %s AND status IN ('done', 'partial')"
+        " ORDER BY id DESC LIMIT %s",
+        (tenant, kind, limit),
+    ).fetchall()
 
 
 class JobWatch:

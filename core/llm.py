@@ -136,10 +136,17 @@ class LLM(Protocol):
 class LLMError(Exception):
     """The one error callers catch: says what happened and what to do about it."""
 
+    usage: "Usage | None" = None  # what the failed call(s) cost, when a reply came back (core.prompting sets it)
+
     def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
         super().__init__(message)
         self.status = status  # HTTP status, None for network failures and timeouts
         self.retryable = retryable  # worth trying again later (rate limit, overload, outage)
+
+
+class RefusedError(LLMError):
+    """The model declined the request (stop_reason "refusal"). Never retried: the same request is
+    refused again, and billed again; callers record it as refused and fall back."""
 
 
 class AnthropicLLM:

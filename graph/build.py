@@ -57,6 +57,10 @@ class OfflineReporter:
         return offline_report(ents, rels, claims)
 
 
+FAILURE_STAGES = ("extract", "summaries", "reports")
+MAX_FAILURES_LISTED = 20  # per level: enough to see the pattern, not a log
+
+
 @dataclass
 class BuildSettings:
     max_cluster_size: int = 10
@@ -75,7 +79,7 @@ class LevelReport:
     chunks: int = 0
     extracted: int = 0
     extraction_cached: int = 0
-    extraction_errors: int = 0
+    extraction_errors: int = 0  # chunk texts whose extraction failed (refusals included): not cached, retried
     entities: int = 0
     relationships: int = 0
     merged_entities: int = 0
@@ -87,7 +91,21 @@ class LevelReport:
     communities_per_level: dict[int, int] = field(default_factory=dict)
     reports_generated: int = 0
     reports_kept: int = 0
+    report_fallbacks: int = 0  # ... of those written, the offline report standing in for a failed LLM one
+    # failures the model declined (stop_reason "refusal"), per stage; each is counted in its stage's errors too
+    refusals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILURE_STAGES, 0))
+    failures: list[str] = field(default_factory=list)  # the first MAX_FAILURES_LISTED, each named with its reason
     seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        """What this build could not do and the next one retries: chunks, summaries, reports."""
+        return self.extraction_errors + self.summary_errors + self.report_fallbacks
+
+    def record_failure(self, stage: str, message: str, *, refused: bool) -> None:
+        self.refusals[stage] += refused
+        if len(self.failures) < MAX_FAILURES_LISTED:
+            self.failures.append(message)
 
 
 def _timed(report: LevelReport, stage: str, started: float) -> float:
@@ -111,15 +129,19 @@ def extract_missing(
 
     def run(chunk: ChunkInput) -> tuple[str, Extraction]:
         extraction = extractor.extract(chunk)
-        with db.connection() as conn:  # saved one by one: an interrupted build resumes where it stopped
-            store.save_extraction(conn, chunk.content_hash, extractor.name, extractor.version, extractor.model, extraction)
+        if not extraction.failed:  # a failure is no result: the next build extracts the chunk again
+            with db.connection() as conn:  # saved one by one: an interrupted build resumes where it stopped
+                store.save_extraction(conn, chunk.content_hash, extractor.name, extractor.version, extractor.model,
+                                      extraction)
         return chunk.content_hash, extraction
 
     workers = concurrency if extractor.model else 1  # offline extraction is CPU-bound: threads do not help
     with dropping_pool(workers) as pool:
         for n, (content_hash, extraction) in enumerate(pool.map(run, todo.values()), start=1):
-            found[content_hash] = extraction
-            report.extraction_errors += bool(extraction.errors)
+            found[content_hash] = extraction  # a failed one still gives this build what it kept
+            if extraction.failed:
+                report.extraction_errors += 1
+                report.record_failure("extract", "; ".join(extraction.errors), refused=extraction.refused)
             if progress:
                 progress("extract", n, len(todo))
     report.extracted = len(todo)
@@ -201,6 +223,10 @@ def report_communities(
             written[community.id] = {**result, "id": community.id, "members": list(community.members)}
             # A fallback (offline) report is stored as offline (model ""), so the next build retries the LLM.
             model = "" if result.get("fallback") else reporter.model
+            if result.get("fallback"):
+                report.report_fallbacks += 1
+                report.record_failure("reports", f"community {community.id}: {result.get('error', 'LLM report failed')}",
+                                      refused=bool(result.get("refused")))
             with db.connection() as conn:
                 store.upsert_report(conn, tenant, level, community.id, result, digest, model,
                                     sorted(sources | set(result["source_chunk_ids"])))
@@ -299,7 +325,7 @@ def build_graph(
     so does finding its row no longer running (failed as abandoned meanwhile), without writing to it."""
     if job_id is None:
         job_id = create_build_job(db, tenant, level_name, extractor, reporter, summarizer)
-    results = []
+    results, reports = [], []
     with jobs.heartbeat(db, job_id, every_s=db.job_lease_s / jobs.HEARTBEATS_PER_LEASE) as watch:
         tracked = JobProgress(db, job_id, progress, watch)
         try:
@@ -310,8 +336,9 @@ def build_graph(
                     continue
                 with db.connection() as conn:
                     watch.update(conn, stage=f"level {level.name}")
-                results.append(asdict(build_level(db, tenant, level, extractor, reporter, embedder, settings,
-                                                  tracked, summarizer)))
+                reports.append(build_level(db, tenant, level, extractor, reporter, embedder, settings, tracked,
+                                           summarizer))
+                results.append(asdict(reports[-1]))
                 with db.connection() as conn:
                     jobs.update_job(conn, job_id, counts={"levels": results}, usage=usage() if usage else {})
         except JobStoppedError as exc:
@@ -326,6 +353,21 @@ def build_graph(
                 jobs.update_job(conn, job_id, status="failed", errors=[{"error": f"{type(exc).__name__}: {exc}"}],
                                 usage=usage() if usage else {})
             raise
+    errors = [failure_summary(tenant, r) for r in reports if r.failed]
+    status = "partial" if errors else "done"
     with db.connection() as conn:
-        jobs.update_job(conn, job_id, status="done", stage="done", usage=usage() if usage else {})
+        jobs.update_job(conn, job_id, status=status, stage=status, errors=errors, usage=usage() if usage else {})
         return jobs.get_job(conn, job_id, db.job_lease_s)
+
+
+def failure_summary(tenant: str, report: LevelReport) -> dict:
+    """The job error of a level whose build left something undone (status `partial`)."""
+    parts = [f"{n} {what}" for n, what in ((report.extraction_errors, "chunk extractions"),
+                                           (report.summary_errors, "description summaries"),
+                                           (report.report_fallbacks, "community reports (offline report instead)"))
+             if n]
+    refused = sum(report.refusals.values())
+    why = f" ({refused} refused by the model)" if refused else ""
+    return {"level": report.level, "error": f"level {report.level}: {', '.join(parts)} failed{why}; nothing failed "
+            f"was cached: run `crossroads graph build --tenant {tenant} --level {report.level}` again to retry exactly "
+            "those (first failures in counts.levels[].failures)"}

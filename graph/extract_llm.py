@@ -1,14 +1,16 @@
 """LLM extraction of entities, relationships and (optionally) claims: one forced tool call per chunk.
 
 GraphRAG's extract_graph ideas (typed entities, relationships with a 1-10 strength, optional
-"gleaning" rounds asking for what was missed) on Anthropic tool use instead of delimited text, so
-the reply is parsed by the SDK and checked here against a schema, not by regexes.
+"gleaning" rounds asking for what was missed) on Anthropic tool use instead of delimited text, through
+the call kernel (core.prompting: refusals, replies cut at max_tokens, models that reject a forced
+tool call), the reply validated by `GraphRecord`, not by regexes.
 
-Validation (a reply that breaks it beyond repair is retried once, then recorded as the chunk's
-error; nothing is raised, the job goes on):
-- a `record_graph` call whose entities / relationships (/ claims) are lists of objects with string
-  fields and non-empty names; whitespace collapsed; a type outside the configured ones -> "concept";
-- strength must be a number (not text, a boolean or NaN) and is clamped into 1-10;
+Validation salvages what it can (nothing is raised, the job goes on; a chunk whose reply is unusable
+twice, cut twice, refused or failed at the API is recorded as the chunk's error and never cached):
+- lists of objects with non-empty names; whitespace collapsed; a list left out is empty; an invalid
+  item (no name, a strength that is no number, an unknown claim status) is dropped alone, never the
+  chunk's other items; a type outside the configured ones (or no type) -> "concept";
+- strength: a number or numeric string ("8"), not a boolean or NaN, clamped into 1-10;
 - an endpoint missing from the entities is added as a "concept" entity described by its relationship
   (GraphRAG adds such nodes too: the relationship is evidence the entity exists; entity resolution
   later merges it with any near-duplicate name);
@@ -21,19 +23,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
+import logging
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Annotated, Literal, Sequence
 from xml.sax.saxutils import escape
 
-from core.llm import LLM, LLMError
+from pydantic import BaseModel, BeforeValidator
+
+from core.llm import LLM, LLMError, RefusedError
+from core.prompting import Name, Salvaged, Text, Tool, call_tool, clamped
 from graph.types import ChunkInput, ExtractedClaim, ExtractedEntity, ExtractedRelationship, Extraction
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TYPES = ("person", "organization", "team", "service", "product", "location", "event", "code", "concept")
 FALLBACK_TYPE = "concept"
 TOOL_NAME = "record_graph"
 CLAIM_STATUSES = ("TRUE", "FALSE", "SUSPECTED")
-MAX_TOKENS = 4096  # a dense chunk yields ~1-2k tokens of JSON; a reply cut short is malformed
+MAX_TOKENS = 4096  # a dense chunk yields ~1-2k tokens of JSON; a reply cut short is asked again with twice this
 
 # The example's names are invented: they cannot occur in a real corpus, so finding one in a reply
 # can only mean the example leaked, and dropping it never drops real data.
@@ -49,8 +56,32 @@ def _from_example(*names: str) -> bool:  # substring: also catches "Quillon Marc
     return any(k in n.casefold() for n in names for k in EXAMPLE_KEYS)
 
 
-class _Malformed(ValueError):
-    """The reply does not fit the schema and cannot be repaired."""
+class EntityInput(BaseModel):
+    name: Name
+    type: Annotated[Text, BeforeValidator(lambda v: v if isinstance(v, str) else "")] = ""  # "" -> concept
+    description: Text = ""
+
+
+class RelationshipInput(BaseModel):
+    source: Name
+    target: Name
+    description: Text = ""
+    strength: clamped(1, 10)
+
+
+class ClaimInput(BaseModel):
+    subject: Name
+    claim_type: Name
+    description: Text = ""
+    status: Annotated[Literal[CLAIM_STATUSES], BeforeValidator(lambda v: v.strip().upper() if isinstance(v, str) else v)]
+
+
+class GraphRecord(BaseModel):
+    """The record_graph input as validated: invalid items dropped one by one, missing lists empty."""
+
+    entities: Salvaged[EntityInput] = []
+    relationships: Salvaged[RelationshipInput] = []
+    claims: Salvaged[ClaimInput] = []
 
 
 @dataclass
@@ -76,14 +107,15 @@ class LLMExtractor:
         self.llm, self.model = llm, model
         self.entity_types = tuple(dict.fromkeys(types))
         self.gleanings, self.with_claims = gleanings, with_claims
-        self.tool = _tool_schema(self.entity_types, with_claims)
+        self.tool = Tool(TOOL_NAME, "Record the entities and relationships found in the chunk.",
+                         _input_schema(self.entity_types, with_claims), GraphRecord)
         self.system = _system_prompt(self.entity_types, with_claims)
         # the cache key must change with anything that changes the output: prompt, types, rounds
-        fingerprint = hashlib.sha256(json.dumps([self.system, self.tool, gleanings]).encode()).hexdigest()[:10]
+        fingerprint = hashlib.sha256(json.dumps([self.system, self.tool.definition, gleanings]).encode()).hexdigest()[:10]
         self.version = f"1-{fingerprint}"
 
     def extract(self, chunk: ChunkInput) -> Extraction:
-        found, errors = _Found(), []
+        found, errors, refused = _Found(), [], False
         messages: list[dict] = [{"role": "user", "content": chunk_message(chunk)}]
         for round_no in range(1 + self.gleanings):
             if round_no:
@@ -92,50 +124,30 @@ class LLMExtractor:
                 messages = messages[:1] + [{"role": "assistant", "content": self._as_json(found)},
                                            {"role": "user", "content": GLEAN_REQUEST}]
             try:
-                entities, relationships, claims = self._ask(messages)
-            except (LLMError, _Malformed) as err:
+                entities, relationships, claims = self._ask(chunk, messages)
+            except LLMError as err:  # refused, malformed or cut twice, or the API failed after the SDK's retries
+                refused = isinstance(err, RefusedError)
                 stage = f"gleaning round {round_no}" if round_no else "extraction"
                 kept = "; kept what earlier rounds found" if round_no else ""
                 errors.append(f"chunk {chunk.chunk_id}: {stage} failed: {err}{kept}")
                 break  # a failed round says nothing about later ones being useful
             _merge(found, entities, relationships, claims)
         return Extraction(tuple(found.entities.values()), tuple(found.relationships.values()),
-                          tuple(found.claims.values()), tuple(errors))
+                          tuple(found.claims.values()), tuple(errors), refused)
 
-    def _ask(self, messages: list[dict]) -> tuple[list, list, list]:
-        """One call, retried once on a malformed reply; an LLMError is not retried (the SDK did)."""
-        problem = None
-        for _ in range(2):
-            response = self.llm.complete(task="fast", system=self.system, messages=messages,
-                                         max_tokens=MAX_TOKENS, tools=[self.tool],
-                                         tool_choice={"type": "tool", "name": TOOL_NAME})
-            try:
-                if response.stop_reason == "max_tokens":
-                    raise _Malformed(f"reply cut off at max_tokens={MAX_TOKENS}")
-                if response.tool_input is None:
-                    raise _Malformed(f"no {TOOL_NAME} call in the reply")
-                return self._parse(response.tool_input)
-            except _Malformed as err:
-                problem = err
-        raise _Malformed(f"malformed model output twice, last: {problem}")
-
-    def _parse(self, data: dict[str, Any]) -> tuple[list, list, list]:
+    def _ask(self, chunk: ChunkInput, messages: list[dict]) -> tuple[list, list, list]:
+        reply = call_tool(self.llm, self.tool, task="fast", system=self.system, messages=messages,
+                          max_tokens=MAX_TOKENS)
+        if reply.dropped:  # salvaged: the rest of the reply stands
+            log.info("chunk %s: dropped invalid items of the extraction: %s", chunk.chunk_id, "; ".join(reply.dropped))
         types = {t: t for t in self.entity_types}
-        entities = [ExtractedEntity(_text(e, "name", "entity"),
-                                    types.get(_text(e, "type", "entity").lower(), FALLBACK_TYPE),
-                                    _text(e, "description", "entity", required=False))
-                    for e in _items(data, "entities")]
-        relationships = [ExtractedRelationship(_text(r, "source", "relationship"), _text(r, "target", "relationship"),
-                                               _text(r, "description", "relationship", required=False),
-                                               _strength(r.get("strength")))
-                         for r in _items(data, "relationships")]
-        claims = []
-        for c in _items(data, "claims") if self.with_claims else ():
-            status = _text(c, "status", "claim").upper()
-            if status not in CLAIM_STATUSES:
-                raise _Malformed(f"claim status {status!r} is not one of {', '.join(CLAIM_STATUSES)}")
-            claims.append(ExtractedClaim(_text(c, "subject", "claim"), _text(c, "claim_type", "claim"),
-                                         _text(c, "description", "claim", required=False), status))
+        record = reply.value
+        entities = [ExtractedEntity(e.name, types.get(e.type.lower(), FALLBACK_TYPE), e.description)
+                    for e in record.entities]
+        relationships = [ExtractedRelationship(r.source, r.target, r.description, r.strength)
+                         for r in record.relationships]
+        claims = [ExtractedClaim(c.subject, c.claim_type, c.description, c.status)
+                  for c in record.claims] if self.with_claims else []
         return entities, relationships, claims
 
     def _as_json(self, found: _Found) -> str:
@@ -143,30 +155,6 @@ class LLMExtractor:
                 "relationships": [asdict(r) for r in found.relationships.values()]}
         claims = {"claims": [asdict(c) for c in found.claims.values()]} if self.with_claims else {}
         return json.dumps(data | claims, ensure_ascii=False)
-
-
-def _items(data: dict, key: str) -> list[dict]:
-    value = data.get(key)
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise _Malformed(f"{key!r} is not a list of objects")
-    return value
-
-
-def _text(item: dict, key: str, what: str, *, required: bool = True) -> str:
-    value = item.get(key, None if required else "")
-    if not isinstance(value, str):
-        raise _Malformed(f"{what} {key} is {type(value).__name__}, not a string")
-    value = " ".join(value.split())
-    if required and not value:
-        raise _Malformed(f"{what} {key} is empty")
-    return value
-
-
-def _strength(value: Any) -> float:
-    # bool is an int subclass, and "8" is text: neither is a number the schema allows.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _Malformed(f"relationship strength {value!r} is not a number")
-    return float(min(10, max(1, value)))
 
 
 def _merge(found: _Found, entities: list, relationships: list, claims: list) -> None:
@@ -231,7 +219,7 @@ input: never output {EXAMPLE_PERSON}, {EXAMPLE_ORG} or anything else from the ex
 </example>"""
 
 
-def _tool_schema(types: tuple[str, ...], with_claims: bool) -> dict:
+def _input_schema(types: tuple[str, ...], with_claims: bool) -> dict:
     def array(properties: dict, required: list[str]) -> dict:
         return {"type": "array", "items": {"type": "object", "properties": properties, "required": required}}
 
@@ -248,5 +236,4 @@ def _tool_schema(types: tuple[str, ...], with_claims: bool) -> dict:
         properties["claims"] = array({"subject": string, "claim_type": string, "description": string,
                                       "status": {"type": "string", "enum": list(CLAIM_STATUSES)}},
                                      ["subject", "claim_type", "description", "status"])
-    return {"name": TOOL_NAME, "description": "Record the entities and relationships found in the chunk.",
-            "input_schema": {"type": "object", "properties": properties, "required": list(properties)}}
+    return {"type": "object", "properties": properties, "required": list(properties)}

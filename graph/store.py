@@ -86,9 +86,11 @@ def _extraction_from_json(data: dict, errors: list[str]) -> Extraction:
 def cached_extractions(
     conn: psycopg.Connection, hashes: list[str], extractor: str, version: str, model: str
 ) -> dict[str, Extraction]:
+    """Successful extractions only: a row with errors (written before failures stopped being saved)
+    is no result, so its chunk is extracted again."""
     rows = conn.execute(
         "SELECT content_hash, result, errors FROM extraction_cache"
-        " WHERE content_hash = ANY(%s) AND extractor = %s AND version = %s AND model = %s",
+        " WHERE content_hash = ANY(%s) AND extractor = %s AND version = %s AND model = %s AND errors = '{}'",
         (hashes, extractor, version, model),
     ).fetchall()
     return {h: _extraction_from_json(result, errors) for h, result, errors in rows}
@@ -97,15 +99,22 @@ def cached_extractions(
 def save_extraction(
     conn: psycopg.Connection, content_hash: str, extractor: str, version: str, model: str, extraction: Extraction
 ) -> None:
+    """Cache a successful extraction. A failed one is refused here: caching it would make every later
+    build skip the chunk, its entities silently lost."""
+    if extraction.errors:
+        raise ValueError("a failed extraction is not a result and must not be cached")
     result = {
         "entities": [asdict(e) for e in extraction.entities],
         "relationships": [asdict(r) for r in extraction.relationships],
         "claims": [asdict(c) for c in extraction.claims],
     }
+    # A failure row left by an older version is replaced; a good row is never overwritten.
     conn.execute(
         "INSERT INTO extraction_cache (content_hash, extractor, version, model, result, errors)"
-        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (content_hash, extractor, version, model, Jsonb(result), list(extraction.errors)),
+        " VALUES (%s, %s, %s, %s, %s, '{}')"
+        " ON CONFLICT (content_hash, extractor, version, model) DO UPDATE"
+        " SET result = EXCLUDED.result, errors = '{}', created_at = now() WHERE extraction_cache.errors <> '{}'",
+        (content_hash, extractor, version, model, Jsonb(result)),
     )
 
 

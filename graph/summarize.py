@@ -24,18 +24,19 @@ from typing import Mapping, Protocol, Sequence
 from xml.sax.saxutils import escape
 
 from core.llm import LLM
+from core.prompting import MalformedReply, complete_text
 from graph.types import GraphEntity, GraphRelationship
 
 SUMMARY_MIN_CHARS = 200
 MAX_WORDS = 150
-MAX_TOKENS = 800  # 150 Russian words are ~450 tokens; a reply cut off at max_tokens is malformed
+MAX_TOKENS = 800  # 150 Russian words are ~450 tokens; a reply cut off at max_tokens is asked again with 2x
 
 
 class DescriptionSummarizer(Protocol):
     """One description of an entity, or of a relationship, from its distinct source descriptions. The
     cache key is (summary_hash, name, version, model) for entities and (relationship_summary_hash,
     name, relationship_version, model) for relationships: each version must change with anything
-    that changes that output. Raises `core.llm.LLMError` or `SummaryError` when it cannot; the runner
+    that changes that output. Raises `core.llm.LLMError` (RefusedError, MalformedReply) when it cannot; the runner
     then keeps the central-sentences description and retries on the next build."""
 
     name: str
@@ -48,10 +49,6 @@ class DescriptionSummarizer(Protocol):
 
     def summarize_relationship(self, source: str, target: str, descriptions: list[str]) -> str:
         ...
-
-
-class SummaryError(ValueError):
-    """The model's reply is not a usable description."""
 
 
 @dataclass(frozen=True)
@@ -200,16 +197,12 @@ class LLMDescriptionSummarizer:
         return self._complete(RELATIONSHIP_SYSTEM, relationship_message(source, target, descriptions))
 
     def _complete(self, system: str, message: str) -> str:
-        """One call, retried once on an unusable reply; an LLMError propagates (the SDK already retried)."""
+        """The reply (refusals and cut replies as core.prompting handles them); an empty one is asked
+        once more, then MalformedReply."""
         messages = [{"role": "user", "content": message}]
-        problem = ""
         for _ in range(2):
-            response = self.llm.complete(task="fast", system=system, messages=messages, max_tokens=MAX_TOKENS)
-            text = " ".join(response.text.split())
-            if response.stop_reason == "max_tokens":
-                problem = f"reply cut off at max_tokens={MAX_TOKENS}"
-            elif not text:
-                problem = "empty reply"
-            else:
+            text = " ".join(complete_text(self.llm, task="fast", system=system, messages=messages,
+                                          max_tokens=MAX_TOKENS).text.split())
+            if text:
                 return text
-        raise SummaryError(f"unusable summary twice, last: {problem}")
+        raise MalformedReply("empty summary twice")

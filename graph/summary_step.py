@@ -12,10 +12,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from core.database import Database
-from core.llm import LLMError
+from core.llm import LLMError, RefusedError
 from graph import store
 from graph.job_progress import Progress, dropping_pool, not_cached
-from graph.summarize import DescriptionSummarizer, SummaryError, level_summary_requests
+from graph.summarize import DescriptionSummarizer, level_summary_requests
 from graph.types import GraphEntity, GraphRelationship
 
 if TYPE_CHECKING:  # graph.build imports this module
@@ -49,12 +49,14 @@ def summarize_descriptions(
     if progress and total:
         progress("summaries", 0, total)
     for (_, version, call, what), pending, cached in zip(jobs, todo, found):
-        for content_hash, summary in _run(db, pending, summarizer, version, call, what, concurrency):
+        for request, summary, failure in _run(db, pending, summarizer, version, call, what, concurrency):
             done += 1
             if summary is None:
                 report.summary_errors += 1
+                report.record_failure("summaries", f"{what(request)}: summary failed: {failure}",
+                                      refused=isinstance(failure, RefusedError))
             else:
-                cached[content_hash] = summary
+                cached[request.content_hash] = summary
                 report.summaries_computed += 1
             if progress:
                 progress("summaries", done, total)
@@ -69,17 +71,18 @@ def summarize_descriptions(
 
 def _run(db: Database, pending: list, summarizer: DescriptionSummarizer, version: str, call: Callable,
          what: Callable, concurrency: int):
-    """(content hash, summary or None when it failed) per request, each saved as soon as it is made."""
+    """(request, summary, None) per request, each saved as soon as it is made, or (request, None, the
+    error) when it failed: not saved, so the next build asks again."""
 
-    def one(request) -> tuple[str, str | None]:
+    def one(request) -> tuple[object, str | None, Exception | None]:
         try:
             summary = call(request)
-        except (LLMError, SummaryError) as err:  # degraded, not down: central sentences are kept
+        except LLMError as err:  # refused, malformed, cut twice or the API failed: central sentences are kept
             log.warning("%s: description summary failed (%s); kept the central sentences", what(request), err)
-            return request.content_hash, None
+            return request, None, err
         with db.connection() as conn:  # saved one by one: an interrupted build resumes where it stopped
             store.save_summary(conn, request.content_hash, summarizer.name, version, summarizer.model, summary)
-        return request.content_hash, summary
+        return request, summary, None
 
     with dropping_pool(max(1, concurrency)) as pool:
         yield from pool.map(one, pending)

@@ -47,6 +47,12 @@ class Extraction:
     relationships: tuple[ExtractedRelationship, ...] = ()
     claims: tuple[ExtractedClaim, ...] = ()
     errors: tuple[str, ...] = field(default=())  # recorded, never raised: the job continues
+    refused: bool = False  # the model declined the chunk (stop_reason "refusal"): an error too, counted apart
+
+    @property
+    def failed(self) -> bool:
+        """Not a result: never cached, so the next build extracts the chunk again."""
+        return bool(self.errors)
 
 
 class Extractor(Protocol):

@@ -5,9 +5,12 @@ See router/agentic.py for the loop and what a planner decides.
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Annotated, Sequence
 from xml.sax.saxutils import escape
 
+from pydantic import BaseModel, BeforeValidator
+
+from core.prompting import MalformedReply, Salvaged, Text, Tool, call_tool
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
 from router.planner_offline import OfflinePlanner
 from router.types import Passage
@@ -35,21 +38,26 @@ MAX_PASSAGE_CHARS = 1200
 MAX_QUERY_CHARS = 300
 
 
-def _plan_tool() -> dict:
-    return {
-        "name": PLAN_TOOL,
-        "description": "Record whether the evidence is enough and, if not, what to search next.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "enough": {"type": "boolean", "description": "True when the passages answer every part of the question."},
-                "queries": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_PLANNED_QUERIES,
-                            "description": "Up to 3 new search queries for the missing parts; empty when enough."},
-                "reason": {"type": "string", "description": "One sentence: what is covered and what is missing."},
-            },
-            "required": ["enough", "queries", "reason"],
-        },
-    }
+def _query(value: object) -> object:
+    return " ".join(value.split())[:MAX_QUERY_CHARS] if isinstance(value, str) else value
+
+
+class PlanInput(BaseModel):
+    enough: bool  # true / "true" / "yes"; anything else is no answer to the question asked
+    queries: Salvaged[Annotated[str, BeforeValidator(_query)]] = []  # a non-string query is dropped alone
+    reason: Text = ""
+
+
+PLAN = Tool(PLAN_TOOL, "Record whether the evidence is enough and, if not, what to search next.", {
+    "type": "object",
+    "properties": {
+        "enough": {"type": "boolean", "description": "True when the passages answer every part of the question."},
+        "queries": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_PLANNED_QUERIES,
+                    "description": "Up to 3 new search queries for the missing parts; empty when enough."},
+        "reason": {"type": "string", "description": "One sentence: what is covered and what is missing."},
+    },
+    "required": ["enough", "queries", "reason"],
+}, PlanInput)
 
 
 def plan_message(question: str, evidence: Sequence[Passage], asked: Sequence[str]) -> str:
@@ -73,29 +81,12 @@ def _attr(value: str) -> str:
     return escape(value, {'"': "&quot;"})
 
 
-class _Malformed(ValueError):
-    """The planner's tool output is not a valid plan (the offline decision is used instead)."""
-
-
-def _parse_plan(data: Any) -> tuple[bool, list[str], str]:
-    if not isinstance(data, dict):
-        raise _Malformed("no plan_search call in the reply")
-    enough = data.get("enough")
-    if not isinstance(enough, bool):
-        raise _Malformed(f"'enough' must be a boolean, got {enough!r}")
-    queries = data.get("queries", [])
-    if queries is None:
-        queries = []
-    if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
-        raise _Malformed("'queries' must be a list of strings")
+def _distinct(queries: list[str]) -> list[str]:
     cleaned: list[str] = []
     for q in queries:
-        q = " ".join(q.split())[:MAX_QUERY_CHARS]
         if q and query_key(q) not in {query_key(c) for c in cleaned}:
             cleaned.append(q)
-    reason = data.get("reason", "")
-    reason = " ".join(reason.split()) if isinstance(reason, str) else ""
-    return enough, cleaned[:MAX_PLANNED_QUERIES], reason
+    return cleaned[:MAX_PLANNED_QUERIES]
 
 
 class LLMPlanner:
@@ -107,33 +98,26 @@ class LLMPlanner:
         self.llm = llm
         self.offline = offline or OfflinePlanner()
         self.max_tokens = max_tokens
-        self.tool = _plan_tool()
 
     def plan(self, question: str, evidence: list[Passage], asked: list[str]) -> Decision:
         from core.llm import LLMError
 
         try:
-            response = self.llm.complete(task="fast", system=PLAN_PROMPT,
-                                         messages=[{"role": "user", "content": plan_message(question, evidence, asked)}],
-                                         max_tokens=self.max_tokens, tools=[self.tool],
-                                         tool_choice={"type": "tool", "name": PLAN_TOOL})
-        except LLMError as err:
-            return self._fallback(question, evidence, asked, f"LLM planner failed: {err}")
+            reply = call_tool(self.llm, PLAN, task="fast", system=PLAN_PROMPT, max_tokens=self.max_tokens,
+                              messages=[{"role": "user", "content": plan_message(question, evidence, asked)}])
+        except LLMError as err:  # refused, malformed or cut twice, or the API failed
+            kind = "reply malformed" if isinstance(err, MalformedReply) else "failed"
+            decision = self._fallback(question, evidence, asked, f"LLM planner {kind}: {err}")
+            if err.usage is not None:  # replies came back and were paid for, unusable as they were
+                decision.usage = err.usage.as_dict()
+            return decision
         except Exception as err:  # noqa: BLE001 - a planner never raises into the loop
             return self._fallback(question, evidence, asked, f"LLM planner failed: {type(err).__name__}: {err}")
-        usage = response.usage.as_dict() | {"model": response.model}
-        try:
-            if response.stop_reason == "max_tokens":
-                raise _Malformed(f"reply cut off at max_tokens={self.max_tokens}")
-            enough, queries, reason = _parse_plan(response.tool_input)
-        except _Malformed as err:
-            decision = self._fallback(question, evidence, asked, f"LLM planner reply malformed: {err}")
-            decision.usage = usage
-            return decision
-        if enough:
-            queries = []
-        return Decision(enough, queries, reason or ("enough" if enough else "searching further"), planner="llm",
-                        usage=usage)
+        usage = reply.usage.as_dict() | {"model": reply.model}
+        plan = reply.value
+        queries = [] if plan.enough else _distinct(plan.queries)
+        return Decision(plan.enough, queries, plan.reason or ("enough" if plan.enough else "searching further"),
+                        planner="llm", usage=usage)
 
     def _fallback(self, question: str, evidence: list[Passage], asked: list[str], error: str) -> Decision:
         log.warning("%s; falling back to the offline planner", error)

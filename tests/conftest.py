@@ -182,10 +182,10 @@ def crossroads(env: dict, *args: str, rc: int | None = 0) -> subprocess.Complete
 
 
 def wait_for_job(client, headers: dict, job_id: int, timeout_s: float = 120) -> dict:
-    """Poll `GET /v1/jobs/{id}` until the job is done or failed (or the timeout passes)."""
+    """Poll `GET /v1/jobs/{id}` until the job has ended (done, partial, failed, cancelled) or the timeout passes."""
     deadline = time.monotonic() + timeout_s
     while True:
         job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        if job["status"] in ("done", "failed") or time.monotonic() > deadline:
+        if job["status"] != "running" or time.monotonic() > deadline:
             return job
         time.sleep(0.1)

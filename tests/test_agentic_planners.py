@@ -176,7 +176,7 @@ def test_llm_planner_error_falls_back_to_the_offline_decision():
 
 
 def test_llm_planner_malformed_reply_falls_back_too():
-    with FakeAnthropic(tool_use(PLAN_TOOL, {"enough": "yes", "queries": [], "reason": ""}), text("no tool")) as api:
+    with FakeAnthropic(tool_use(PLAN_TOOL, {"enough": "perhaps", "queries": [], "reason": ""}), text("no tool")) as api:
         planner = LLMPlanner(make_llm(make_settings(api)))
         bad_type = planner.plan(BRIDGE_Q, [MOONFALL], [BRIDGE_Q])
         no_tool = planner.plan(BRIDGE_Q, [MOONFALL], [BRIDGE_Q])

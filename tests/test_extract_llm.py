@@ -8,7 +8,7 @@ from core.settings import Settings
 from graph.extract_llm import EXAMPLE_ORG, EXAMPLE_PERSON, GLEAN_REQUEST, LLMExtractor
 from graph.types import (ChunkInput, ExtractedClaim, ExtractedEntity, ExtractedRelationship, Extraction,
                          Extractor)
-from tests.fakes.anthropic_server import FakeAnthropic, Script, error, text, tool_use
+from tests.fakes.anthropic_server import FakeAnthropic, Script, cut_tool_use, error, refusal, text, tool_use
 
 TOOL = "record_graph"
 FORCED = {"type": "tool", "name": TOOL}
@@ -147,29 +147,63 @@ def test_malformed_reply_is_retried_once():
 
 
 def test_malformed_twice_is_recorded_not_raised():
-    cut_off = Script(tool_name=TOOL, tool_input={"entities": [entity("Payments")]}, stop_reason="max_tokens")
-    with FakeAnthropic(record([entity("   ")]), cut_off, GOOD) as api:
+    with FakeAnthropic(text("Entities: Payments."), tool_use(TOOL, {"entities": "Payments"}), GOOD) as api:
         result = extractor(api).extract(chunk())
-    assert api.calls == 2
+    assert api.calls == 2 and not result.refused
     assert result.entities == () and result.relationships == ()
     [message] = result.errors
     assert message.startswith("chunk 7: extraction failed: malformed model output twice")
-    assert "max_tokens" in message
+    assert "entities" in message and "expected a list" in message
 
 
-@pytest.mark.parametrize("bad", [
-    {"entities": "Payments", "relationships": []},
-    {"entities": [entity("Payments")]},
-    {"entities": [{"name": "Payments", "type": 3, "description": ""}], "relationships": []},
-    {"entities": [entity("A"), entity("B")], "relationships": [rel("A", "B", strength="high")]},
-    {"entities": [entity("A"), entity("B")], "relationships": [rel("A", "B", strength=True)]},
-    {"entities": [entity("A"), entity("B")], "relationships": [{"source": "A", "target": "B", "description": "x"}]},
-])
-def test_schema_violations_are_malformed(bad):
-    with FakeAnthropic(tool_use(TOOL, bad), tool_use(TOOL, bad)) as api:
+def test_reply_cut_at_max_tokens_is_asked_again_with_a_larger_budget():
+    with FakeAnthropic(cut_tool_use(TOOL, GOOD.tool_input), GOOD) as api:
         result = extractor(api).extract(chunk())
-    assert api.calls == 2 and result.entities == ()
-    assert "malformed model output twice" in result.errors[0]
+    assert api.calls == 2 and result.errors == () and len(result.entities) == 3
+    assert [b["max_tokens"] for b in api.bodies] == [4096, 8192]  # never the identical request
+    with FakeAnthropic(cut_tool_use(TOOL, GOOD.tool_input), cut_tool_use(TOOL, GOOD.tool_input), GOOD) as api:
+        cut = extractor(api).extract(chunk())
+    assert api.calls == 2 and cut.entities == () and "cut at max_tokens=8192 twice" in cut.errors[0]
+
+
+def test_refusal_is_recorded_as_refused_and_not_retried():
+    with FakeAnthropic(refusal(), GOOD) as api:
+        result = extractor(api).extract(chunk())
+    assert api.calls == 1 and result.refused and result.failed and result.entities == ()
+    assert "refused" in result.errors[0]
+
+
+def test_thinking_before_the_tool_call_is_ignored():
+    with FakeAnthropic(tool_use(TOOL, GOOD.tool_input, thinking="Let me look at the chunk.")) as api:
+        result = extractor(api).extract(chunk())
+    assert api.calls == 1 and result.errors == () and len(result.entities) == 3
+
+
+def test_a_model_rejecting_forced_tool_choice_is_asked_with_auto_from_then_on():
+    with FakeAnthropic(handler=lambda body: GOOD, forced_tool_rejected=("claude-haiku-4-5",)) as api:
+        ex = extractor(api)
+        first, second = ex.extract(chunk()), ex.extract(chunk())
+    assert first.errors == second.errors == () and len(second.entities) == 3
+    assert [b["tool_choice"] for b in api.bodies] == [FORCED, {"type": "auto"}, {"type": "auto"}]
+
+
+def test_one_bad_item_is_dropped_alone_and_clear_intent_is_coerced():
+    claims = [{"subject": "A", "claim_type": "risk", "description": "May fail.", "status": "suspected"},
+              {"subject": "A", "claim_type": "risk", "description": "Unknown.", "status": "MAYBE"}]
+    reply = tool_use(TOOL, {  # no relationships list at all in the second reply
+        "entities": [entity("A"), {"name": "  ", "type": "service"}, {"name": "Payments", "type": 3},
+                     entity("B")],
+        "relationships": [rel("A", "B", strength="8"), rel("A", "Payments", strength="high"),
+                          rel("B", "Payments", strength=True), {"source": "A", "target": "B"}],
+        "claims": claims})
+    with FakeAnthropic(reply, tool_use(TOOL, {"entities": [entity("C")]})) as api:
+        ex = extractor(api, with_claims=True, gleanings=1)
+        result = ex.extract(chunk())
+    assert api.calls == 2 and result.errors == ()
+    assert [(e.name, e.type) for e in result.entities] == [("A", "service"), ("Payments", "concept"),
+                                                          ("B", "service"), ("C", "service")]
+    assert [(r.source, r.target, r.strength) for r in result.relationships] == [("A", "B", 8.0)]
+    assert result.claims == (ExtractedClaim("A", "risk", "May fail.", "SUSPECTED"),)
 
 
 def test_api_error_is_recorded_and_the_job_goes_on():

@@ -15,7 +15,7 @@ from graph import store
 from graph.global_llm import LLMGlobalSearch
 from graph.levels import AccessLevel
 from graph.query import ask_global
-from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
+from tests.fakes.anthropic_server import FakeAnthropic, error, refusal, text, tool_use
 
 HR_ONLY = "Sandpiper"
 LEVELS = [AccessLevel("staff", ("public", "staff"), 10)]
@@ -112,6 +112,44 @@ def test_api_error_falls_back_offline_without_raising():
         result = run(api)
     assert api.calls == 1 and result.degraded and result.offline
     assert "500" in result.trace["degraded"] and result.reports  # the offline answer still answers
+
+
+def test_a_malformed_map_batch_is_dropped_alone_and_strings_are_read_as_numbers():
+    def handle(body: dict):
+        ids = [int(i) for i in REPORT_ID.findall(user_text(body))]
+        if tool_name(body) == "rate_reports":  # scores and ids as strings, as models sometimes send them
+            return tool_use("rate_reports", {"ratings": [{"report_id": str(i), "score": "80"} for i in ids]})
+        if tool_name(body) == "record_points":
+            if ids == [2]:  # this batch never fits the schema
+                return tool_use("record_points", {"points": "nothing useful"})
+            return tool_use("record_points", {"points": [{"description": f"Point from report {i}", "score": "60",
+                                                          "report_ids": [str(i)]} for i in ids]})
+        return text("Payments across the corpus [1-2].")  # a range cites both
+    with FakeAnthropic(handler=handle) as api:
+        result = run(api, reports=[report(1, "one"), report(2, "two"), report(3, "three")], map_budget_tokens=60)
+        map_bodies = [b for b in api.bodies if tool_name(b) == "record_points"]
+    assert len(map_bodies) == 4  # reports 1 and 3 once, report 2 asked twice then dropped
+    assert sorted(p.text for p in result.points) == ["Point from report 1", "Point from report 3"]
+    assert result.points[0].score == 60 and result.trace["ratings"] == {1: 80.0, 2: 80.0, 3: 80.0}
+    assert result.degraded and not result.offline and len(result.trace["map_batches_dropped"]) == 1
+    assert result.answer == "Payments across the corpus [1-2]." and {r["number"] for r in result.reports} == {1, 2}
+
+
+def test_a_range_citing_past_the_reports_is_rejected():
+    with FakeAnthropic(handler=phases(answer=lambda body: "Everything [1-9].")) as api:
+        result = run(api)
+    assert result.degraded and result.trace["rejected_answers"] == ["cited [4, 5, 6, 7, 8, 9]"] * 2
+
+
+def test_a_refused_answer_keeps_the_paid_points_in_an_extractive_answer():
+    def handle(body: dict):
+        return refusal() if tool_name(body) is None else phases()(body)
+    with FakeAnthropic(handler=handle) as api:
+        result = run(api)
+        answers = [b for b in api.bodies if tool_name(b) is None]
+    assert len(answers) == 1  # a refusal is not asked again
+    assert result.degraded and not result.offline and len(result.points) == 3
+    assert result.answer.startswith("Offline answer (extractive") and "refused" in result.trace["degraded"]
 
 
 def test_report_text_arrives_escaped():

@@ -18,7 +18,7 @@ from graph.levels import AccessLevel
 from graph.reports import offline_report
 from graph.reports_llm import LLMReporter, estimate_tokens
 from graph.types import GraphEntity, GraphRelationship
-from tests.fakes.anthropic_server import FakeAnthropic, Script, error, text, tool_use
+from tests.fakes.anthropic_server import FakeAnthropic, Script, error, refusal, text, tool_use
 
 TOOL = "write_report"
 MODEL = "claude-sonnet-5"
@@ -117,7 +117,6 @@ def test_rating_is_clamped(given, stored):
     write([finding(1, [99]), finding(2, [], [99])]),
     write([finding(1, [1])], rating="high"),
     write([finding(1, [1])], title="  "),
-    Script(tool_name=TOOL, tool_input={"title": "cut"}, stop_reason="max_tokens"),
 ])
 def test_malformed_twice_falls_back_to_the_offline_report(bad, caplog):
     with caplog.at_level(logging.WARNING, logger="graph.reports_llm"), FakeAnthropic(bad, bad, GOOD) as api:
@@ -126,6 +125,29 @@ def test_malformed_twice_falls_back_to_the_offline_report(bad, caplog):
     assert result["fallback"] == "offline" and result["error"].startswith("malformed model output twice")
     assert {k: v for k, v in result.items() if k not in ("fallback", "error")} == offline_report(ENTS, RELS)
     assert "community 3: LLM report failed" in caplog.text
+
+
+def test_cut_reply_is_asked_again_with_a_larger_budget_then_falls_back():
+    cut = Script(tool_name=TOOL, tool_input={"title": "cut"}, stop_reason="max_tokens")
+    with FakeAnthropic(cut, GOOD) as api:
+        result = reporter(api).report(LEAF, ENTS, RELS, [])
+    assert [b["max_tokens"] for b in api.bodies] == [4096, 8192] and "fallback" not in result
+    with FakeAnthropic(cut, cut, GOOD) as api:
+        result = reporter(api).report(LEAF, ENTS, RELS, [])
+    assert api.calls == 2 and result["fallback"] == "offline" and "cut at max_tokens=8192 twice" in result["error"]
+
+
+def test_refusal_falls_back_at_once_flagged_refused():
+    with FakeAnthropic(refusal(), GOOD) as api:
+        result = reporter(api).report(LEAF, ENTS, RELS, [])
+    assert api.calls == 1 and result["fallback"] == "offline" and result["refused"] is True
+
+
+def test_ids_and_rating_sent_as_strings_are_read_as_numbers():
+    reply = write([finding(1, ["1", "2"])], rating="7.5")
+    with FakeAnthropic(reply) as api:
+        result = reporter(api).report(LEAF, ENTS, RELS, [])
+    assert api.calls == 1 and "fallback" not in result and result["rating"] == 7.5 and result["findings"]
 
 
 def test_malformed_once_is_retried():

@@ -9,6 +9,7 @@ from tests.conftest import ingest_corpus
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 from vector.fusion import rrf
 from vector.search import HybridSearcher
+from core.prompting import MalformedReply
 from vector.transforms import (HYDE_TOOL, PARAPHRASE_TOOL, REWRITE_TOOL, TransformError, TransformingSearcher,
                                hypothetical_document, paraphrases, rewrite_conversational)
 
@@ -140,8 +141,8 @@ def test_no_history_means_no_llm_call():
 
 @pytest.mark.parametrize("reply, why", [
     (error(500), "500"),
-    (tool_use(REWRITE_TOOL, {"question": "   "}), "empty"),
-    (tool_use(REWRITE_TOOL, {"question": ["a list"]}), "empty"),
+    (tool_use(REWRITE_TOOL, {"question": "   "}), "malformed model output twice"),  # asked once more
+    (tool_use(REWRITE_TOOL, {"question": ["a list"]}), "malformed model output twice"),
     (tool_use(REWRITE_TOOL, {"question": "word " * 200}), "answered instead"),
     (text("Sure! The question is about Python."), "no standalone_question call"),
 ])
@@ -175,7 +176,7 @@ def test_paraphrases_are_deduped_checked_and_the_question_comes_first():
 
 @pytest.mark.parametrize("reply", [{"paraphrases": ["How do I reset my password"]}, {"paraphrases": "one string"}, {}])
 def test_paraphrases_without_a_usable_one_raise(reply):
-    with FakeAnthropic(tool_use(PARAPHRASE_TOOL, reply)) as api, pytest.raises(TransformError):
+    with FakeAnthropic(tool_use(PARAPHRASE_TOOL, reply)) as api, pytest.raises(MalformedReply):  # or TransformError
         paraphrases(llm_for(api), QUESTION)
 
 
@@ -303,7 +304,7 @@ def test_one_failed_transform_leaves_the_others(db, corpus_tenant, local_embedde
     with FakeAnthropic(handler=by_tool(replies)) as api, CountingSearcher(db, local_embedder) as searcher, \
             TransformingSearcher(searcher, llm_for(api), multi_query=True, hyde=True) as ts:
         result = ts.search(corpus_tenant, STAFF, QUESTION, k=5, mode="bm25")
-    assert result.degraded and result.degraded_reason.startswith("HyDE failed: TransformError")
+    assert result.degraded and result.degraded_reason.startswith("HyDE failed: MalformedReply")
     assert "multi-query" not in result.degraded_reason
     assert len(searcher.calls) == 2 and "recovery.md" in docs(result)
 

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 from xml.sax.saxutils import escape
 
 from core.llm import LLM
+from core.prompting import complete_text
 from vector.chunking import ChunkDraft
 from vector.sources import SourceDocument
 
@@ -105,14 +106,11 @@ class LLMContextualizer:
         prefix = document_prefix(doc)
         out = []
         for draft in drafts:
-            response = self.llm.complete(
-                task="fast",
-                system=CONTEXT_INSTRUCTIONS,
-                cached_prefix=prefix,
-                messages=[{"role": "user", "content": chunk_message(draft)}],
-                max_tokens=self.max_tokens,
-            )
-            out.append(" ".join(response.text.split()))
+            # a refusal or a context cut twice raises (core.prompting): never indexed as searchable text
+            reply = complete_text(self.llm, task="fast", system=CONTEXT_INSTRUCTIONS, cached_prefix=prefix,
+                                  messages=[{"role": "user", "content": chunk_message(draft)}],
+                                  max_tokens=self.max_tokens)
+            out.append(" ".join(reply.text.split()))
         return out
 
 

@@ -22,6 +22,19 @@ cache_read_input_tokens, and input_tokens counts only the rest, as the real API 
 Like the real API it answers 401 without a key (`Authorization: Bearer` or `x-api-key`; pass
 `api_key=` to require one value), 400 to an empty text block or a missing field, and 400 to
 `temperature` / `top_p` / `top_k` on the models that reject sampling parameters.
+
+The real API's habits on a bad day, scripted per call or drawn at random:
+- `thinking=` puts a thinking block before the text / tool call (adaptive thinking does);
+- `refusal()`: stop_reason "refusal" (the model declines; content may be empty);
+- `cut_tool_use()`: a tool call cut at max_tokens (its input partial, stop_reason "max_tokens");
+- `forced_tool_rejected=(model, ...)`: 400 invalid_request_error to a forced `tool_choice`
+  ({"type": "tool"} or "any") for those models, as thinking models answer;
+- `context_window=N`: 400 "prompt is too long" to a prompt over N (estimated) tokens;
+- `error(429)` / `error(529)`: rate limited / overloaded, with `retry-after`;
+- `misbehave=Misbehave(share, seed)`: on that share of the calls not scripted, one of `HABITS`
+  instead of the handler's answer (drawn from a seeded generator: the same draws every run; which
+  request gets which draw depends on arrival order when calls run concurrently). `api.misbehaved`
+  lists (call number, habit) as they happened.
 """
 from __future__ import annotations
 
@@ -29,9 +42,10 @@ import hashlib
 import itertools
 import json
 import math
+import random
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from tests.fakes.loopback import LoopbackServer, Reply, Request
@@ -63,6 +77,7 @@ class Script:
     input_tokens: int | None = None  # override the estimate (for hand-computed costs)
     output_tokens: int | None = None
     delay_s: float = 0.0
+    thinking: str = ""  # a thinking block before the other content
 
 
 def text(reply: str, *, stop_reason: str = "end_turn", input_tokens: int | None = None,
@@ -72,9 +87,31 @@ def text(reply: str, *, stop_reason: str = "end_turn", input_tokens: int | None 
 
 
 def tool_use(name: str, input: dict[str, Any], *, text: str = "", input_tokens: int | None = None,
-             output_tokens: int | None = None) -> Script:
+             output_tokens: int | None = None, thinking: str = "") -> Script:
     return Script(text=text, tool_name=name, tool_input=input, stop_reason="tool_use",
-                  input_tokens=input_tokens, output_tokens=output_tokens)
+                  input_tokens=input_tokens, output_tokens=output_tokens, thinking=thinking)
+
+
+def refusal(text: str = "") -> Script:
+    """The model declines: stop_reason "refusal", no tool call, at most the start of a text."""
+    return Script(text=text, stop_reason="refusal")
+
+
+def cut_tool_use(name: str, input: dict[str, Any]) -> Script:
+    """A tool call cut at max_tokens: `cut_input(input)` (the first list half sent, the rest missing)."""
+    return Script(tool_name=name, tool_input=cut_input(input), stop_reason="max_tokens")
+
+
+def cut_input(input: dict[str, Any]) -> dict[str, Any]:
+    """What a reply cut mid-way keeps of a tool input: the fields before the first list, half that
+    list, and nothing after it."""
+    kept: dict[str, Any] = {}
+    for key, value in input.items():
+        if isinstance(value, list):
+            kept[key] = value[: len(value) // 2]
+            break
+        kept[key] = value
+    return kept
 
 
 def error(status: int, message: str | None = None, *, type: str | None = None,
@@ -90,6 +127,44 @@ def error(status: int, message: str | None = None, *, type: str | None = None,
     return Script(status=status, error_type=etype, error_message=message or f"fake {etype}", headers=hdrs)
 
 
+HABITS = ("overloaded", "rate_limited", "refusal", "max_tokens", "thinking")
+
+
+@dataclass
+class Misbehave:
+    """On `share` of the unscripted calls, one of `habits` (see HABITS) instead of the handler's answer."""
+
+    share: float
+    seed: int = 0
+    habits: tuple[str, ...] = HABITS
+
+    def __post_init__(self) -> None:
+        unknown = set(self.habits) - set(HABITS)
+        if unknown:
+            raise ValueError(f"unknown habits {sorted(unknown)}; known: {HABITS}")
+        self._rng = random.Random(self.seed)
+
+    def draw(self) -> str | None:  # called under the server's lock: one draw sequence per seed
+        return self._rng.choice(self.habits) if self._rng.random() < self.share else None
+
+
+def _habit(name: str, healthy: Script) -> Script:
+    """`healthy` (the handler's answer) as the API would send it with this habit."""
+    if name == "overloaded":
+        return error(529, "Overloaded")
+    if name == "rate_limited":
+        return error(429, "Number of request tokens has exceeded your per-minute rate limit")
+    if name == "refusal":
+        return refusal()
+    if name == "thinking":
+        return replace(healthy, thinking="The user wants the tool called; let me read the input first.")
+    if healthy.status != 200:  # max_tokens on an error: the error stands
+        return healthy
+    if healthy.tool_name is not None:
+        return cut_tool_use(healthy.tool_name, healthy.tool_input or {})
+    return replace(healthy, text=healthy.text[: len(healthy.text) // 2], stop_reason="max_tokens")
+
+
 # Models that answer 400 to sampling parameters, as Sonnet 5, Opus 5 and Opus 4.7+ do.
 NO_SAMPLING_MODELS = ("claude-sonnet-5", "claude-opus-5", "claude-opus-4-7", "claude-opus-4-8")
 
@@ -100,9 +175,14 @@ def estimate_tokens(s: str) -> int:
 
 class FakeAnthropic:
     def __init__(self, *scripted: Script, handler: Callable[[dict], Script] | None = None,
-                 api_key: str | None = None):
+                 api_key: str | None = None, misbehave: Misbehave | None = None,
+                 forced_tool_rejected: tuple[str, ...] = (), context_window: int | None = None):
         self.handler = handler
         self.api_key = api_key  # when set, any other key gets a 401
+        self.misbehave = misbehave
+        self.forced_tool_rejected = forced_tool_rejected
+        self.context_window = context_window
+        self.misbehaved: list[tuple[int, str]] = []
         self._queue: deque[Script] = deque(scripted)
         self._lock = threading.Lock()
         self._cache: set[str] = set()
@@ -156,15 +236,25 @@ class FakeAnthropic:
             body, problem = None, f"malformed request: {exc}"
         if problem:
             return _error_reply(error(400, problem), rid)
+        forced = (body.get("tool_choice") or {}).get("type") in ("tool", "any")
+        if forced and body["model"].startswith(self.forced_tool_rejected):
+            return _error_reply(error(400, "Thinking may not be enabled when tool_choice forces tool use."), rid)
+        prefix_tokens, total_tokens, cache_key = _prompt_tokens(body)
+        if self.context_window is not None and total_tokens > self.context_window:
+            return _error_reply(error(400, f"prompt is too long: {total_tokens} tokens > {self.context_window} "
+                                           "maximum"), rid)
 
         with self._lock:
             script = self._queue.popleft() if self._queue else None
+            habit = self.misbehave.draw() if script is None and self.misbehave else None
+            if habit:
+                self.misbehaved.append((n, habit))
         if script is None:
             script = self.handler(body) if self.handler else text("ok")
+            script = _habit(habit, script) if habit else script
         if script.status != 200:
             return _error_reply(script, rid)
 
-        prefix_tokens, total_tokens, cache_key = _prompt_tokens(body)
         cache_write = cache_read = 0
         if cache_key is not None:
             with self._lock:
@@ -172,12 +262,15 @@ class FakeAnthropic:
                 self._cache.add(cache_key)
             cache_read, cache_write = (prefix_tokens, 0) if hit else (0, prefix_tokens)
         content: list[dict] = []
+        if script.thinking:
+            content.append({"type": "thinking", "thinking": script.thinking, "signature": f"sig_fake_{n:04d}"})
         if script.text:
             content.append({"type": "text", "text": script.text})
         if script.tool_name is not None:
             content.append({"type": "tool_use", "id": f"toolu_fake_{n:04d}", "name": script.tool_name,
                             "input": script.tool_input or {}})
-        out = estimate_tokens(script.text) + (estimate_tokens(json.dumps(script.tool_input)) if script.tool_name else 0)
+        out = (estimate_tokens(script.thinking + script.text)
+               + (estimate_tokens(json.dumps(script.tool_input)) if script.tool_name else 0))
         usage = {
             "input_tokens": script.input_tokens if script.input_tokens is not None
             else total_tokens - cache_read - cache_write,

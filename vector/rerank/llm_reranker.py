@@ -7,11 +7,13 @@ passage numbers and scores are validated like any other untrusted reranker outpu
 """
 from __future__ import annotations
 
-import numbers
-from typing import Sequence
+from typing import Annotated, Sequence
 from xml.sax.saxutils import escape
 
+from pydantic import BaseModel, Field
+
 from core.llm import LLM, LLMError, make_llm
+from core.prompting import Tool, call_tool
 from vector.rerank import RerankError, checked_ranking
 from vector.search import Candidate
 
@@ -26,28 +28,35 @@ SYSTEM = (
     f"Answer only by calling the {TOOL_NAME} tool once."
 )
 
-TOOL = {
-    "name": TOOL_NAME,
-    "description": "Report the passages most relevant to the question, most relevant first.",
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "ranking": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "passage": {"type": "integer", "description": "the passage number"},
-                        "score": {"type": "number", "minimum": 0, "maximum": 100,
-                                  "description": "100: answers the question directly; 0: unrelated"},
-                    },
-                    "required": ["passage", "score"],
+class RankedPassage(BaseModel):
+    passage: int  # 3 or "3"; checked_ranking checks it names a passage sent, once
+    score: Annotated[float, Field(ge=0, le=100)]
+
+
+class Ranking(BaseModel):
+    """Not salvaged: a ranking with an invalid entry is not trusted as a whole (asked once more)."""
+
+    ranking: list[RankedPassage]
+
+
+TOOL = Tool(TOOL_NAME, "Report the passages most relevant to the question, most relevant first.", {
+    "type": "object",
+    "properties": {
+        "ranking": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "passage": {"type": "integer", "description": "the passage number"},
+                    "score": {"type": "number", "minimum": 0, "maximum": 100,
+                              "description": "100: answers the question directly; 0: unrelated"},
                 },
-            }
-        },
-        "required": ["ranking"],
+                "required": ["passage", "score"],
+            },
+        }
     },
-}
+    "required": ["ranking"],
+}, Ranking)
 
 
 def render_prompt(query: str, candidates: Sequence[Candidate], top_k: int) -> str:
@@ -83,28 +92,10 @@ class LLMReranker:
         if not candidates or top_k <= 0:
             return []
         try:
-            response = self.llm.complete(
-                task="fast", system=SYSTEM, max_tokens=self.max_tokens,
-                messages=[{"role": "user", "content": render_prompt(query, candidates, top_k)}],
-                tools=[TOOL], tool_choice={"type": "tool", "name": TOOL_NAME},
-            )
-        except LLMError as exc:
+            reply = call_tool(self.llm, TOOL, task="fast", system=SYSTEM, max_tokens=self.max_tokens,
+                              messages=[{"role": "user", "content": render_prompt(query, candidates, top_k)}])
+        except LLMError as exc:  # the API failed, or the reply was refused, malformed or cut twice
             raise RerankError(f"LLM reranker failed: {exc}") from exc
-        ranking = (response.tool_input or {}).get("ranking")
-        if not isinstance(ranking, list):
-            raise RerankError(f"LLM reranker answered without a {TOOL_NAME} ranking "
-                              f"(stop_reason {response.stop_reason})")
-        pairs = []
-        for item in ranking:
-            if not isinstance(item, dict):
-                raise RerankError(f"LLM reranker ranking item {item!r} is not an object")
-            number, score = item.get("passage"), item.get("score")
-            if isinstance(number, bool) or not isinstance(number, numbers.Integral):
-                raise RerankError(f"LLM reranker returned passage {number!r}; expected a passage number")
-            is_number = isinstance(score, numbers.Real) and not isinstance(score, bool)
-            if is_number and not 0 <= score <= 100:
-                raise RerankError(f"LLM reranker returned score {score!r} outside 0..100")
-            # scores scaled to 0..1, like the hosted rerankers', so one threshold scale fits all;
-            # a missing or non-numeric score is passed on for checked_ranking to reject
-            pairs.append((int(number) - 1, score / 100 if is_number else score))
+        # scores scaled to 0..1, like the hosted rerankers', so one threshold scale fits all
+        pairs = [(item.passage - 1, item.score / 100) for item in reply.value.ranking]
         return checked_ranking(pairs, len(candidates), top_k, "LLM reranker")
