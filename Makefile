@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test eval eval-router eval-answers eval-agentic bench-ingest bench-search bench-graph bench-api readme-config db-stop clean
+.PHONY: install demo test test-unit eval eval-router eval-answers eval-agentic bench-ingest bench-search bench-graph bench-api readme-config db-stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ demo: install
 
 test: install
 	$(BIN)/pytest
+
+test-unit: install
+	$(BIN)/pytest -m unit -q
 
 eval: install
 	$(BIN)/python -m bench.eval_readme

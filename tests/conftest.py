@@ -30,6 +30,16 @@ FIXTURES = ROOT / "fixtures"
 TEST_PG_DIR = Path(os.environ.get("CROSSROADS_TEST_PG_DIR") or ROOT / ".crossroads" / "test-pg").resolve()
 
 
+# A test that needs none of these is a unit test (`make test-unit`): no database, no model
+SERVICE_FIXTURES = frozenset({"server_url", "local_embedder", "cli_env"})
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if not SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.unit)
+
+
 def _with_dbname(url: str, dbname: str) -> str:
     return psycopg.conninfo.make_conninfo(url, dbname=dbname)
 

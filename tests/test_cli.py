@@ -106,6 +106,7 @@ def test_every_command_takes_json_and_has_help():
         assert command.help and len(command.help) > 20, f"`crossroads {name}` has no help text"
 
 
+@pytest.mark.slow
 def test_route_classifies_a_file_as_json_lines(tmp_path):
     questions = tmp_path / "q.jsonl"
     questions.write_text(

