@@ -330,7 +330,7 @@ def settings_markdown() -> str:
 
 
 # Command groups defined in their own modules register themselves on `app` when imported.
-from api import cli_ask, cli_embeddings, cli_graph, cli_search, cli_serve  # noqa: E402,F401
+from api import cli_ask, cli_embeddings, cli_graph, cli_llm, cli_search, cli_serve  # noqa: E402,F401
 
 
 def run() -> None:

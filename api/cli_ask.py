@@ -77,15 +77,20 @@ def _print_answer(answer) -> None:
 def route(
     question: Optional[str] = typer.Argument(None, help="One question (or use --file)."),
     file: Optional[Path] = typer.Option(None, "--file", "-f", help="JSONL with `question` (and optional `qid`) per line; - for stdin."),
-    llm: bool = typer.Option(False, "--llm", help="Use the LLM classifier (needs ANTHROPIC_API_KEY); default: the offline heuristic."),
+    llm: bool = typer.Option(False, "--llm", help="Use the LLM classifier (needs ANTHROPIC_API_KEY); default: offline."),
+    cues: bool = typer.Option(False, "--cues", help="Route by the cue table alone: no embedding model, ~5,000 questions/s."),
     json_out: bool = JsonOption,
 ) -> None:
     """Only classify: local, global or multihop, with a confidence and the reason. No database needed.
 
-    With --json, one JSON object per question (`qid` when given, `route`, `confidence`, `reason`).
+    Offline, the learned router (question embedding + cues, as `ask` routes) unless --cues. With --json, one
+    JSON object per question (`qid` when given, `route`, `confidence`, `reason`; `probabilities` and
+    `low_confidence` from the learned router).
     """
+    from core.embeddings import make_embedder
     from core.llm import make_llm
-    from router.classify import classify
+    from router.classify import HeuristicClassifier, classify
+    from router.route_model import offline_classifier
 
     if (question is None) == (file is None):
         _fail(ValueError("give one question or --file questions.jsonl (not both)"))
@@ -93,6 +98,8 @@ def route(
     if llm and model is None:
         _fail(ValueError("--llm needs ANTHROPIC_API_KEY; without it drop --llm to use the offline classifier"))
     items = [{"question": question}] if question is not None else list(_read_questions(file))
+    settings = get_settings()
+    offline = HeuristicClassifier() if cues else offline_classifier(settings, make_embedder(settings))
     bad = 0
     rows = []
     for item in items:
@@ -100,9 +107,12 @@ def route(
             bad += 1
             err.print(f"[red]skipped[/red] {item['error']}")
             continue
-        decision = classify(item["question"], llm=model)
+        decision = classify(item["question"], llm=model, offline=offline)
         row = {**({"qid": item["qid"]} if "qid" in item else {}), "route": decision.route,
                "confidence": round(decision.confidence, 3), "reason": decision.reason}
+        if "probabilities" in decision.features:
+            row |= {"probabilities": decision.features["probabilities"],
+                    "low_confidence": bool(decision.features["low_confidence"])}
         rows.append(row)
         if json_out:
             sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")

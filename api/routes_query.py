@@ -92,7 +92,8 @@ def route(body: RouteRequest, principal: Principal = Depends(reader), svc: Servi
     except ValueError as exc:
         raise validation_problem([{"loc": ("body", "question"), "msg": str(exc), "type": "value_error"}]) from None
     return {"route": decision.route, "confidence": round(_finite(decision.confidence), 4), "reason": decision.reason,
-            "classifier": decision.classifier}
+            "classifier": decision.classifier, "probabilities": decision.features.get("probabilities"),
+            "low_confidence": bool(decision.features.get("low_confidence"))}
 
 
 @router.post("/ask", response_model=None, summary="Answer a question with citations (JSON, or server-sent events)",

@@ -59,6 +59,12 @@ class RouteResponse(BaseModel):
     confidence: float
     reason: str
     classifier: str
+    probabilities: dict[Literal["local", "global", "multihop"], float] | None = Field(
+        None, description="The learned router's calibrated probability of each route; null when another "
+        "classifier decided (LLM, cue table, forced).")
+    low_confidence: bool = Field(
+        False, description="No route was likely enough, so the router took local search, the cheapest to be "
+        "wrong; an app may offer the other routes (see `probabilities`).")
 
 
 class SearchRequest(Query):

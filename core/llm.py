@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Iterator, Literal, Protocol
 
 import anthropic
 
@@ -89,7 +91,13 @@ class Usage:
 
 
 class UsageMeter:
-    """Thread-safe usage accumulator, one per query or per job (parallel map steps share it)."""
+    """Thread-safe usage accumulator, one per question or per job (parallel map steps share it).
+
+    Filled two ways: an `AnthropicLLM` made with it records each of its calls (a job's meter), and
+    inside `with meter.metering():` every reply the call kernel (core.prompting) gets is recorded,
+    whichever LLM object made the call: a question's classifier, transforms, reranker, planner and
+    answer use different objects. A worker thread joins the question's meter when it runs its task
+    in a copy of the caller's context (`contextvars.copy_context().run`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -112,6 +120,24 @@ class UsageMeter:
     def by_model(self) -> dict[str, Usage]:
         with self._lock:
             return {model: replace(u) for model, u in self._by_model.items()}
+
+    @contextmanager
+    def metering(self) -> Iterator["UsageMeter"]:
+        token = _current_meter.set(self)
+        try:
+            yield self
+        finally:
+            _current_meter.reset(token)
+
+
+_current_meter: ContextVar[UsageMeter | None] = ContextVar("crossroads_usage_meter", default=None)
+
+
+def meter_reply(model: str, usage: Usage) -> None:
+    """Record one reply's usage in the meter of the current context, if any (see `UsageMeter`)."""
+    meter = _current_meter.get()
+    if meter is not None:
+        meter.record(model, usage)
 
 
 @dataclass

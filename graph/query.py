@@ -12,9 +12,11 @@ from graph.global_search import GlobalResult, global_search
 
 
 def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: list[str], question: str,
-               llm: LLM | None = None) -> dict:
+               llm: LLM | None = None, *, max_map_calls: int | None = None,
+               max_cost_usd: float | None = None) -> dict:
     """The answer, cited reports with the documents behind them, and a trace. Groups come from auth.
-    With an `llm` the LLM map-reduce answers (falling back offline itself, `degraded`); else offline."""
+    With an `llm` the LLM map-reduce answers (falling back offline itself, `degraded`), its map phase
+    capped per question by `max_map_calls` and `max_cost_usd`; else offline."""
     with db.connection() as conn:
         levels = store.list_levels(conn, tenant)
 
@@ -23,7 +25,8 @@ def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: lis
             return store.list_reports(conn, tenant, level)
 
     if llm is not None:  # the LLM rates reports itself: no question embedding needed
-        result: GlobalResult = LLMGlobalSearch(llm).search(levels, set(groups), load, question)
+        result: GlobalResult = LLMGlobalSearch(llm, max_map_calls=max_map_calls,
+                                                  max_cost_usd=max_cost_usd).search(levels, set(groups), load, question)
     else:
         vector = embedder.embed_query(question) if embedder else None
         result = global_search(levels, set(groups), load, question, vector)

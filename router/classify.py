@@ -234,13 +234,16 @@ class LLMClassifier:
                                        "output_tokens": usage.output_tokens})
 
 
-def classify(question: str, *, llm: LLM | None = None, forced: str | None = None) -> RouteDecision:
-    """A forced route wins (confidence 1); else the LLM classifier when `llm` is given; else the heuristic."""
+def classify(question: str, *, llm: LLM | None = None, forced: str | None = None,
+             offline: HeuristicClassifier | None = None) -> RouteDecision:
+    """A forced route wins (confidence 1); else the LLM classifier when `llm` is given; else `offline`
+    (default the heuristic; the router passes its learned model), which is also the LLM's fallback."""
     if forced is not None:
         if forced not in ROUTES:
             raise ValueError(f"unknown route {forced!r}: choose one of {', '.join(ROUTES)}")
         return RouteDecision(route=forced, confidence=1.0, reason=f"route forced to {forced} by the caller.",
                              classifier="forced")
+    offline = offline or HeuristicClassifier()
     if llm is not None:
-        return LLMClassifier(llm).classify(question)
-    return HeuristicClassifier().classify(question)
+        return LLMClassifier(llm, fallback=offline).classify(question)
+    return offline.classify(question)

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from core.database import Database
 from core.embeddings import Embedder
-from core.llm import LLM, LLMError, LLMResponse, Usage, make_llm
+from core.llm import LLM, LLMError, UsageMeter, make_llm
 from core.settings import Settings
 from graph.query import ask_global
 from router.agentic import Limits, agentic_search
@@ -28,6 +28,7 @@ from router.extractive import extractive_answer
 from router.generate import CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence
 from router.planner_llm import LLMPlanner
 from router.planner_offline import OfflinePlanner
+from router.route_model import offline_classifier
 from router.types import ROUTES, Answer, Citation, Passage, RouteDecision
 from vector.language import detect_language
 from vector.factory import make_searcher, with_transforms
@@ -36,19 +37,6 @@ from vector.search import HybridSearcher
 log = logging.getLogger(__name__)
 
 STREAM_PIECE_CHARS = 24
-
-
-class MeteredLLM:
-    """Sums the usage of every call made for one question (classifier, planner, map-reduce, answer)."""
-
-    def __init__(self, llm: LLM):
-        self.llm = llm
-        self.usage = Usage()
-
-    def complete(self, **params) -> LLMResponse:
-        response = self.llm.complete(**params)
-        self.usage = self.usage + response.usage
-        return response
 
 
 class Router:
@@ -62,6 +50,9 @@ class Router:
         # query transforms (multi-query, HyDE) apply to the local route when switched on
         self.local_searcher = with_transforms(self.searcher, settings)
         self.llm = None if use_llm is False else (llm or make_llm(settings))
+        # routes by the question's vector when it can: embedded through the search's own embedder, whose
+        # query cache hands the same vector to the search that follows (one model call per question)
+        self.offline_classifier = offline_classifier(settings, self.embedder)
 
     def close(self) -> None:
         """Closes what the router made (a searcher passed in belongs to the caller)."""
@@ -83,14 +74,15 @@ class Router:
         if forced is not None and forced not in ROUTES:
             raise ValueError(f"route must be auto, {', '.join(ROUTES)}; got {route!r}")
         use = llm if llm is not None else (self.llm if self.settings.router_llm_classifier else None)
-        return classify(question, llm=use, forced=forced)
+        return classify(question, llm=use, forced=forced, offline=self.offline_classifier)
 
     # --- answering
     def ask(self, tenant: str, groups: list[str], question: str, route: str = "auto") -> Answer:
         started = time.perf_counter()
-        metered = MeteredLLM(self.llm) if self.llm is not None else None
-        decision = self.classify(question, route, llm=metered)
-        return self._answer_route(tenant, groups, question, decision, metered, started)
+        # one meter for every LLM call of the question: classifier, transforms, reranker, planner, answer
+        with UsageMeter().metering() as meter:
+            decision = self.classify(question, route, llm=self.llm)
+            return self._answer_route(tenant, groups, question, decision, meter, started)
 
     def ask_events(self, tenant: str, groups: list[str], question: str, route: str = "auto") -> Iterator[tuple[str, dict]]:
         """Events for streaming: route, token..., citations, usage, done (or error).
@@ -99,15 +91,17 @@ class Router:
         that was not sent must never reach the user, not even its first half.
         """
         started = time.perf_counter()
-        metered = MeteredLLM(self.llm) if self.llm is not None else None
+        meter = UsageMeter()  # metering only around calls, never across a yield (each may resume elsewhere)
         try:
-            decision = self.classify(question, route, llm=metered)
+            with meter.metering():
+                decision = self.classify(question, route, llm=self.llm)
         except ValueError as exc:
             yield "error", {"title": "Invalid question", "detail": str(exc)}
             return
         yield "route", asdict(decision)
         try:
-            answer = self._answer_route(tenant, groups, question, decision, metered, started)
+            with meter.metering():
+                answer = self._answer_route(tenant, groups, question, decision, meter, started)
         except Exception as exc:  # noqa: BLE001 - a stream cannot turn into an HTTP error any more
             log.exception("answering failed")
             yield "error", {"title": "Answering failed", "detail": f"{type(exc).__name__}: the answer could not be produced; see the server log."}
@@ -119,17 +113,22 @@ class Router:
         yield "usage", {**answer.usage, "latency_ms": answer.latency_ms}
         yield "done", answer.to_dict()
 
-    def _answer_route(self, tenant, groups, question, decision, metered, started) -> Answer:
+    def _answer_route(self, tenant, groups, question, decision, meter: UsageMeter, started) -> Answer:
         groups = sorted({g for g in groups if g})
         if decision.route == "global":
-            answer = self._global(tenant, groups, question, decision, metered)
+            answer = self._global(tenant, groups, question, decision, self.llm)
         elif decision.route == "multihop":
-            answer = self._multihop(tenant, groups, question, decision, metered)
+            answer = self._multihop(tenant, groups, question, decision, self.llm)
         else:
-            answer = self._local(tenant, groups, question, decision, metered)
-        answer.usage = (metered.usage if metered else Usage()).as_dict()
+            answer = self._local(tenant, groups, question, decision, self.llm)
+        answer.usage = meter.summary()
         answer.latency_ms = round((time.perf_counter() - started) * 1000, 1)
         answer.trace["classifier"] = {"classifier": decision.classifier, "features": decision.features}
+        unsure = decision.features.get("low_confidence")
+        if unsure:
+            answer.trace["route_hint"] = (f"The router was unsure of this question's route and took local search; "
+                                          f"the {unsure['may_answer_better']} route may answer it better "
+                                          f"(ask again with route={unsure['may_answer_better']}).")
         log.info("route=%s offline=%s degraded=%s partial=%s citations=%d latency_ms=%.0f", decision.route,
                  answer.offline, answer.degraded, answer.partial, len(answer.citations), answer.latency_ms)
         return answer
@@ -164,7 +163,9 @@ class Router:
         return answer
 
     def _global(self, tenant, groups, question, decision, llm) -> Answer:
-        result = ask_global(self.db, self.embedder, tenant, groups, question, llm=llm)
+        result = ask_global(self.db, self.embedder, tenant, groups, question, llm=llm,
+                            max_map_calls=self.settings.global_max_map_calls,
+                            max_cost_usd=self.settings.global_max_cost_usd)
         points_of: dict[int, list[str]] = {}
         for point in result["points"]:
             points_of.setdefault(point["report_id"], []).append(point["text"])

@@ -49,6 +49,10 @@ def test_route_contract(client, tok):
     body = r.json()
     assert set(body) >= {"route", "confidence", "reason"} and body["route"] in ("local", "global", "multihop")
     assert 0 <= body["confidence"] <= 1 and body["reason"]
+    # offline the learned router decides: its calibrated probabilities let an app offer the other routes
+    assert body["classifier"] == "learned" and body["route"] == "global" and body["low_confidence"] is False
+    assert set(body["probabilities"]) == {"local", "global", "multihop"}
+    assert abs(sum(body["probabilities"].values()) - 1) < 1e-3 and body["confidence"] == body["probabilities"]["global"]
 
 
 def test_ask_answers_with_citations_from_readable_documents_only(client, tok):

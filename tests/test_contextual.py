@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from core.llm import AnthropicLLM
 from core.settings import Settings
 from tests.conftest import CountingEmbedder
-from tests.fakes.anthropic_server import FakeAnthropic, error, text
+from core.prompting import MalformedReply
+from tests.fakes.anthropic_server import FakeAnthropic, error, refusal, text
 from tests.test_ingest_sync import LONG_EN, SHORT, write_corpus
-from vector.contextualize import (LLMContextualizer, TitleContextualizer, document_location, document_prefix,
-                                  make_contextualizer)
+from vector.contextualize import (LLMContextualizer, TitleContextualizer, checked_context, document_location,
+                                  document_prefix, make_contextualizer)
 from vector.ingest import ingest_documents
 from vector.search import HybridSearcher
 from vector.sources import SourceDocument, load_source
@@ -68,13 +70,95 @@ def test_llm_contexts_feed_vectors_and_full_text_and_are_cached(db, settings, em
         assert cached == len(rows)  # the edited chunk's old context was dropped, not accumulated
 
 
-def test_llm_failure_fails_only_that_document(db, settings, embedder, tenant, tmp_path):
+class UnitEmbedder:
+    """The same unit vector for every text, under the local model's id: for tests about the texts, not
+    the vectors (the local model takes seconds on a long document); only this test's tenant holds them."""
+
+    def __init__(self, like):
+        self.model_id, self.dimension = like.model_id, like.dimension
+
+    def embed_documents(self, texts):
+        return np.full((len(texts), self.dimension), self.dimension ** -0.5, dtype=np.float32)
+
+
+def stored_contexts(db, tenant) -> dict[str, str]:
+    with db.connection() as conn:
+        return dict(conn.execute("SELECT doc_id, context FROM chunks WHERE tenant_id = %s", (tenant,)).fetchall())
+
+
+@pytest.mark.parametrize("failure", [
+    [refusal()],
+    [error(500, "boom")],
+    [text("From the gateway", stop_reason="max_tokens"), text("From the gateway handbook", stop_reason="max_tokens")],
+    [text("I'm sorry, I can't help with that."), text("Here is the context: " + "A long preamble. " * 40)],
+], ids=["refused", "api-error", "cut-twice", "malformed-twice"])
+def test_a_failed_context_is_indexed_offline_flagged_not_cached_and_retried_next_ingest(
+    db, settings, embedder, tenant, tmp_path, failure
+):
     root = tmp_path / "c"
-    write_corpus(root, {"a.md": SHORT, "b.md": SHORT.replace("Status page", "Other page")})
-    with FakeAnthropic(error(500, "boom"), handler=situate) as api:
-        report = run(db, settings, embedder, tenant, root, contextualizer_for(api))
-    assert report.documents["failed"] == 1 and report.documents["added"] == 1
-    assert "could not write chunk contexts" in report.errors[0]["error"] and report.errors[0]["doc_id"] == "a.md"
+    other = SHORT.replace("Status page", "Other page").replace("status.example.org", "other.example.org")
+    write_corpus(root, {"a.md": SHORT, "b.md": other})
+    unit = UnitEmbedder(embedder)
+    with FakeAnthropic(*failure, handler=situate) as api:
+        report = run(db, settings, unit, tenant, root, contextualizer_for(api))
+    # nothing lost: both documents landed, a.md's chunk with the offline context, counted and named
+    assert report.documents["added"] == 2 and report.documents["failed"] == 0 and report.errors == []
+    assert report.contexts_failed == 1 and not report.clean  # `crossroads ingest` exits 3 (partial)
+    assert "a.md" in report.notes[-1] and "b.md" not in report.notes[-1]
+    assert stored_contexts(db, tenant) == {"a.md": "Status page", "b.md": stored_contexts(db, tenant)["b.md"]}
+    with db.connection() as conn:
+        cached = conn.execute("SELECT doc_id FROM chunk_contexts WHERE tenant_id = %s", (tenant,)).fetchall()
+    assert cached == [("b.md",)]  # the fallback is not cached as if the LLM had written it
+
+    # the API is healthy again: exactly the failed chunk is asked for and embedded again
+    with FakeAnthropic(handler=situate) as api:
+        again = CountingEmbedder(unit)
+        report = run(db, settings, again, tenant, root, contextualizer_for(api))
+        assert api.calls == 1 and again.texts_embedded == 1
+    assert report.clean and report.documents["changed"] == 1 and report.documents["unchanged"] == 1
+    assert "zanzibarite" in stored_contexts(db, tenant)["a.md"]
+    with FakeAnthropic(handler=situate) as api:
+        assert run(db, settings, unit, tenant, root, contextualizer_for(api)).documents["unchanged"] == 2
+        assert api.calls == 0
+
+
+def test_a_document_over_the_context_window_is_contextualised_from_an_excerpt(db, settings, embedder, tenant, tmp_path):
+    sections = "".join(f"## Step {i}\n\n" + f"Operators of region {i} rotate the ledger keys weekly. " * 10 + "\n\n"
+                       for i in range(5))
+    root = tmp_path / "c"
+    write_corpus(root, {"long.md": f"---\ntitle: Ledger runbook\nacl: [public]\n---\n{sections}"})
+    with FakeAnthropic(handler=situate, context_window=900) as api:
+        report = run(db, settings, UnitEmbedder(embedder), tenant, root, contextualizer_for(api))
+        bodies = api.bodies
+    assert report.clean and report.contexts_failed == 0
+    assert api.calls == report.chunks["added"] + 1  # one 400 "prompt is too long", then one call per chunk
+    assert "cache_control" in str(bodies[0]["system"])  # the whole document was tried first
+    for body in bodies[1:]:
+        message = body["messages"][0]["content"]
+        excerpt = message[message.index("<excerpt>"):message.index("</excerpt>")]
+        chunk = message[message.index("<chunk>"):]
+        assert re.search(r"Step \d", chunk).group(0) in excerpt  # the excerpt is around the chunk
+    assert all("zanzibarite" in context for context in stored_contexts_by_chunk(db, tenant))
+
+
+def stored_contexts_by_chunk(db, tenant) -> list[str]:
+    with db.connection() as conn:
+        return [r[0] for r in conn.execute("SELECT context FROM chunks WHERE tenant_id = %s", (tenant,))]
+
+
+@pytest.mark.parametrize("reply, context", [
+    ("Here is the context: The chunk covers key rotation.", "The chunk covers key rotation."),
+    ("Context:  The chunk covers\n key rotation. ", "The chunk covers key rotation."),
+    ('"The chunk covers key rotation."', "The chunk covers key rotation."),
+    ("I'm sorry, but I can't help with that.", None), ("I cannot situate this chunk.", None), ("", None),
+    ("A sentence. " * 50, None),
+])
+def test_a_context_reply_is_checked_before_it_is_indexed(reply, context):
+    if context is None:
+        with pytest.raises(MalformedReply):
+            checked_context(reply)
+    else:
+        assert checked_context(reply) == context
 
 
 def test_contextualizer_choice():

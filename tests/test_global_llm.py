@@ -97,6 +97,24 @@ def test_map_batches_respect_the_budget():
     assert result.trace["map_calls"] == 3 and len(result.points) == 3
 
 
+@pytest.mark.parametrize("cap, map_calls, not_read, says", [
+    ({"max_map_calls": 1}, 1, "2 of 3 map batches (2 reports", "cap of 1 map calls per question"),
+    ({"max_cost_usd": 1e-9}, 0, "3 of 3 map batches (3 reports", "cap of $1e-09 per question"),  # rating spent it
+])
+def test_a_per_question_cap_cuts_the_map_phase_and_the_trace_says_so(cap, map_calls, not_read, says):
+    with FakeAnthropic(handler=phases()) as api:
+        result = run(api, map_budget_tokens=60, **cap)  # one report per batch
+    assert result.trace["map_calls"] == map_calls and not_read in result.trace["map_capped"]
+    assert says in result.trace["map_capped"] and "the lowest rated" in result.trace["map_capped"]
+    assert [p.report_id for p in result.points] == [1][:map_calls]  # the highest-rated report is read first
+
+
+def test_no_cap_reached_leaves_no_trace_of_one():
+    with FakeAnthropic(handler=phases()) as api:
+        result = run(api, map_budget_tokens=60, max_map_calls=3, max_cost_usd=10.0)
+    assert result.trace["map_calls"] == 3 and "map_capped" not in result.trace
+
+
 def test_answer_citing_unknown_report_is_retried_then_extractive():
     with FakeAnthropic(handler=phases(answer=lambda body: "Everything is in [99].")) as api:
         result = run(api)

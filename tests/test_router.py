@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import SecretStr
 
+from api.metrics import Metrics
 from core.llm import make_llm
 from core.settings import Settings
 from router.generate import NO_ANSWER
 from router.service import Router
-from tests.fakes.anthropic_server import FakeAnthropic, error, text
+from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 
 STAFF = ["public", "staff"]
 ERR_QUESTION = "What does error ERR_2043 mean in the Carrier Connector?"
@@ -166,3 +168,32 @@ def test_answers_and_traces_hold_nothing_from_documents_the_user_cannot_read(db,
     assert not chunk_ids & hidden_chunks
     shown = answer.answer + " ".join(c.quote + c.title for c in answer.citations)
     assert "sandpiper" not in shown.lower()
+
+
+def test_every_llm_call_of_a_question_is_metered_in_its_usage(db, settings, local_embedder, demo_tenant):
+    """Transforms and the LLM reranker use LLM objects of their own: their calls count all the same."""
+    def model(body: dict):
+        tool = body["tools"][0]["name"] if body.get("tools") else None
+        if tool == "record_paraphrases":
+            return tool_use(tool, {"paraphrases": ["ERR_2043 carrier connector meaning"]})
+        if tool == "hypothetical_passage":
+            return tool_use(tool, {"passage": "ERR_2043 means the carrier rate limit was reached."})
+        if tool == "rank_passages":
+            count = user_prompt(body).count("<passage number=")
+            return tool_use(tool, {"ranking": [{"passage": n, "score": 90 - n} for n in range(1, count + 1)]})
+        return text("ERR_2043 means the carrier's rate limit was hit [1].")
+
+    with FakeAnthropic(handler=model) as api:
+        tuned = settings.model_copy(update=dict(
+            anthropic_api_key=SecretStr("test-key"), anthropic_base_url=api.url, llm_max_retries=0, llm_timeout_s=5.0,
+            reranker="llm", query_multi_query=True, query_hyde=True))
+        with Router(db, tuned, embedder=local_embedder) as router:
+            answer = router.ask(demo_tenant, STAFF, ERR_QUESTION, route="local")
+        tools = sorted(b["tools"][0]["name"] if b.get("tools") else "answer" for b in api.bodies)
+    assert tools == ["answer", "hypothetical_passage", "rank_passages", "record_paraphrases"]
+    assert not answer.offline and not answer.degraded, answer.degraded_reasons
+    assert answer.usage["llm_calls"] == api.calls == 4 and answer.usage["cost_usd"] > 0
+    metrics = Metrics()
+    metrics.usage(answer.usage)
+    exposed = metrics.exposition()[0].decode()
+    assert f'crossroads_llm_tokens_total{{kind="input"}} {float(answer.usage["input_tokens"])}' in exposed

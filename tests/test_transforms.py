@@ -10,8 +10,9 @@ from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 from vector.fusion import rrf
 from vector.search import HybridSearcher
 from core.prompting import MalformedReply
-from vector.transforms import (HYDE_TOOL, PARAPHRASE_TOOL, REWRITE_TOOL, TransformError, TransformingSearcher,
-                               hypothetical_document, paraphrases, rewrite_conversational)
+from vector.prompts import HYDE_TOOL, PARAPHRASE_TOOL, REWRITE_TOOL
+from vector.transforms import (TransformError, TransformingSearcher, hypothetical_document, paraphrases,
+                               rewrite_conversational)
 
 # The question's words are only in password.md; the paraphrase's words only in recovery.md (and in
 # the hr document, which a staff user must never get, through any query).

@@ -20,7 +20,8 @@ from core.settings import Settings
 from vector import store, tenant_index
 from core.llm import LLMError
 from vector.contextualize import Contextualizer, TitleContextualizer
-from vector.prepare import PreparedDocument, chunk_document, chunk_key, document_hash, index_key, prepare_document
+from vector.prepare import (PreparedDocument, chunk_document, chunk_key, document_hash, fallback_key, index_key,
+                            prepare_document)
 from vector.sources import Skipped, SourceDocument
 from vector.sync import DocumentPlan, classify, hashes_to_embed, plan_document
 
@@ -39,6 +40,7 @@ class IngestReport:
     chunks: dict[str, int] = field(default_factory=lambda: dict(added=0, changed=0, deleted=0))
     embeddings_computed: int = 0
     vectors_reused: int = 0
+    contexts_failed: int = 0  # chunks indexed with the offline context: the LLM's failed, retried next ingest
     seconds: float = 0.0
     skipped: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
@@ -46,7 +48,7 @@ class IngestReport:
 
     @property
     def clean(self) -> bool:
-        return not self.skipped and not self.errors
+        return not self.skipped and not self.errors and not self.contexts_failed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -99,6 +101,7 @@ def ingest_documents(
         stored = store.load_state(conn, tenant, list(hashes))
         conn.commit()
 
+    context_failures: dict[str, str] = {}  # doc id -> why a context of it fell back (the first reason)
     done, changing = 0, []
     for doc in documents:
         action = classify(doc, hashes[doc.doc_id], key, stored.get(doc.doc_id))
@@ -120,8 +123,9 @@ def ingest_documents(
         nonlocal done
         for doc in changing:
             try:
-                yield _plan_changed(db, tenant, doc, stored.get(doc.doc_id), key, settings, contextualizer, embedder)
-            except CrossroadsError as exc:  # e.g. the LLM could not write contexts: this document waits for a re-run
+                yield _plan_changed(db, tenant, doc, stored.get(doc.doc_id), key, settings, contextualizer, embedder,
+                                    context_failures, report)
+            except CrossroadsError as exc:  # e.g. the API key or model id is wrong: this document waits for a re-run
                 report.errors.append({"doc_id": doc.doc_id, "error": str(exc)})
                 report.documents["failed"] += 1
                 done += 1
@@ -142,6 +146,8 @@ def ingest_documents(
         if progress:
             progress(done, len(documents))
 
+    if context_failures:
+        report.notes.append(_context_failure_note(report.contexts_failed, context_failures))
     if prune:
         _prune(db, tenant, {d.doc_id for d in documents}, skipped, report)
     _compact_statistics(db, tenant)
@@ -166,6 +172,14 @@ def _warning_notes(documents: list[SourceDocument]) -> list[str]:
         more = f" and {len(sources) - WARNING_EXAMPLES} more" if len(sources) > WARNING_EXAMPLES else ""
         notes.append(f"{warning}: {', '.join(sources[:WARNING_EXAMPLES])}{more}")
     return notes
+
+
+def _context_failure_note(chunks: int, failures: dict[str, str]) -> str:
+    docs = list(failures)
+    more = f" and {len(docs) - WARNING_EXAMPLES} more" if len(docs) > WARNING_EXAMPLES else ""
+    return (f"{chunks} chunk contexts of {len(docs)} documents could not be written by the LLM and were indexed "
+            f"with the offline context; the next ingest asks again: {', '.join(docs[:WARNING_EXAMPLES])}{more} "
+            f"(first: {next(iter(failures.values()))})")
 
 
 def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, tenant: str, report: IngestReport) -> None:
@@ -207,22 +221,32 @@ def _compact_statistics(db: Database, tenant: str) -> None:
             log.info("compacted the full-text statistics of tenant %s", tenant)
 
 
-def _plan_changed(db, tenant, doc, stored, key, settings, contextualizer, embedder) -> DocumentPlan:
-    """Chunk an added or changed document, give each chunk its context (cached ones reused), plan the rows."""
+def _plan_changed(db, tenant, doc, stored, key, settings, contextualizer, embedder,
+                  context_failures: dict[str, str], report: IngestReport) -> DocumentPlan:
+    """Chunk an added or changed document, give each chunk its context (cached ones reused), plan the rows.
+
+    A context the LLM failed to write is the offline one, left out of the cache, and the document is
+    stored under a key marking the fallback: the next ingest sees it as changed, asks again for
+    exactly those chunks, and re-embeds the ones whose context then changes."""
     drafts = chunk_document(doc, max_chars=settings.chunk_max_chars, overlap=settings.chunk_overlap)
     if isinstance(contextualizer, TitleContextualizer):
-        contexts, cache = contextualizer.contexts(doc, drafts), None
+        contexts, cache = [c.text for c in contextualizer.contexts(doc, drafts)], None
     else:
         keys = [chunk_key(d) for d in drafts]
         with db.connection() as conn:
-            cache = store.load_contexts(conn, tenant, doc.doc_id, contextualizer.mode)
-        missing = [i for i, k in enumerate(keys) if k not in cache]
+            cached = store.load_contexts(conn, tenant, doc.doc_id, contextualizer.mode)
+        missing = [i for i, k in enumerate(keys) if k not in cached]
         try:
-            written = contextualizer.contexts(doc, [drafts[i] for i in missing])
+            written = dict(zip((keys[i] for i in missing), contextualizer.contexts(doc, [drafts[i] for i in missing])))
         except LLMError as exc:
             raise CrossroadsError(f"could not write chunk contexts: {exc}") from exc
-        cache = {k: cache[k] for k in keys if k in cache} | {keys[i]: c for i, c in zip(missing, written)}
-        contexts = [cache[k] for k in keys]
+        failed = [c.failed for c in written.values() if c.failed]
+        if failed:
+            context_failures.setdefault(doc.doc_id, failed[0])
+            report.contexts_failed += len(failed)
+            key = fallback_key(key)
+        cache = {k: cached[k] for k in keys if k in cached} | {k: c.text for k, c in written.items() if not c.failed}
+        contexts = [cache[k] if k in cache else written[k].text for k in keys]
     plan = plan_document(prepare_document(doc, drafts, contexts, key), stored, embedder.model_id)
     if cache is not None:
         plan.contexts, plan.context_mode = cache, contextualizer.mode

@@ -48,6 +48,12 @@ def index_key(max_chars: int, overlap: float, context_mode: str, embed_model: st
     return f"chunker=v{CHUNKER_VERSION}/{max_chars}/{overlap:g};context={context_mode};embed={embed_model}"
 
 
+def fallback_key(key: str) -> str:
+    """The index key of a document some of whose contexts are the offline fallback: never equal to
+    `key`, so the next ingest takes the document as changed and asks for those contexts again."""
+    return f"{key};contexts=offline-fallback"
+
+
 def chunk_key(draft: ChunkDraft) -> str:
     """Identity of a chunk's own text, before context: the key of the context cache."""
     return sha256(f"{draft.heading}\x1f{draft.content}")

@@ -6,6 +6,7 @@ result flagged `degraded`, never an exception and never unfiltered rows.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 import numbers
@@ -382,7 +383,9 @@ class HybridSearcher:
         # A separate thread per call: a hung reranker must not occupy a search-leg worker.
         runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerank")
         try:
-            return runner.submit(self.reranker.rerank, query, candidates, k).result(timeout=self.rerank_timeout_s)
+            # run in the caller's context: an LLM reranker's calls count in the question's usage meter
+            return runner.submit(contextvars.copy_context().run, self.reranker.rerank, query, candidates,
+                                 k).result(timeout=self.rerank_timeout_s)
         except FutureTimeout:
             raise TimeoutError(f"no answer within {self.rerank_timeout_s} s") from None
         finally:
