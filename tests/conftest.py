@@ -6,6 +6,7 @@ that breaks the next one.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -223,6 +224,15 @@ def crossroads(env: dict, *args: str, rc: int | None = 0) -> subprocess.Complete
                           text=True, timeout=300)
     assert rc is None or proc.returncode == rc, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr}"
     return proc
+
+
+def parse_sse(text: str) -> list[tuple[str, dict]]:
+    """A server-sent event stream -> [(event, data)], as a client reads it."""
+    events = []
+    for frame in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in frame.split("\n"))
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
 
 
 def wait_for_job(client, headers: dict, job_id: int, timeout_s: float = 120) -> dict:

@@ -1,7 +1,6 @@
 """/v1/ask and /v1/route over the real router (offline: no LLM key), streaming, and the catch-all 500."""
 from __future__ import annotations
 
-import json
 import uuid
 
 import pytest
@@ -9,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from api import tokens
 from api.app import create_app
+from tests.conftest import parse_sse
 
 TENANT = f"ask_{uuid.uuid4().hex[:8]}"
 PROBLEM = "application/problem+json"
@@ -32,14 +32,6 @@ def tok(db, client):
     r = client.post("/v1/documents:batch", json={"documents": DOCS}, headers=bearer(made["writer"]))
     assert r.status_code == 200 and r.json()["errors"] == 0, r.text
     return made
-
-
-def parse_sse(text: str) -> list[tuple[str, dict]]:
-    events = []
-    for frame in text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in frame.split("\n"))
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
 
 
 def test_route_contract(client, tok):

@@ -44,7 +44,7 @@ from fastapi.testclient import TestClient
 
 from api import tokens
 from api.app import create_app
-from tests.conftest import crossroads
+from tests.conftest import crossroads, parse_sse
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "fixtures" / "corpus"
@@ -411,14 +411,6 @@ def world(db, settings, local_embedder, demo_tenant):
 def _post(world: World, path: str, reader: str, probe: Probe, payload: dict):
     return world.client.post(path, json={**dict(probe.body), **payload}, params=dict(probe.params),
                              headers=world.headers(reader, probe))
-
-
-def parse_sse(text: str) -> list[tuple[str, dict]]:
-    events = []
-    for frame in text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in frame.split("\n"))
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
 
 
 def _timed(world: World, name: str):
