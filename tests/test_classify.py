@@ -10,7 +10,8 @@ import pytest
 
 from core.llm import AnthropicLLM
 from core.settings import Settings
-from router.classify import TOOL_NAME, HeuristicClassifier, LLMClassifier, classify
+from router.classify import HeuristicClassifier, LLMClassifier, classify
+from router.prompts import ROUTE_TOOL_NAME as TOOL_NAME
 from router.types import ROUTES
 from tests.conftest import FIXTURES
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use

@@ -64,6 +64,7 @@ RENDERERS = {
     "router.build_prompt": (lambda s: router_prompts.build_prompt(s, [_passage(s)]), {"question", "source", "content"}),
     "router.plan_message": (lambda s: router_prompts.plan_message(s, [_passage(s)], [s]),
                             {"question", "query", "passage"}),
+    "router.route_message": (router_prompts.route_message, {"question"}),
 }
 
 SYSTEM_PROMPTS = {
@@ -75,6 +76,7 @@ SYSTEM_PROMPTS = {
     "graph.MAP_SYSTEM": graph_prompts.MAP_SYSTEM, "graph.ANSWER_SYSTEM": graph_prompts.ANSWER_SYSTEM,
     "graph.SUMMARY_SYSTEM": graph_prompts.SUMMARY_SYSTEM, "graph.RELATIONSHIP_SYSTEM": graph_prompts.RELATIONSHIP_SYSTEM,
     "router.SYSTEM_PROMPT": router_prompts.SYSTEM_PROMPT, "router.PLAN_PROMPT": router_prompts.PLAN_PROMPT,
+    "router.ROUTE_SYSTEM": router_prompts.ROUTE_SYSTEM,
 }
 
 
