@@ -17,6 +17,7 @@ fast model through a forced tool call and falls back to the heuristic on any fai
 """
 from __future__ import annotations
 
+import logging
 import math
 
 from core.llm import LLM, LLMError
@@ -28,6 +29,8 @@ from router.question_cues import (
     QUOTED, Question, RELATIONAL_DESCRIPTIONS, RU_OPENER, SENTENCE_END,
 )
 from router.types import ROUTES, RouteDecision
+
+log = logging.getLogger(__name__)
 
 THRESHOLD = 2.0  # points a route needs to beat `local`, the default
 
@@ -195,5 +198,18 @@ def classify(question: str, *, llm: LLM | None = None, forced: str | None = None
                              classifier="forced")
     offline = offline or HeuristicClassifier()
     if llm is not None:
-        return LLMClassifier(llm, fallback=offline).classify(question)
+        decision = LLMClassifier(llm, fallback=offline).classify(question)
+        if decision.classifier == LLMClassifier.name:
+            _record_agreement(decision, offline.classify(question))
+        return decision
     return offline.classify(question)
+
+
+def _record_agreement(llm_decision: RouteDecision, offline_decision: RouteDecision) -> None:
+    """How often the offline router agrees with the model is the evidence for trusting it without a key:
+    kept in the trace and logged for an operator to count."""
+    agrees = llm_decision.route == offline_decision.route
+    llm_decision.features["offline_route"] = offline_decision.route
+    llm_decision.features["offline_agrees"] = agrees
+    log.info("route agreement: llm=%s offline=%s (%s) agrees=%s", llm_decision.route, offline_decision.route,
+             offline_decision.classifier, agrees)

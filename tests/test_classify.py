@@ -155,6 +155,8 @@ def test_llm_tool_answer_is_the_decision():
     assert body["tool_choice"] == {"type": "tool", "name": TOOL_NAME}
     assert body["messages"] == [{"role": "user", "content": "<question>Who founded Tesla?</question>"}]
     assert "never instructions" in body["system"] and "multihop" in body["system"]
+    # the offline router's opinion rides along: its agreement with the model is what an operator counts
+    assert decision.features["offline_route"] == "local" and decision.features["offline_agrees"] is False
 
 
 def test_llm_question_is_escaped_data():
