@@ -64,7 +64,7 @@ def server_settings(memory: int, shared_buffers: str = "") -> dict[str, str]:
     worker loaded: it records which pages shared_buffers holds (every 5 minutes and at shutdown) and
     reads them back after a restart, so the first searches after one are not served from disk
     (1M-chunk bench, the first run after a restart: staff p95 100 ms with empty buffers, 27 ms with
-    autoprewarm, README Measured)."""
+    autoprewarm, docs/benchmarks.md)."""
     if not shared_buffers:
         shared_buffers = f"{min(max(memory // 4, 128 * MIB), 4096 * MIB) // MIB}MB"
     elif not re.fullmatch(r"\d+\s*(kB|MB|GB)", shared_buffers):
@@ -152,7 +152,7 @@ def memory_report(uri: str) -> dict:
     """The running server's shared memory, whether it sits on huge pages, and whether the search
     data fits in it. With 4 KB pages every buffer visit risks a TLB miss: at 1M chunks an exact
     vector scan visiting 5,400 heap pages took 20 ms on 4 KB pages and 10.5 ms on huge pages
-    (bench-search, README Measured). The server uses them (`huge_pages = try`) once the OS has
+    (bench-search, docs/benchmarks.md). The server uses them (`huge_pages = try`) once the OS has
     reserved enough."""
     import psycopg
 
@@ -184,7 +184,7 @@ def shared_buffers_advice(search_bytes: int, shared_bytes: int, memory: int, hug
     """What to set when the search data (every database's chunks and documents, indexes included)
     outgrows shared_buffers; None while it fits. Beyond it every search copies pages in from the OS
     cache and evicts others: on the 1M-chunk bench (7.2 GB) every reader's p95 was within 30 ms in one
-    of four runs with 4 GB and in eleven of twelve with 8 GB (README Measured). Past 40% of memory a
+    of four runs with 4 GB and in eleven of twelve with 8 GB (docs/benchmarks.md). Past 40% of memory a
     bigger pool stops paying (PostgreSQL's guidance: the OS cache needs the rest), so the advice is
     then more memory."""
     if search_bytes <= shared_bytes:

@@ -16,7 +16,7 @@ from graph.summarize import (SUMMARY_MIN_CHARS, DescriptionSummarizer, Relations
                              level_summary_requests)
 from graph.types import Extractor
 
-# Rough per-call sizes for the estimate printed before any LLM work (measured prompts, see README).
+# Rough per-call sizes for the estimate printed before any LLM work (measured prompts, see docs/benchmarks.md).
 EXTRACT_PROMPT_TOKENS = 1500
 EXTRACT_OUTPUT_TOKENS = 600
 

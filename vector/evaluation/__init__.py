@@ -1,1 +1,1 @@
-"""Retrieval evaluation: datasets, document-level metrics, and the README report (pure parts)."""
+"""Retrieval evaluation: datasets, document-level metrics, and the docs/benchmarks.md report (pure parts)."""

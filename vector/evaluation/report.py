@@ -1,4 +1,4 @@
-"""The "Retrieval quality" README table: pure string functions, so `make eval` output is reviewable
+"""The "Retrieval quality" table of docs/benchmarks.md: pure string functions, so `make eval` output is reviewable
 and re-running it rewrites the section in place instead of appending a second copy."""
 from __future__ import annotations
 
