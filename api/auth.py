@@ -6,7 +6,6 @@ request body or query can add a group. Roles are ordered: reader < writer < admi
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -17,8 +16,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from api import tokens
 from api.problems import ApiProblem
 from core.settings import Settings
+from core.text_safety import CONTROL
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 log = logging.getLogger("crossroads.api")
 
@@ -94,7 +93,7 @@ def verify_jwt(token: str, settings: Settings) -> Principal:
         raise _unauthorized("The JWT has no `tenant` claim.", "invalid_token")
     if not isinstance(raw_groups, list) or not all(isinstance(g, str) for g in raw_groups):
         raise _unauthorized("The JWT's `groups` claim must be a list of group names.", "invalid_token")
-    if any(_CONTROL.search(g) for g in raw_groups) or _CONTROL.search(tenant):
+    if any(CONTROL.search(g) for g in raw_groups) or CONTROL.search(tenant):
         # NUL cannot reach PostgreSQL and no group or tenant is named with control characters
         raise _unauthorized("The JWT's `tenant` and `groups` must not contain control characters.", "invalid_token")
     groups = tokens.clean_groups(raw_groups)

@@ -11,6 +11,7 @@ from api.cli import (EXIT_PARTIAL, JsonOption, TenantOption, _database, _fail, _
                      err, out)
 from core.errors import CrossroadsError, JobNotFoundError, JobRunningError
 from core.settings import get_settings
+from core.text_safety import CONTROL
 
 levels_app = typer.Typer(help="Access levels: the graph of a level is built only from chunks its groups may read.",
                          no_args_is_help=True)
@@ -48,18 +49,17 @@ def levels_set(
 
 
 _LEVEL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # as the access_levels table's CHECK
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _check_level_input(tenant: str, name: str, groups: list[str]) -> None:
     """Exit 2 (a usage error) with the rule, rather than let the database refuse it with a traceback."""
     from graph.levels import DEFAULT_LEVEL
 
-    if _CONTROL.search(tenant):
+    if CONTROL.search(tenant):
         raise typer.BadParameter("a tenant must not contain control characters", param_hint="TENANT")
     if not groups:
         raise typer.BadParameter("a level needs at least one group, e.g. public,staff", param_hint="GROUPS")
-    if any(_CONTROL.search(g) for g in groups):
+    if any(CONTROL.search(g) for g in groups):
         raise typer.BadParameter("a group name must not contain control characters", param_hint="GROUPS")
     if name == DEFAULT_LEVEL:
         raise typer.BadParameter(f"`{DEFAULT_LEVEL}` is the built-in level of every group; choose another name",

@@ -3,17 +3,15 @@
 answered with the same 422 shape, naming the field."""
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from api.problems import validation_problem
+from vector.sources import DOC_ID_MAX_CHARS, doc_id_problem
 
 Route = Literal["auto", "local", "global", "multihop"]
-DOC_ID_MAX = 512
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _storable(value: str) -> str:
@@ -101,7 +99,7 @@ class DocumentBody(Strict):
 
 
 class BatchDocument(DocumentBody):
-    doc_id: Text = Field(..., min_length=1, max_length=DOC_ID_MAX)
+    doc_id: Text = Field(..., min_length=1, max_length=DOC_ID_MAX_CHARS)
 
 
 class BatchRequest(Strict):
@@ -295,15 +293,8 @@ def check_text(field: str, value: str, max_chars: int) -> str:
 
 
 def doc_id_error(doc_id: str) -> str | None:
-    if not doc_id or not doc_id.strip():
-        return "must not be empty"
-    if len(doc_id) > DOC_ID_MAX:
-        return f"is {len(doc_id)} characters; the limit is {DOC_ID_MAX}"
-    if _CONTROL.search(doc_id):
-        return "must not contain control characters"
-    if doc_id != doc_id.strip():
-        return "must not start or end with whitespace"
-    return None
+    """Why an id cannot be a document id: the rules ingest applies to file names and JSONL ids too."""
+    return doc_id_problem(doc_id)
 
 
 def check_doc_id(doc_id: str) -> str:

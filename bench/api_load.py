@@ -149,7 +149,7 @@ def resident_mb(pid: int) -> float:
     total_kb, pids = 0, [pid]
     try:
         pids += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
+    except OSError:  # the server has no child processes (one worker) or has just ended: its own memory counts
         pass
     for each in pids:
         try:

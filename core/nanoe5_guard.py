@@ -15,11 +15,9 @@ become U+FFFD and NUL a space.
 from __future__ import annotations
 
 import functools
-import re
 import struct
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
+from core.text_safety import storable_text
 
 class NormalisationMap:
     """The tokenizer's per-code-point normalisation map, read from the model file it ships in."""
@@ -73,6 +71,5 @@ def bundled_map() -> NormalisationMap:
 
 def tokenizer_safe(text: str) -> str:
     """`text` as the C tokenizer can take it: normalised, valid UTF-8, no NUL; same tokens."""
-    text = _SURROGATE.sub("\ufffd", text).replace("\x00", " ")
-    return bundled_map().apply(text)
+    return bundled_map().apply(storable_text(text))
 

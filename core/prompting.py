@@ -190,7 +190,7 @@ def _remember_auto(llm: LLM, task: str) -> None:
     with _auto_lock:
         try:
             _auto_only.setdefault(llm, set()).add(task)
-        except TypeError:
+        except TypeError:  # not weakly referenceable: it is asked forced each time and falls back again
             pass
 
 

@@ -10,7 +10,6 @@ import contextvars
 import logging
 import math
 import numbers
-import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -23,6 +22,7 @@ import psycopg
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import ModelNotServedError, SearchUnavailableError
+from core.text_safety import storable_text
 from vector import search_sql
 from vector.bm25 import MAX_SCORED, Bm25Leg
 from vector.fulltext import build_query, query_pieces
@@ -37,15 +37,6 @@ FTS_RANKINGS = ("bm25", *search_sql.FTS_RANKS)
 _RETRY_HINT = ("Try again shortly; a statement timeout (CROSSROADS_SEARCH_STATEMENT_TIMEOUT_MS) means the "
                "database was blocked (a lock held by a migration or maintenance) or overloaded.")
 EXACT_SCAN_MIN_ROWS = 2_000  # a reader with fewer rows always gets exact distances (a few ms)
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def storable_text(text: str) -> str:
-    """A query as PostgreSQL can take it: a lone surrogate (the CLI's argv decodes undecodable bytes to
-    them) becomes U+FFFD and NUL a space, as the embedder's guard does, instead of failing the legs."""
-    return _SURROGATE.sub("\ufffd", text).replace("\x00", " ")
-
-
 def _database_lost(exc: Exception) -> bool:
     """A lost or unreachable server (or no pooled connection in time), not a cancelled statement."""
     return isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled)

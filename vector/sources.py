@@ -27,6 +27,7 @@ from typing import Callable, Iterable, Iterator
 
 import yaml
 
+from core.text_safety import CONTROL, SURROGATE
 from vector.language import detect_language
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
@@ -42,8 +43,6 @@ DOC_ID_MAX_CHARS = 512
 # carrying one is skipped: guessing that it meant nothing would publish it under the default groups.
 _ACL_LOOKALIKES = {"acl", "acls", "group", "groups", "access", "accesslist", "allowedgroups", "permissions",
                    "readers", "roles", "visibility"}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SYMLINK_REASON = "symbolic link: not followed (ingest reads only files inside the folder; copy the file in instead)"
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -91,7 +90,7 @@ def _check_text(field: str, value: str) -> None:
     instead of failing the whole batch when the text is hashed or written."""
     if "\x00" in value:
         raise BadDocument(f"{field} contains a NUL character at position {value.index(chr(0))}: binary data, not text")
-    if found := _SURROGATE.search(value):
+    if found := SURROGATE.search(value):
         raise BadDocument(
             f"{field} contains a lone surrogate (U+{ord(found.group()):04X}) at position {found.start()}, which is not "
             "valid Unicode: fix the source (in JSON, a \\ud800-\\udfff escape needs its pair)"
@@ -102,9 +101,9 @@ def doc_id_problem(doc_id: str) -> str | None:
     """Why the HTTP API could not address this id (the rules of api/schemas.py), or None."""
     if not doc_id.strip():
         return "is empty"
-    if _SURROGATE.search(doc_id):
+    if SURROGATE.search(doc_id):
         return "is not valid Unicode (a file name in another encoding than UTF-8, or a lone surrogate escape)"
-    if found := _CONTROL.search(doc_id):
+    if found := CONTROL.search(doc_id):
         return f"contains a control character ({printable(found.group())})"
     if doc_id != doc_id.strip():
         return "starts or ends with whitespace"
@@ -396,7 +395,7 @@ def _load_entry(root: Path, relative: str, dir_fd: int, entry: os.DirEntry, defa
             return Skipped(where, _not_regular_reason(entry.stat(follow_symlinks=False).st_mode), relative)
         except OSError as exc:  # gone since the folder was listed
             return Skipped(where, f"cannot read: {exc.strerror or exc}", relative)
-    if _SURROGATE.search(entry.name):
+    if SURROGATE.search(entry.name):
         return Skipped(where, "file name is not valid UTF-8: rename it", relative)
     if problem := doc_id_problem(relative):
         return Skipped(where, f"file name {problem}, so the HTTP API could not address it: rename it", relative)

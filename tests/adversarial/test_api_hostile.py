@@ -275,7 +275,7 @@ def served(cli_env, tmp_path_factory):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                 break
-        except httpx.TransportError:
+        except httpx.TransportError:  # not listening yet
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()

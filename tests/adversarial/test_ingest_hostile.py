@@ -281,7 +281,7 @@ def test_two_concurrent_ingests_of_one_tenant_both_finish_cleanly(db, settings, 
         # serialised the ingests would never meet the other here: the timeout lets it go on.
         try:
             both_planned.wait(timeout=2)
-        except threading.BrokenBarrierError:
+        except threading.BrokenBarrierError:  # the other run never came: the ingests were serialised
             pass
 
     reports, failures = [], []
