@@ -25,9 +25,10 @@ from api.schemas import (
     DocumentResult, check_doc_id, doc_id_error, document_size_error,
 )
 from api.routes_query import ERRORS
+from core.errors import BadDocument
 from vector import store
 from vector.ingest import drop_emptied_graphs
-from vector.sources import BadDocument, SourceDocument, build_document, parse_acl
+from vector.sources import SourceDocument, build_document, parse_acl
 
 log = logging.getLogger("crossroads.api")
 

@@ -66,3 +66,7 @@ class JobNotFoundError(CrossroadsError):
 
 class JobEndedError(CrossroadsError):
     """The job has already ended: there is nothing left to stop."""
+
+
+class BadDocument(ValueError):
+    """One source document cannot be indexed, and why; ingest turns it into a `Skipped` entry and goes on."""

@@ -8,6 +8,7 @@ free text (queries) where refusing would only fail the user.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc
 SURROGATE = re.compile("[\ud800-\udfff]")
@@ -17,3 +18,17 @@ def storable_text(text: str) -> str:
     """Free text as the database and the native embedder can take it: a lone surrogate (the CLI's argv
     decodes undecodable bytes to them) becomes U+FFFD and NUL a space."""
     return SURROGATE.sub("\ufffd", text).replace("\x00", " ")
+
+
+def printable(text: str) -> str:
+    """`text` safe to print, log and store: control characters and lone surrogates as escapes, and
+    the bytes of a file name that is not UTF-8 (os.fsdecode's surrogate escapes) as \\xNN."""
+    return "".join(_printable_char(c) for c in text)
+
+
+def _printable_char(c: str) -> str:
+    if "\udc80" <= c <= "\udcff":
+        return f"\\x{ord(c) - 0xDC00:02x}"
+    if unicodedata.category(c) in ("Cc", "Cs"):
+        return c.encode("unicode_escape").decode("ascii")
+    return c

@@ -18,7 +18,8 @@ from tests.conftest import crossroads
 from vector import store
 from vector.factory import make_searcher
 from vector.ingest import ingest_documents
-from vector.sources import load_file, load_source, printable
+from core.text_safety import printable
+from vector.sources import load_file, load_source
 
 MB = 1_000_000
 SECRET = "zebracorn-outside-7731"  # a word only the file outside the folder holds
