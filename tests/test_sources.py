@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from vector.language import detect_language
 from core.errors import BadDocument
 from vector.front_matter import split_front_matter
+from vector.language import detect_language
 from vector.sources import load_source, parse_acl
 
 MB = 1_000_000
