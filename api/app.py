@@ -79,7 +79,7 @@ class Services:
         if self._query_searcher is None:
             with self._lock:
                 if self._query_searcher is None:
-                    from vector.factory import with_transforms
+                    from vector.search.factory import with_transforms
 
                     self._query_searcher = with_transforms(self.searcher(), self.settings)
         return self._query_searcher

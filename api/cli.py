@@ -160,9 +160,9 @@ def ingest(
 ) -> None:
     """Index documents as a sync: unchanged text costs nothing, changed text re-embeds only changed chunks."""
     from core.llm import UsageMeter, make_llm
-    from vector.contextualize import make_contextualizer
-    from vector.ingest import ingest_documents
-    from vector.sources import load_source
+    from vector.ingest.contextualize import make_contextualizer
+    from vector.ingest.runner import ingest_documents
+    from vector.ingest.sources import load_source
 
     settings = get_settings()
     try:
@@ -251,7 +251,7 @@ def documents_delete(
 ) -> None:
     """Remove documents and all their chunks."""
     from vector import store
-    from vector.ingest import drop_emptied_graphs
+    from vector.ingest.runner import drop_emptied_graphs
 
     with _database(get_settings()) as db:
         with db.connection() as conn:

@@ -30,7 +30,7 @@ def migrate_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Compute the new model's vectors beside the served ones; search keeps serving the old model. Resumable."""
-    from vector.embedding_migration import migrate
+    from vector.model_switch.runner import migrate
 
     settings = get_settings()
     try:
@@ -69,7 +69,7 @@ def switch_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Serve the new model's vectors, in one transaction; the old ones are kept staged (switch back is free)."""
-    from vector.embedding_migration import switch
+    from vector.model_switch.runner import switch
 
     settings = get_settings()
     try:
@@ -116,7 +116,7 @@ def drop_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Delete a model's staged vectors for the tenant (refuses the model that serves it)."""
-    from vector.embedding_migration import drop
+    from vector.model_switch.runner import drop
 
     settings = get_settings()
     with _database(settings) as db:
@@ -139,7 +139,7 @@ def index_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Build a tenant's own HNSW graph of each model serving it, where it needs one (ingest does it too)."""
-    from vector import tenant_index
+    from vector import hnsw_index
 
     if (tenant is None) == (not all_tenants):
         _fail(CrossroadsError("give --tenant T or --all"))
@@ -147,7 +147,7 @@ def index_command(
     min_rows = settings.tenant_vector_index_min_rows
     with _database(settings) as db:
         try:
-            results = tenant_index.ensure_tenants(db, min_rows, None if all_tenants else tenant)
+            results = hnsw_index.ensure_tenants(db, min_rows, None if all_tenants else tenant)
         except CrossroadsError as exc:
             _fail(exc)
     if json_out:
@@ -166,7 +166,7 @@ def index_command(
 @embeddings_app.command("status")
 def status_command(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
     """The served model and each staged model's coverage of the tenant's chunks."""
-    from vector.embedding_migration import status
+    from vector.model_switch.runner import status
 
     with _database(get_settings()) as db:
         info = status(db, tenant)

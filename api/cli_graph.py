@@ -128,9 +128,10 @@ def graph_build(
     from core.embeddings import make_embedder
     from core.llm import UsageMeter, make_llm
     from graph import store
-    from graph.build import BuildSettings, build_graph
-    from graph.estimate import estimate_build
-    from graph.pipeline import make_pipeline
+    from graph.build.contracts import BuildSettings
+    from graph.build.runner import build_graph
+    from graph.build.estimate import estimate_build
+    from graph.build.parts import make_pipeline
 
     settings = get_settings()
     meter = UsageMeter()

@@ -11,7 +11,7 @@ from rich.text import Text
 from api.cli import JsonOption, TenantOption, _database, _fail, _groups, _print_json, _progress, app, out
 from core.errors import CrossroadsError
 from core.settings import Settings, get_settings
-from vector.factory import make_searcher, with_transforms
+from vector.search.factory import make_searcher, with_transforms
 
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 
@@ -136,7 +136,7 @@ def _compare_embeddings(db, settings: Settings, dataset, spec: str, configs, k: 
     ones by an embedding migration of the dataset's tenant (run here when needed, like the ingest:
     resumable, and free once done). bm25 does not depend on the model, so it is not repeated."""
     from core.embeddings import embedder_for
-    from vector.embedding_migration import migrate
+    from vector.model_switch.runner import migrate
     from vector.evaluation.runner import eval_tenant, evaluate
 
     candidate = embedder_for(settings, spec)

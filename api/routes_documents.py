@@ -27,8 +27,8 @@ from api.schemas import (
 from api.routes_query import ERRORS
 from core.errors import BadDocument
 from vector import store
-from vector.ingest import drop_emptied_graphs
-from vector.sources import SourceDocument, build_document, parse_acl
+from vector.ingest.runner import drop_emptied_graphs
+from vector.ingest.sources import SourceDocument, build_document, parse_acl
 
 log = logging.getLogger("crossroads.api")
 
@@ -54,8 +54,8 @@ def _source(doc_id: str, body: DocumentBody) -> SourceDocument:
 
 def _ingest(svc: Services, tenant: str, documents: list[SourceDocument]):
     from core.llm import UsageMeter, make_llm
-    from vector.contextualize import make_contextualizer
-    from vector.ingest import ingest_documents
+    from vector.ingest.contextualize import make_contextualizer
+    from vector.ingest.runner import ingest_documents
 
     meter = UsageMeter()
     contextualizer = make_contextualizer(svc.settings, make_llm(svc.settings, meter))

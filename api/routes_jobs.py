@@ -1,7 +1,7 @@
 """Jobs: start a graph build (role: admin), follow or cancel any job of the tenant (admin too: a job
 names every access level).
 
-The build runs `graph.build.build_graph` in a background thread of this process; its job row
+The build runs `graph.build.runner.build_graph` in a background thread of this process; its job row
 (status, stage, progress, counts, usage) is what `GET /v1/jobs/{id}` returns. One build per tenant
 runs at a time: this process knows its own build threads (`Services.jobs`, each entry dropped when
 its build ends), and the database (core.jobs: one running job per tenant and kind, kept alive by
@@ -35,9 +35,10 @@ router = APIRouter(prefix="/v1", tags=["jobs"])
 def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(None),
                       principal: Principal = Depends(admin), svc: Services = Depends(services)):
     from core.llm import UsageMeter, make_llm
-    from graph.build import BuildSettings, build_graph, create_build_job
-    from graph.estimate import estimate_build
-    from graph.pipeline import make_pipeline
+    from graph.build.contracts import BuildSettings
+    from graph.build.runner import build_graph, create_build_job
+    from graph.build.estimate import estimate_build
+    from graph.build.parts import make_pipeline
 
     body = body or GraphBuildRequest()
     tenant, settings, db = principal.tenant, svc.settings, svc.db()

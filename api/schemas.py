@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from api.problems import validation_problem
-from vector.sources import DOC_ID_MAX_CHARS, doc_id_problem
+from vector.ingest.sources import DOC_ID_MAX_CHARS, doc_id_problem
 
 Route = Literal["auto", "local", "global", "multihop"]
 

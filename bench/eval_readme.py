@@ -10,7 +10,7 @@ import json
 import sys
 from datetime import date
 
-from vector.factory import make_searcher
+from vector.search.factory import make_searcher
 from bench.common import ROOT, SHARED_DATA
 from core.database import open_database
 from core.embeddings import make_embedder

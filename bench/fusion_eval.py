@@ -16,7 +16,7 @@ never per dataset. The cache is reused while it exists: --refresh after re-index
 is also reranked by the shipped offline reranker (its weights unchanged).
 
 Result on the dev split (2026-11-30): z-score fusion with alpha (vector weight) = 0.6 has the best
-mean nDCG@10 of the one-parameter functions (0.732; RRF k=60 0.704) and became the default (`vector.fusion`). It beats both legs
+mean nDCG@10 of the one-parameter functions (0.732; RRF k=60 0.704) and became the default (`vector.search.fusion`). It beats both legs
 on anthropic_docs, xquad_ru and multihop but stays below dense on beir_msmarco and beir_dbpedia;
 so does every fixed weighting here, and the query-adaptive one (peakedness-weighted z: mean 0.735
 with two parameters, leave-one-dataset-out 0.720 against 0.716, but lower recall and multihop
@@ -45,7 +45,7 @@ from bench.common import ROOT, SHARED_DATA
 from vector.evaluation.datasets import load_dataset
 from vector.evaluation.metrics import score_query, summarise
 from vector.evaluation.runner import CHUNKS_PER_DOC_SLACK, EVAL_GROUP
-from vector.fusion import zscore_fusion, zscores
+from vector.search.fusion import zscore_fusion, zscores
 
 CACHE = ROOT / ".crossroads" / "fusion_cache.json"
 DATASETS = ("anthropic_docs", "xquad_ru", "multihop", "beir_msmarco", "beir_dbpedia")
@@ -65,8 +65,8 @@ def collect(names: Sequence[str], refresh: bool) -> dict:
         return cached
     from core.database import open_database
     from core.settings import Settings
-    from vector import search_sql
-    from vector.factory import make_searcher
+    from vector.search import sql as search_sql
+    from vector.search.factory import make_searcher
 
     settings = Settings()
     db = open_database(settings)
@@ -230,7 +230,7 @@ class Scorer:
         return {m: summary[m] for m in METRICS}
 
     def _rerank(self, row, vector, fts, fused, details) -> list[int]:
-        from vector.search import Candidate
+        from vector.search.hybrid import Candidate
 
         vr, fr = _ranks(vector), _ranks(fts)
         vs, fs = dict(vector), dict(fts)
@@ -339,7 +339,7 @@ def main() -> None:
     cache = collect(args.datasets, args.refresh)
     reranker = None
     if args.rerank:
-        from vector.rerank.offline import OfflineReranker
+        from vector.search.rerank.offline import OfflineReranker
 
         reranker = OfflineReranker()
     scorer = Scorer(cache, args.datasets, reranker)

@@ -19,12 +19,13 @@ from core.embeddings import make_embedder
 from core.llm import model_prices
 from core.settings import Settings
 from graph import store
-from graph.build import BuildSettings, LevelReport, OfflineReporter, build_level_graph, cluster, embed_reports, report_communities
-from graph.estimate import EXTRACT_OUTPUT_TOKENS, EXTRACT_PROMPT_TOKENS
-from graph.communities import membership_hash
-from graph.extract_offline import OfflineExtractor
-from vector.ingest import ingest_documents
-from vector.sources import load_source
+from graph.build.contracts import BuildSettings, LevelReport, OfflineReporter
+from graph.build.runner import build_level_graph, cluster, embed_reports, report_communities
+from graph.build.estimate import EXTRACT_OUTPUT_TOKENS, EXTRACT_PROMPT_TOKENS
+from graph.build.communities import membership_hash
+from graph.build.extract_offline import OfflineExtractor
+from vector.ingest.runner import ingest_documents
+from vector.ingest.sources import load_source
 
 TENANT = "eval_podcast"
 

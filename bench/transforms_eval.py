@@ -53,13 +53,13 @@ def main() -> int:
         print("ANTHROPIC_API_KEY is not set: query transforms need an LLM, nothing to measure (exit 0).")
         return 0
 
-    from vector.factory import make_searcher
+    from vector.search.factory import make_searcher
     from core.database import open_database
     from core.embeddings import make_embedder
     from core.llm import UsageMeter, make_llm
     from vector.evaluation.datasets import load_dataset
     from vector.evaluation.runner import evaluate, index_dataset
-    from vector.transforms import TransformingSearcher
+    from vector.search.transforms import TransformingSearcher
 
     rows = []
     db = open_database(settings)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, BeforeValidator
 from core.prompting import Ids, Name, Salvaged, Text, Tool, clamped
 from graph.types import ChunkInput
 
-# --- entity, relationship and claim extraction (graph/extract_llm.py) -------------------------------
+# --- entity, relationship and claim extraction (graph/build/extract_llm.py) -------------------------------
 
 EXTRACT_TOOL = "record_graph"
 
@@ -119,7 +119,7 @@ def extraction_schema(types: tuple[str, ...], with_claims: bool) -> dict:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-# --- community reports (graph/reports_llm.py) -------------------------------------------------------
+# --- community reports (graph/build/reports_llm.py) -------------------------------------------------------
 
 MAX_FINDINGS = 10
 
@@ -192,7 +192,7 @@ def report_block(rid: int, sub: dict) -> str:
     return f'<report id="{rid}">\n{body}\n</report>\n'
 
 
-# --- global search: rate, map, reduce (graph/global_llm.py) -----------------------------------------
+# --- global search: rate, map, reduce (graph/query/global_llm.py) -----------------------------------------
 
 RATE_TOOL, MAP_TOOL = "rate_reports", "record_points"
 
@@ -272,7 +272,7 @@ def points_message(question: str, points: list[tuple[str, float, list[int]]]) ->
             + "\n</points>\nWrite the answer, citing reports as [n].")
 
 
-# --- description summaries (graph/summarize.py) -----------------------------------------------------
+# --- description summaries (graph/build/summarize.py) -----------------------------------------------------
 
 MAX_WORDS = 150
 

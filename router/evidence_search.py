@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from router.types import Passage
-from vector.search import Candidate, HybridSearcher, Mode
+from vector.search.hybrid import Candidate, HybridSearcher, Mode
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from core.sentences import split_sentences
 from router.types import Passage
-from vector.rerank.features import QueryTerms, content_stems
+from vector.search.rerank.features import QueryTerms, content_stems
 
 MIN_SENTENCE_CHARS = 12
 

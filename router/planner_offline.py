@@ -214,7 +214,7 @@ class OfflinePlanner:
     # -- bridge entities ------------------------------------------------------------------------
     def _entities(self, passage: Passage) -> list[str]:
         if self._extractor is None:
-            from graph.extract_offline import OfflineExtractor
+            from graph.build.extract_offline import OfflineExtractor
 
             self._extractor = OfflineExtractor()
         from graph.types import ChunkInput

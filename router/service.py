@@ -20,7 +20,7 @@ from core.database import Database
 from core.embeddings import Embedder
 from core.llm import LLM, LLMError, UsageMeter, make_llm
 from core.settings import Settings
-from graph.query import ask_global
+from graph.query.runner import ask_global
 from router.agentic import Limits, agentic_search
 from router.classify import classify
 from router.evidence_search import HybridPassageSearcher, to_passage
@@ -31,8 +31,8 @@ from router.planner_offline import OfflinePlanner
 from router.route_model import offline_classifier
 from router.types import ROUTES, Answer, Citation, Passage, RouteDecision
 from vector.language import detect_language
-from vector.factory import make_searcher, with_transforms
-from vector.search import HybridSearcher
+from vector.search.factory import make_searcher, with_transforms
+from vector.search.hybrid import HybridSearcher
 
 log = logging.getLogger(__name__)
 

@@ -176,8 +176,8 @@ def unit(v) -> np.ndarray:
 def ingest_corpus(db, settings, embedder, root: Path, corpus: dict[str, str], tenant: str) -> str:
     """Write `corpus` (relative path -> Markdown with front matter) under `root`, ingest it into a
     fresh `tenant` and check every document landed."""
-    from vector.ingest import ingest_documents
-    from vector.sources import load_source
+    from vector.ingest.runner import ingest_documents
+    from vector.ingest.sources import load_source
 
     for name, text in corpus.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -195,10 +195,11 @@ def demo_tenant(db, settings, local_embedder) -> str:
     Shared by many modules: treat it as read-only (tests that edit documents make their own tenant).
     """
     from graph import store
-    from graph.build import BuildSettings, OfflineReporter, build_graph
-    from graph.extract_offline import OfflineExtractor
-    from vector.ingest import ingest_documents
-    from vector.sources import load_source
+    from graph.build.contracts import BuildSettings, OfflineReporter
+    from graph.build.runner import build_graph
+    from graph.build.extract_offline import OfflineExtractor
+    from vector.ingest.runner import ingest_documents
+    from vector.ingest.sources import load_source
 
     tenant = "demo_shared"
     docs, skipped = load_source(FIXTURES / "corpus", [], settings.max_document_bytes)

@@ -7,7 +7,7 @@ import pytest
 from router.agentic import Decision, Limits, agentic_search, query_key, select_context
 from router.evidence_search import HybridPassageSearcher
 from router.types import Passage
-from vector.search import Candidate, SearchResult
+from vector.search.hybrid import Candidate, SearchResult
 
 
 # --- scripted sides of the loop ------------------------------------------------------------------

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 
 from vector import store
-from vector.ingest import ingest_documents
-from vector.sources import load_source
+from vector.ingest.runner import ingest_documents
+from vector.ingest.sources import load_source
 
 
 STATS_CORPUS = {

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from vector.chunking import ChunkDraft, chunk_markdown
-from vector.markdown import Block, Section, split_sections
+from vector.ingest.chunking import ChunkDraft, chunk_markdown
+from vector.ingest.markdown import Block, Section, split_sections
 from core.sentences import split_sentences
 
 # --- sentences ---------------------------------------------------------------------------------

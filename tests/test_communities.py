@@ -9,7 +9,7 @@ from collections import Counter
 import networkx as nx
 import pytest
 
-from graph.communities import (
+from graph.build.communities import (
     Community,
     canonical_edges,
     detect_communities,

@@ -12,11 +12,11 @@ from tests.conftest import CountingEmbedder
 from core.prompting import MalformedReply
 from tests.fakes.anthropic_server import FakeAnthropic, error, refusal, text
 from tests.test_ingest_sync import LONG_EN, SHORT, write_corpus
-from vector.contextualize import (LLMContextualizer, TitleContextualizer, checked_context, document_location,
+from vector.ingest.contextualize import (LLMContextualizer, TitleContextualizer, checked_context, document_location,
                                   document_prefix, make_contextualizer)
-from vector.ingest import ingest_documents
-from vector.search import HybridSearcher
-from vector.sources import SourceDocument, load_source
+from vector.ingest.runner import ingest_documents
+from vector.search.hybrid import HybridSearcher
+from vector.ingest.sources import SourceDocument, load_source
 
 
 def situate(body: dict):

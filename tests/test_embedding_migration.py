@@ -10,12 +10,14 @@ from core.errors import CrossroadsError, EmbeddingError, ModelNotServedError
 from core.voyage import VoyageEmbedder
 from tests.conftest import CountingEmbedder
 from tests.fakes.voyage_server import FakeVoyage, fake_vector
-from vector import migration_sql, search_sql, store
-from vector.embedding_migration import drop, migrate, status, switch
-from vector.ingest import ingest_documents
-from vector.prepare import embed_text
-from vector.search import HybridSearcher
-from vector.sources import load_source
+from vector import store
+from vector.model_switch import sql as migration_sql
+from vector.search import sql as search_sql
+from vector.model_switch.runner import drop, migrate, status, switch
+from vector.ingest.runner import ingest_documents
+from vector.ingest.prepare import embed_text
+from vector.search.hybrid import HybridSearcher
+from vector.ingest.sources import load_source
 
 DIM = 8
 NEW = "voyage/mig-fake"
@@ -194,7 +196,7 @@ def test_a_rebuilt_text_that_does_not_match_its_hash_is_reported(db, tenant, ind
 
 def test_staged_vector_leg_keeps_the_acl_filter_and_uses_its_index(db, tenant, indexed, voyage, monkeypatch):
     hr = next(r for r in indexed if r["doc_id"] == "hr/bonus.md")
-    monkeypatch.setattr("vector.search.use_exact_scan", lambda *sizes: False)  # served vectors: always a walk
+    monkeypatch.setattr("vector.search.hybrid.use_exact_scan", lambda *sizes: False)  # served vectors: always a walk
     with HybridSearcher(db, voyage, vectors="staged") as candidate:
         with pytest.raises(ModelNotServedError, match="no staged vectors of voyage/mig-fake"):
             candidate.search(tenant, ["hr"], hr["text"], mode="hybrid")  # loud, not a silent bm25-only result
@@ -250,7 +252,7 @@ def test_switch_flips_atomically_and_back(db, local_embedder, tenant, indexed, v
 
 
 def test_a_switch_that_fails_midway_changes_nothing(db, local_embedder, tenant, indexed, voyage, monkeypatch):
-    from vector import embedding_migration
+    from vector.model_switch import runner as embedding_migration
 
     migrate(db, voyage, tenant)
 

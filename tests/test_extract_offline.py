@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from graph.extract_offline import OfflineExtractor, prune_entities
+from graph.build.extract_offline import OfflineExtractor, prune_entities
 from graph.normalize import display_name, entity_key, plain_sentences
 from graph.types import ChunkInput, GraphEntity
-from vector.chunking import chunk_markdown
-from vector.sources import load_source
+from vector.ingest.chunking import chunk_markdown
+from vector.ingest.sources import load_source
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"
 

@@ -5,7 +5,7 @@ import json
 from collections import defaultdict
 
 from tests.conftest import FIXTURES
-from vector.sources import load_source
+from vector.ingest.sources import load_source
 
 HR_ONLY = "Project Sandpiper"
 FINANCE_ONLY = "Programme Nightjar"

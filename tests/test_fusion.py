@@ -1,4 +1,4 @@
-"""Fusion of the search legs (vector.fusion): pure, no database."""
+"""Fusion of the search legs (vector.search.fusion): pure, no database."""
 from __future__ import annotations
 
 import math
@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from vector.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion, zscores
-from vector.rerank.features import FEATURE_NAMES, extract
-from vector.search import Candidate, HybridSearcher
+from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion, zscores
+from vector.search.rerank.features import FEATURE_NAMES, extract
+from vector.search.hybrid import Candidate, HybridSearcher
 
 R15 = math.sqrt(1.5)  # z of the ends of three evenly spaced scores (population standard deviation)
 

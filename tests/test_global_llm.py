@@ -1,4 +1,4 @@
-"""graph.global_llm through the real anthropic SDK against the fake Messages API on loopback.
+"""graph.query.global_llm through the real anthropic SDK against the fake Messages API on loopback.
 
 The handler answers each phase by the request's tool: rate_reports (selection), record_points
 (map), none (the reduce's answer), so every call is real wire traffic and counted.
@@ -12,9 +12,9 @@ import pytest
 from core.llm import make_llm
 from core.settings import Settings
 from graph import store
-from graph.global_llm import LLMGlobalSearch
+from graph.query.global_llm import LLMGlobalSearch
 from graph.levels import AccessLevel
-from graph.query import ask_global
+from graph.query.runner import ask_global
 from tests.fakes.anthropic_server import FakeAnthropic, error, refusal, text, tool_use
 
 HR_ONLY = "Sandpiper"

@@ -6,12 +6,13 @@ import shutil
 import pytest
 
 from graph import store
-from graph.build import BuildSettings, OfflineReporter, build_graph, build_level_graph, cluster, LevelReport
-from graph.extract_offline import OfflineExtractor
-from graph.query import ask_global
+from graph.build.contracts import BuildSettings, LevelReport, OfflineReporter
+from graph.build.runner import build_graph, build_level_graph, cluster
+from graph.build.extract_offline import OfflineExtractor
+from graph.query.runner import ask_global
 from tests.conftest import FIXTURES
-from vector.ingest import ingest_documents
-from vector.sources import load_source
+from vector.ingest.runner import ingest_documents
+from vector.ingest.sources import load_source
 
 HR_ONLY = "Sandpiper"  # "Project Sandpiper" appears only in hr documents
 

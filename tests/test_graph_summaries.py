@@ -1,4 +1,4 @@
-"""Entity description summaries (graph.summarize) and claims in community reports.
+"""Entity description summaries (graph.build.summarize) and claims in community reports.
 
 Pure parts first; then whole builds through the real anthropic SDK against the fake Messages API.
 """
@@ -17,20 +17,21 @@ from core.database import open_database
 from core.llm import make_llm
 from core.settings import Settings
 from graph import store
-from graph.assemble import gather_claims
-from graph.build import BuildSettings, LevelReport, OfflineReporter, assemble_level, build_graph
-from graph.estimate import estimate_summaries
-from graph.communities import Community
-from graph.extract_llm import LLMExtractor
-from graph.reports import input_hash, offline_report
-from graph.reports_llm import LLMReporter, build_context, estimate_tokens
-from graph.summarize import LLMDescriptionSummarizer, needs_summary, summary_hash, summary_requests
+from graph.build.assemble import gather_claims
+from graph.build.contracts import BuildSettings, LevelReport, OfflineReporter
+from graph.build.runner import assemble_level, build_graph
+from graph.build.estimate import estimate_summaries
+from graph.build.communities import Community
+from graph.build.extract_llm import LLMExtractor
+from graph.build.reports import input_hash, offline_report
+from graph.build.reports_llm import LLMReporter, build_context, estimate_tokens
+from graph.build.summarize import LLMDescriptionSummarizer, needs_summary, summary_hash, summary_requests
 from graph.types import (ChunkInput, ExtractedClaim, ExtractedEntity, ExtractedRelationship, Extraction, GraphClaim,
                          GraphEntity, GraphRelationship)
 from tests.conftest import ROOT
 from tests.fakes.anthropic_server import FakeAnthropic, Script, error, text, tool_use
-from vector.ingest import ingest_documents
-from vector.sources import SourceDocument
+from vector.ingest.runner import ingest_documents
+from vector.ingest.sources import SourceDocument
 
 # --- pure ----------------------------------------------------------------------------------------
 

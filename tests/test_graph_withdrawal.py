@@ -14,13 +14,14 @@ from fastapi.testclient import TestClient
 from api import tokens
 from api.app import create_app
 from graph import store
-from graph.build import BuildSettings, OfflineReporter, build_graph
-from graph.extract_offline import OfflineExtractor
-from graph.query import ask_global
+from graph.build.contracts import BuildSettings, OfflineReporter
+from graph.build.runner import build_graph
+from graph.build.extract_offline import OfflineExtractor
+from graph.query.runner import ask_global
 from tests.conftest import FIXTURES, crossroads
 from vector import store as vector_store
-from vector.ingest import ingest_documents
-from vector.sources import load_source
+from vector.ingest.runner import ingest_documents
+from vector.ingest.sources import load_source
 
 TENANT = "graph_withdrawal"
 STAFF = ["public", "staff"]

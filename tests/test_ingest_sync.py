@@ -6,10 +6,10 @@ import textwrap
 import pytest
 
 from tests.conftest import CountingEmbedder
-from vector import ingest as ingest_module
+from vector.ingest import runner as ingest_module
 from vector import store
-from vector.ingest import ingest_documents
-from vector.sources import load_source
+from vector.ingest.runner import ingest_documents
+from vector.ingest.sources import load_source
 
 LONG_EN = textwrap.dedent(
     """\

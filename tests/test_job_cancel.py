@@ -8,12 +8,13 @@ import pytest
 from core import jobs
 from core.errors import JobNotFoundError, JobStoppedError
 from graph import store
-from graph.build import BuildSettings, OfflineReporter, build_graph
-from graph.extract_offline import OfflineExtractor
+from graph.build.contracts import BuildSettings, OfflineReporter
+from graph.build.runner import build_graph
+from graph.build.extract_offline import OfflineExtractor
 from tests.conftest import crossroads
 from tests.test_jobs import KIND, bearer, live_job, silence, stored_row
-from vector.ingest import ingest_documents
-from vector.sources import SourceDocument
+from vector.ingest.runner import ingest_documents
+from vector.ingest.sources import SourceDocument
 
 PROBLEM = "application/problem+json"
 

@@ -16,9 +16,10 @@ import pytest
 from core.llm import make_llm
 from core.settings import Settings
 from graph import store
-from graph.build import BuildSettings, build_graph
-from graph.extract_offline import OfflineExtractor
-from graph.pipeline import make_pipeline
+from graph.build.contracts import BuildSettings
+from graph.build.runner import build_graph
+from graph.build.extract_offline import OfflineExtractor
+from graph.build.parts import make_pipeline
 from graph.status import level_statuses
 from graph.types import ChunkInput
 from tests.conftest import ROOT

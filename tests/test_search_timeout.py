@@ -17,7 +17,7 @@ from api.app import create_app
 from core.errors import SearchUnavailableError
 from tests.conftest import ingest_corpus
 from tests.test_search import CORPUS
-from vector.search import HybridSearcher
+from vector.search.hybrid import HybridSearcher
 
 TIMEOUT_MS = 300
 HELD_S = 8.0  # how long the lock is held when nothing cancels the search

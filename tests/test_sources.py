@@ -6,9 +6,9 @@ import json
 import pytest
 
 from core.errors import BadDocument
-from vector.front_matter import split_front_matter
+from vector.ingest.front_matter import split_front_matter
 from vector.language import detect_language
-from vector.sources import load_source, parse_acl
+from vector.ingest.sources import load_source, parse_acl
 
 MB = 1_000_000
 

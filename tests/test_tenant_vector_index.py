@@ -1,4 +1,4 @@
-"""A tenant's own HNSW graph (migration 013, vector/tenant_index.py): when it is built, that the
+"""A tenant's own HNSW graph (migration 013, vector/hnsw_index.py): when it is built, that the
 vector leg's statement reaches it, that the ACL filter still applies on it, and its upkeep."""
 from __future__ import annotations
 
@@ -15,21 +15,23 @@ from api.app import create_app
 
 from tests.conftest import crossroads, unit
 from tests.test_embedding_migration import CORPUS, DIM, NEW, fake, migrate, voyage  # noqa: F401 (fixtures)
-from vector import search_sql, store, tenant_index
-from vector.embedding_migration import switch
-from vector.ingest import ingest_documents
-from vector.search import HybridSearcher
-from vector.sources import load_source
+from vector import store
+from vector.search import sql as search_sql
+from vector import hnsw_index
+from vector.model_switch.runner import switch
+from vector.ingest.runner import ingest_documents
+from vector.search.hybrid import HybridSearcher
+from vector.ingest.sources import load_source
 
 SMALL = 3  # min_rows for these tests: the corpus has about ten chunks
 
 
 def test_a_tenant_needs_its_own_graph_only_when_big_enough_and_sharing_the_model():
-    assert tenant_index.wants_own_index(5_000, True, 2_000)
-    assert tenant_index.wants_own_index(2_000, True, 2_000)
-    assert not tenant_index.wants_own_index(1_999, True, 2_000)  # searched with exact distances anyway
-    assert not tenant_index.wants_own_index(1_000_000, False, 2_000)  # alone: the shared graph is its graph
-    assert tenant_index.index_name("a", "m") != tenant_index.index_name("b", "m") != tenant_index.index_name("a", "n")
+    assert hnsw_index.wants_own_index(5_000, True, 2_000)
+    assert hnsw_index.wants_own_index(2_000, True, 2_000)
+    assert not hnsw_index.wants_own_index(1_999, True, 2_000)  # searched with exact distances anyway
+    assert not hnsw_index.wants_own_index(1_000_000, False, 2_000)  # alone: the shared graph is its graph
+    assert hnsw_index.index_name("a", "m") != hnsw_index.index_name("b", "m") != hnsw_index.index_name("a", "n")
 
 
 def write_chunks(db, tenant: str, model: str, n: int, dim: int = 8) -> None:
@@ -58,26 +60,26 @@ def index_state(db, name: str):
 def test_a_model_of_one_tenant_gets_no_graph_until_another_tenant_uses_it(db, tenant):
     model = f"test/solo-{tenant}"  # a model id no other tenant has
     write_chunks(db, tenant, model, 20)
-    assert tenant_index.ensure(db, tenant, model, 8, min_rows=1) is None
+    assert hnsw_index.ensure(db, tenant, model, 8, min_rows=1) is None
     write_chunks(db, tenant + "_other", model, 5)
-    built = tenant_index.ensure(db, tenant, model, 8, min_rows=1)
-    assert built == {"index": tenant_index.index_name(tenant, model), "rows": 20}
+    built = hnsw_index.ensure(db, tenant, model, 8, min_rows=1)
+    assert built == {"index": hnsw_index.index_name(tenant, model), "rows": 20}
     assert index_state(db, built["index"]) == ((True, True), True)
-    assert tenant_index.ensure(db, tenant, model, 8, min_rows=1) is None  # registered: never rebuilt
-    assert tenant_index.ensure(db, tenant + "_other", model, 8, min_rows=6) is None  # 5 rows: too small
+    assert hnsw_index.ensure(db, tenant, model, 8, min_rows=1) is None  # registered: never rebuilt
+    assert hnsw_index.ensure(db, tenant + "_other", model, 8, min_rows=6) is None  # 5 rows: too small
 
 
 def test_an_index_left_invalid_by_a_dead_build_is_dropped_and_rebuilt(db, tenant):
     model = f"test/invalid-{tenant}"
     write_chunks(db, tenant, model, 10)
     write_chunks(db, tenant + "_other", model, 3)
-    name = tenant_index.index_name(tenant, model)
+    name = hnsw_index.index_name(tenant, model)
     with db.connection() as conn, conn.transaction():  # what CREATE INDEX CONCURRENTLY leaves when it dies
         conn.execute(sql.SQL("CREATE INDEX {} ON chunks (id) WHERE tenant_id = {}").format(
             sql.Identifier(name), sql.Literal(tenant)))
         conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (name,))
     assert index_state(db, name) == ((True, False), False)
-    assert tenant_index.ensure(db, tenant, model, 8, min_rows=1)["index"] == name
+    assert hnsw_index.ensure(db, tenant, model, 8, min_rows=1)["index"] == name
     assert index_state(db, name) == ((True, True), True)
     with db.connection() as conn:
         definition = conn.execute("SELECT pg_get_indexdef(%s::regclass)", (name,)).fetchone()[0]
@@ -86,7 +88,7 @@ def test_an_index_left_invalid_by_a_dead_build_is_dropped_and_rebuilt(db, tenant
 
 def test_a_build_held_up_by_an_open_transaction_fails_the_note_not_the_ingest(db, settings, local_embedder, tenant,
                                                                              tmp_path, demo_tenant, monkeypatch):
-    monkeypatch.setattr(tenant_index, "BUILD_LOCK_TIMEOUT", "300ms")
+    monkeypatch.setattr(hnsw_index, "BUILD_LOCK_TIMEOUT", "300ms")
     (tmp_path / "a.md").write_text("Backups run nightly at two.", encoding="utf-8")
     (tmp_path / "b.md").write_text("Payments retry five times.", encoding="utf-8")
     docs, _ = load_source(tmp_path, ["public"], settings.max_document_bytes)
@@ -98,7 +100,7 @@ def test_a_build_held_up_by_an_open_transaction_fails_the_note_not_the_ingest(db
         report = ingest_documents(db, local_embedder, small, tenant, docs, [])
     assert report.documents["added"] == 2 and report.clean  # the documents landed
     assert any("could not be built" in n and "crossroads embeddings index" in n for n in report.notes), report.notes
-    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    name = hnsw_index.index_name(tenant, local_embedder.model_id)
     assert index_state(db, name)[1] is False  # not registered: search keeps the shared graph
     again = ingest_documents(db, local_embedder, small, tenant, docs, [])  # the next run builds it
     assert any(name in n for n in again.notes) and index_state(db, name) == ((True, True), True)
@@ -127,7 +129,7 @@ def plan_of(db, statement, tenant) -> str:
 
 def test_ingest_builds_the_graph_and_the_vector_leg_walks_it(db, local_embedder, tenant, ingested, demo_tenant):
     report, small, docs = ingested
-    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    name = hnsw_index.index_name(tenant, local_embedder.model_id)
     assert any(name in note for note in report.notes), report.notes
     assert index_state(db, name) == ((True, True), True)
     model, dim = local_embedder.model_id, local_embedder.dimension
@@ -140,7 +142,7 @@ def test_ingest_builds_the_graph_and_the_vector_leg_walks_it(db, local_embedder,
 
 
 def test_search_on_the_tenant_graph_keeps_the_acl_filter(db, local_embedder, tenant, ingested, monkeypatch):
-    monkeypatch.setattr("vector.search.EXACT_SCAN_MIN_ROWS", 0)  # the walk even for a tiny tenant
+    monkeypatch.setattr("vector.search.hybrid.EXACT_SCAN_MIN_ROWS", 0)  # the walk even for a tiny tenant
     with db.connection() as conn:
         hr_id, hr_text = conn.execute("SELECT id, content FROM chunks WHERE tenant_id = %s AND doc_id = 'hr/bonus.md'",
                                       (tenant,)).fetchone()
@@ -167,12 +169,12 @@ def test_scan_sizes_count_the_tenant_not_the_table_once_it_has_its_graph(db, loc
 
 
 def test_switch_builds_the_new_models_graph_and_drops_the_old_one(db, local_embedder, tenant, ingested, voyage):
-    old = tenant_index.index_name(tenant, local_embedder.model_id)
+    old = hnsw_index.index_name(tenant, local_embedder.model_id)
     assert index_state(db, old) == ((True, True), True)
     migrate(db, voyage, tenant)
     write_chunks(db, tenant + "_other", NEW, 2, dim=DIM)  # another tenant on the new model: a graph is due
     result = switch(db, tenant, NEW, tenant_graph_min_rows=SMALL)
-    assert result["tenant_graph_built"] == tenant_index.index_name(tenant, NEW)
+    assert result["tenant_graph_built"] == hnsw_index.index_name(tenant, NEW)
     assert result["tenant_graphs_dropped"] == [old]
     assert index_state(db, old) == ((False, False), False)
     assert index_state(db, result["tenant_graph_built"]) == ((True, True), True)
@@ -183,20 +185,20 @@ def test_a_graph_whose_tenant_lost_every_chunk_of_its_model_is_dropped(db, tenan
     model = f"test/emptied-{tenant}"
     write_chunks(db, tenant, model, 10)
     write_chunks(db, tenant + "_other", model, 3)
-    name = tenant_index.ensure(db, tenant, model, 8, min_rows=1)["index"]
-    assert tenant_index.drop_unserved(db, tenant) == []  # still serving: kept
+    name = hnsw_index.ensure(db, tenant, model, 8, min_rows=1)["index"]
+    assert hnsw_index.drop_unserved(db, tenant) == []  # still serving: kept
     assert index_state(db, name) == ((True, True), True)
     with db.connection() as conn:
         store.delete_documents(conn, tenant, ["d"])
         conn.commit()
-    assert tenant_index.drop_unserved(db, tenant) == [name]
+    assert hnsw_index.drop_unserved(db, tenant) == [name]
     assert index_state(db, name) == ((False, False), False)
-    assert tenant_index.drop_unserved(db, tenant) == []
+    assert hnsw_index.drop_unserved(db, tenant) == []
 
 
 def test_an_ingest_that_prunes_every_document_drops_the_tenants_graph(db, local_embedder, tenant, ingested):
     _, small, _ = ingested
-    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    name = hnsw_index.index_name(tenant, local_embedder.model_id)
     assert index_state(db, name) == ((True, True), True)
     report = ingest_documents(db, local_embedder, small, tenant, [], prune=True)
     assert report.documents["deleted"] == len(CORPUS)
@@ -206,7 +208,7 @@ def test_an_ingest_that_prunes_every_document_drops_the_tenants_graph(db, local_
 
 def test_deleting_the_last_document_through_the_api_drops_the_tenants_graph(db, local_embedder, tenant, ingested):
     _, small, docs = ingested
-    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    name = hnsw_index.index_name(tenant, local_embedder.model_id)
     with db.connection() as conn:
         groups = sorted({g for (acl,) in conn.execute("SELECT acl FROM documents WHERE tenant_id = %s", (tenant,))
                          for g in acl})
@@ -222,7 +224,7 @@ def test_deleting_the_last_document_through_the_api_drops_the_tenants_graph(db, 
 def test_deleting_every_document_through_the_cli_drops_the_tenants_graph(db, local_embedder, tenant, ingested,
                                                                          cli_env):
     _, _, docs = ingested
-    name = tenant_index.index_name(tenant, local_embedder.model_id)
+    name = hnsw_index.index_name(tenant, local_embedder.model_id)
     assert index_state(db, name) == ((True, True), True)
     deleted = json.loads(crossroads(cli_env, "documents", "delete", *sorted(d.doc_id for d in docs),
                                     "--tenant", tenant, "--json").stdout)

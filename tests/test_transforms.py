@@ -7,11 +7,11 @@ from core.llm import make_llm
 from core.settings import Settings
 from tests.conftest import ingest_corpus
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
-from vector.fusion import rrf
-from vector.search import HybridSearcher
+from vector.search.fusion import rrf
+from vector.search.hybrid import HybridSearcher
 from core.prompting import MalformedReply
 from vector.prompts import HYDE_TOOL, PARAPHRASE_TOOL, REWRITE_TOOL
-from vector.transforms import (TransformError, TransformingSearcher, hypothetical_document, paraphrases,
+from vector.search.transforms import (TransformError, TransformingSearcher, hypothetical_document, paraphrases,
                                rewrite_conversational)
 
 # The question's words are only in password.md; the paraphrase's words only in recovery.md (and in

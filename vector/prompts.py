@@ -10,12 +10,12 @@ from xml.sax.saxutils import escape
 from pydantic import BaseModel, Field
 
 from core.prompting import Name, Salvaged, Tool
-from vector.chunking import ChunkDraft
-from vector.location import document_location
-from vector.search import Candidate
-from vector.sources import SourceDocument
+from vector.ingest.chunking import ChunkDraft
+from vector.ingest.location import document_location
+from vector.search.hybrid import Candidate
+from vector.ingest.sources import SourceDocument
 
-# --- chunk contexts (vector/contextualize.py) -------------------------------------------------------
+# --- chunk contexts (vector/ingest/contextualize.py) -------------------------------------------------------
 
 CONTEXT_INSTRUCTIONS = (
     "You situate a chunk of a document within the whole document to improve search retrieval. "
@@ -41,7 +41,7 @@ def chunk_message(draft: ChunkDraft) -> str:
     )
 
 
-# --- query transforms (vector/transforms.py) --------------------------------------------------------
+# --- query transforms (vector/search/transforms.py) --------------------------------------------------------
 
 REWRITE_TOOL, PARAPHRASE_TOOL, HYDE_TOOL = "standalone_question", "record_paraphrases", "hypothetical_passage"
 
@@ -106,7 +106,7 @@ def paraphrase_message(question: str, n: int) -> str:
     return f"{question_message(question)}\nWrite {n} distinct paraphrases."
 
 
-# --- listwise LLM reranker (vector/rerank/llm_reranker.py) ------------------------------------------
+# --- listwise LLM reranker (vector/search/rerank/llm_reranker.py) ------------------------------------------
 
 RANK_TOOL = "rank_passages"
 

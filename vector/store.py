@@ -9,7 +9,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from vector.sync import DocumentPlan, StoredChunk, StoredDocument, classify, plan_document
+from vector.ingest.sync import DocumentPlan, StoredChunk, StoredDocument, classify, plan_document
 
 _COPY_COLUMNS = (
     "tenant_id", "doc_id", "chunk_no", "heading", "context", "content",

@@ -496,7 +496,7 @@ def test_every_search_mode_leaks_nothing(world):
     """The searcher behind the API and the CLI in each mode (dense, bm25, hybrid, hybrid+rerank;
     round-robin over the probes, all candidates and the trace checked), and groups smuggled into
     the group list itself (SQL-looking group names, blanks, wildcards)."""
-    from vector.search import MODES
+    from vector.search.hybrid import MODES
 
     searcher = world.svc.searcher()
     tenant = world.tenants["public"]

@@ -37,7 +37,7 @@ WAIT_S = 2.0  # CROSSROADS_DATABASE_WAIT_S of the app under test
 SLACK_S = 2.0  # an in-flight embedding, thread scheduling on a shared 2-core machine
 # Longest answer while the database is gone: a request waits once for a connection. A PUT's ingest
 # stops at the first lost connection instead of recording the document as failed and going on
-# (vector/ingest.py), so a write is bounded like a read.
+# (vector/ingest/runner.py), so a write is bounded like a read.
 BOUND_S = {"read": WAIT_S + SLACK_S, "write": WAIT_S + SLACK_S}
 TENANT = f"outage_{uuid.uuid4().hex[:8]}"
 # What a request may answer while the database is gone.

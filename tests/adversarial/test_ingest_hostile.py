@@ -1,7 +1,7 @@
 """Hostile input and faults at ingest: links out of the folder, special files, front matter that
 would silently lose its ACL, invalid Unicode, unaddressable names, YAML bombs, concurrent runs.
 
-Most tests call `vector.sources` on files in a temporary folder (no database); a few write through
+Most tests call `vector.ingest.sources` on files in a temporary folder (no database); a few write through
 the real pipeline, and one runs `crossroads ingest` on a generated hostile corpus end to end.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pytest
 
 from tests.conftest import crossroads
 from vector import store
-from vector.factory import make_searcher
-from vector.ingest import ingest_documents
+from vector.search.factory import make_searcher
+from vector.ingest.runner import ingest_documents
 from core.text_safety import printable
-from vector.sources import load_file, load_source
+from vector.ingest.sources import load_file, load_source
 
 MB = 1_000_000
 SECRET = "zebracorn-outside-7731"  # a word only the file outside the folder holds

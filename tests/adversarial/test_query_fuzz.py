@@ -129,8 +129,9 @@ def problem_ok(r) -> str | None:
 
 @pytest.fixture(scope="module")
 def fuzz(db, settings, local_embedder, tmp_path_factory):
-    from graph.build import BuildSettings, OfflineReporter, build_graph
-    from graph.extract_offline import OfflineExtractor
+    from graph.build.contracts import BuildSettings, OfflineReporter
+    from graph.build.runner import build_graph
+    from graph.build.extract_offline import OfflineExtractor
     from tests.conftest import ingest_corpus
 
     ingest_corpus(db, settings, local_embedder, tmp_path_factory.mktemp("fuzz"), DOCS, TENANT)
@@ -178,7 +179,7 @@ def test_query_side_functions_hold_their_contracts_on_random_text():
     random strings (seeded): no exception, results of the documented shape, deterministic."""
     from router.classify import classify
     from router.types import ROUTES
-    from vector.fulltext import MAX_QUERY_TOKENS, build_query, query_pieces, quote_lexeme
+    from vector.search.fulltext import MAX_QUERY_TOKENS, build_query, query_pieces, quote_lexeme
     from vector.language import detect_language
 
     rng = random.Random(SEED)
@@ -210,10 +211,10 @@ def test_query_side_functions_hold_their_contracts_on_random_text():
 def test_query_building_is_valid_tsquery_in_postgres(db, fuzz):
     """The full-text leg's query built by the server's own parser from 300 random strings always
     parses as a tsquery, and a quoted lexeme is taken literally: no input is an operator."""
-    from vector import search_sql
-    from vector.fulltext import build_query, query_pieces, quote_lexeme
+    from vector.search import sql as search_sql
+    from vector.search.fulltext import build_query, query_pieces, quote_lexeme
     from vector.language import detect_language
-    from vector.search import storable_text
+    from vector.search.hybrid import storable_text
 
     rng = random.Random(SEED + 1)
     texts = [storable_text(random_text(rng, 80)) for _ in range(300)] + [storable_text(q) for q in SPECIAL.values()]
@@ -242,7 +243,7 @@ LONG = {
 def test_query_functions_are_fast_on_long_adversarial_text():
     """No catastrophic backtracking: each long input classified, detected and split within 2 s."""
     from router.classify import classify
-    from vector.fulltext import query_pieces
+    from vector.search.fulltext import query_pieces
     from vector.language import detect_language
 
     slow = {}
@@ -267,7 +268,7 @@ def test_hostile_queries_through_search_route_ask_and_every_search_mode(fuzz):
     """Every category query and every special input: /v1/search, /v1/route, /v1/ask (round-robin
     over local / auto / global, JSON and SSE; multi-hop for every sixth), and the searcher in each
     mode. Accepted (200) or refused as a problem (4xx); never a 500 or a hang."""
-    from vector.search import MODES
+    from vector.search.hybrid import MODES
 
     inputs = {f"category {c}": q for c, q in category_queries().items()} | SPECIAL
     searcher = fuzz["svc"].searcher()

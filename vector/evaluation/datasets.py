@@ -1,6 +1,6 @@
 """Evaluation datasets in the `../shared/data` formats.
 
-A dataset folder holds `corpus.jsonl` (read by `vector.sources`, not here) and `queries.jsonl`
+A dataset folder holds `corpus.jsonl` (read by `vector.ingest.sources`, not here) and `queries.jsonl`
 (`qid`, `question`, optional `answer` / `aliases` / `answers` / `qtype`). Labels come in one of two
 forms, never both:
 - `gold` in each query line: a list of doc ids (grade 1 each), or an object {doc_id: grade};

@@ -15,9 +15,9 @@ from core.embeddings import Embedder
 from core.settings import Settings
 from vector.evaluation.datasets import Dataset
 from vector.evaluation.metrics import score_query, summarise
-from vector.ingest import ingest_documents
-from vector.search import HybridSearcher
-from vector.sources import load_source
+from vector.ingest.runner import ingest_documents
+from vector.search.hybrid import HybridSearcher
+from vector.ingest.sources import load_source
 
 CONFIGS = ("dense", "bm25", "hybrid", "hybrid+rerank")
 EVAL_GROUP = "public"

@@ -1,0 +1,93 @@
+"""The full-text leg's query: from a natural-language question to BM25 terms. Pure.
+
+PostgreSQL's `websearch_to_tsquery` ANDs every word, which finds nothing for most questions
+(anthropic_docs dev: recall@10 0.03 for the full-text leg alone), and `ts_rank` / `ts_rank_cd` have
+no inverse document frequency, so with an OR query common words decide the order. The leg
+therefore ORs the question's lexemes to find candidates and scores them with BM25 (`vector.search.bm25`).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+MAX_QUERY_TOKENS = 64  # a pasted page must not become a 1,000-term OR query
+# The textbook defaults. Also tried k1/b = 0.9/0.4 and 1.5/0.75 on the dev data: neither was better
+# on both anthropic_docs and xquad_ru, so nothing is tuned here.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+_QUOTED = re.compile(r'"([^"]+)"')
+# identifiers and codes: ERR_2043, retry_max_attempts, v1.2, claude-3-5-sonnet, api.example.org
+_IDENTIFIER = re.compile(r"\w*[_\d]\w*|\w+(?:[.:/-]\w+)+")
+# stripped from both ends of a word; a leading '-' (websearch negation) is dropped too: an OR
+# query ranks, it does not exclude
+_STRIP = "\"'`«»“”‘’()[]{}<>,;!?.:-"
+
+
+def text_configs(lang: str) -> list[str]:
+    # A Latin-script query without English function words ("rate limit headers") is most likely
+    # still English: search it stemmed (english) and as written (simple) rather than unstemmed only
+    # (beir_msmarco dev, 6 of 25 such queries: full-text nDCG@10 0.526 vs 0.463 with simple only).
+    return ["english", "simple"] if lang == "simple" else [lang]
+
+
+def query_pieces(query: str, lang: str) -> list[tuple[str, str]]:
+    """(text, text-search config) pairs: one per word, quoted phrase and identifier.
+
+    The server turns each piece into lexemes with the same parser and stemmer that built `tsv`.
+    Quoted phrases and identifiers also become phrase terms (the parser splits ERR_2043 into 'err'
+    and '2043'; the phrase 'err' <-> '2043' rewards the exact sequence). Identifiers are also taken
+    unstemmed (`simple`) so a code finds a chunk indexed in another language's configuration.
+    """
+    configs = text_configs(lang)
+    pieces: list[tuple[str, str]] = []
+    for phrase in _QUOTED.findall(query):
+        pieces += [(phrase, cfg) for cfg in configs]
+    for token in _QUOTED.sub(" ", query).split()[:MAX_QUERY_TOKENS]:
+        token = token.strip(_STRIP)
+        if not token:
+            continue
+        pieces += [(token, cfg) for cfg in configs]
+        if _IDENTIFIER.fullmatch(token) and "simple" not in configs:
+            pieces.append((token, "simple"))
+    return pieces
+
+
+def quote_lexeme(lexeme: str) -> str:
+    """A lexeme as a tsquery operand, taken literally (no parsing, no stemming, no operators)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class FullTextQuery:
+    lexemes: tuple[str, ...]  # single terms, sorted (determinism)
+    phrases: tuple[str, ...]  # tsquery texts with <-> operators, in query order
+
+    @property
+    def empty(self) -> bool:
+        return not self.lexemes
+
+    def match(self, groups: tuple[tuple[str, ...], ...] | None = None) -> str:
+        """OR over groups of AND-ed lexemes (default: every lexeme alone): a chunk is a candidate when
+        it contains every lexeme of some group (phrases imply their lexemes)."""
+        groups = tuple((x,) for x in self.lexemes) if groups is None else groups
+        parts = [" & ".join(map(quote_lexeme, g)) for g in groups]
+        return " | ".join(p if len(g) == 1 else f"( {p} )" for p, g in zip(parts, groups))
+
+    def text(self) -> str:
+        """The whole query in tsquery syntax, for traces and the ts_rank comparison."""
+        return " | ".join([self.match()] + [f"( {p} )" for p in self.phrases]) if self.lexemes else ""
+
+
+def build_query(analysed: list[tuple[str, list[str]]]) -> FullTextQuery:
+    """From the server's (phraseto_tsquery text, lexemes) per piece to terms; stop words drop out."""
+    lexemes = sorted({x for _, found in analysed for x in found})
+    phrases = list(dict.fromkeys(q for q, found in analysed if "<" in q))  # <-> or <N>: a phrase
+    return FullTextQuery(tuple(lexemes), tuple(phrases))
+
+
+def bm25_idf(n: int, df: int) -> float:
+    """Robertson-Sparck Jones IDF as in Lucene: always positive, so a very common term still adds."""
+    n = max(n, df)  # n may come from a cache a little older than the live document frequency
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))

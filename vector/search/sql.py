@@ -1,0 +1,359 @@
+"""All SQL of the hybrid index's read side: the vector leg, the full-text leg, candidate details.
+
+Every statement that returns chunk rows carries `tenant_id = ... AND acl && groups` itself: access
+control lives in the WHERE clause of each query, never in a post-filter in Python.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from core.errors import ModelNotServedError
+
+# Built-in ranking expressions, compared against BM25 in bench/quick_search_eval.py (never free
+# text in SQL). `q` is the tsquery; normalisation 1 divides by 1 + log(length).
+FTS_RANKS = {
+    "ts_rank_cd": "ts_rank_cd(tsv, q)",
+    "ts_rank_cd_log": "ts_rank_cd(tsv, q, 1)",
+    "ts_rank": "ts_rank(tsv, q)",
+    "ts_rank_log": "ts_rank(tsv, q, 1)",
+}
+
+
+# `settings` for the rest of the transaction: set_config(..., true) is SET LOCAL, so nothing leaks
+# into other users of the pooled connection
+_SET_LOCAL = ("SELECT count(set_config(name, value, true)) AS applied"
+              " FROM unnest(%(names)s::text[], %(values)s::text[]) AS s(name, value)")
+
+
+@contextmanager
+def read_only(conn: psycopg.Connection, settings: Mapping[str, str] | None = None) -> Iterator[psycopg.Connection]:
+    """One read-only transaction: the search path can never write, whatever a bug makes it run.
+
+    The mode goes into the BEGIN statement itself (`BEGIN READ ONLY`), so it costs no round trip of
+    its own; the connection (idle, fresh from the pool) gets its previous mode back afterwards.
+    `settings` hold for this transaction alone (SET LOCAL), applied in one statement before any
+    other, so that a statement timeout among them governs every statement the caller runs.
+    """
+    previous = conn.read_only
+    conn.read_only = True
+    try:
+        with conn.transaction():
+            if settings:
+                conn.execute(_SET_LOCAL, {"names": list(settings), "values": list(settings.values())})
+            yield conn
+    finally:
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:  # a broken one is discarded
+            conn.read_only = previous
+
+
+# For the transaction these are set in, scans return rows in the same order on every run: no
+# parallel workers (their rows interleave by timing) and no synchronised sequential scans (a scan of
+# a large table joins one already running, mid-table). The full-text leg's capped candidate list
+# depends on it.
+STABLE_SCAN_ORDER = {"max_parallel_workers_per_gather": "0", "synchronize_seqscans": "off"}
+
+
+def statement_timeout(ms: int) -> dict[str, str]:
+    """The setting that cancels any one statement of a search running longer than `ms` (0: never)."""
+    return {"statement_timeout": f"{ms}ms"} if ms > 0 else {}
+
+
+def model_dimension(conn: psycopg.Connection, model: str) -> int | None:
+    """The dimension of the model's partial HNSW index, None while it has no index yet."""
+    row = conn.execute("SELECT dimension FROM embedding_models WHERE embed_model = %s", (model,)).fetchone()
+    return row[0] if row else None
+
+
+def set_local_and_dimension(conn: psycopg.Connection, settings: dict[str, str], *, model: str, staged: bool) -> int | None:
+    """In one round trip: `settings` for the rest of this transaction (SET LOCAL), and the dimension
+    of the model's served (or staged) HNSW index, None while it has none."""
+    registry = "staged_embedding_models" if staged else "embedding_models"
+    return conn.execute(
+        sql.SQL("WITH applied AS (" + _SET_LOCAL + ")"
+                " SELECT (SELECT dimension FROM {registry} WHERE embed_model = %(model)s) FROM applied"
+                ).format(registry=sql.Identifier(registry)),
+        {"names": list(settings), "values": list(settings.values()), "model": model},
+    ).fetchone()[0]
+
+
+def vector_query(model: str, dimension: int, tenant: str) -> sql.Composed:
+    """The vector leg's SELECT, shaped to match the model's partial indexes exactly.
+
+    The shared index is `USING hnsw ((embedding::vector(DIM)) vector_cosine_ops) WHERE embed_model = 'M'`,
+    a tenant's own one (vector/hnsw_index.py) adds `AND tenant_id = 'T'`: the planner uses one only
+    when ORDER BY carries the same cast expression and the WHERE clause implies its predicate, and
+    of the two it takes the tenant's smaller one. Dimension, model and tenant are therefore literals
+    (from embedding_models, the embedder and the verified token, quoted by psycopg): a `$n`
+    parameter would leave the predicates unprovable under a generic plan and silently turn the
+    search into a sequential scan.
+    """
+    return sql.SQL(
+        "SELECT id, embedding::vector({dim}) <=> %(vec)s AS dist FROM chunks"
+        " WHERE embed_model = {model} AND tenant_id = {tenant} AND acl && %(groups)s"
+        " ORDER BY embedding::vector({dim}) <=> %(vec)s LIMIT %(limit)s"
+    ).format(dim=sql.Literal(dimension), model=sql.Literal(model), tenant=sql.Literal(tenant))
+
+
+def staged_vector_query(model: str, dimension: int) -> sql.Composed:
+    """The vector leg over a model's *staged* vectors (evaluating a migration before its switch).
+
+    Same shape as `vector_query`, matching the staging table's partial index
+    `((embedding::vector(DIM)) vector_cosine_ops) WHERE embed_model = 'M'`; tenant and ACL come
+    from the chunk row, joined by id, so the filter is the same as on the served leg. A stale
+    staged vector (its chunk's text changed) never matches.
+    """
+    return sql.SQL(
+        "SELECT s.chunk_id, s.embedding::vector({dim}) <=> %(vec)s AS dist"
+        " FROM chunk_vectors_staged s JOIN chunks c ON c.id = s.chunk_id"
+        " WHERE s.embed_model = {model} AND c.tenant_id = %(tenant)s AND c.acl && %(groups)s"
+        " AND s.content_hash = c.content_hash"
+        " ORDER BY s.embedding::vector({dim}) <=> %(vec)s LIMIT %(limit)s"
+    ).format(dim=sql.Literal(dimension), model=sql.Literal(model))
+
+
+def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, staged: bool) -> None:
+    """Called when the vector leg found nothing: fine for a reader who may read nothing, an error
+    when the tenant has no vectors of the query's model at all (vectors of another model are not
+    comparable, and an empty leg would silently turn hybrid search into full-text search)."""
+    if staged:
+        if not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM chunk_vectors_staged s JOIN chunks c ON c.id = s.chunk_id"
+            " WHERE c.tenant_id = %s AND s.embed_model = %s)", (tenant, model)
+        ).fetchone()[0]:
+            raise ModelNotServedError(
+                f"tenant {tenant} has no staged vectors of {model}: run `crossroads embeddings migrate "
+                f"--tenant {tenant} --to {model}` first"
+            )
+        return
+    has_model, served = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM chunks WHERE tenant_id = %(t)s AND embed_model = %(m)s),"
+        " (SELECT embed_model FROM chunks WHERE tenant_id = %(t)s AND embed_model IS NOT NULL LIMIT 1)",
+        {"t": tenant, "m": model},
+    ).fetchone()
+    if not has_model and served is not None:
+        raise ModelNotServedError(
+            f"tenant {tenant} is served by model {served}; set CROSSROADS_EMBED_PROVIDER accordingly "
+            f"(and CROSSROADS_VOYAGE_MODEL for a voyage/ model): this query was embedded with {model}"
+        )
+
+
+# The chunks a reader may see and the tenant's chunks, from the per-ACL statistics kept at write time
+# (migration 008): each leg sizes its work by them (exact scan or walk; ACL check in the index or on the rows).
+_READER_AND_TENANT_CHUNKS = "coalesce(sum(chunks) FILTER (WHERE acl && %(groups)s), 0), coalesce(sum(chunks), 0)"
+
+
+def scan_sizes(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], model: str) -> tuple[int, int, bool]:
+    """(chunks the reader may see, chunks an HNSW walk may step over, whether the tenant has its own
+    graph of the model): the first from the kept statistics (migration 008); the second the tenant's
+    chunks when it has its own graph (migration 013), else the planner's estimate for the whole table,
+    which VACUUM and ANALYZE keep current (0 before the first ANALYZE, so at least the readable count)."""
+    readable, tenant_rows, table, own = conn.execute(
+        "SELECT " + _READER_AND_TENANT_CHUNKS + ", (SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass),"
+        " EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(tenant)s AND embed_model = %(m)s)"
+        " FROM fulltext_acl_stats WHERE tenant_id = %(tenant)s",
+        {"tenant": tenant, "groups": list(groups), "m": model},
+    ).fetchone()
+    return int(readable), max(int(readable), int(tenant_rows if own else table)), bool(own)
+
+
+def vector_leg(
+    conn: psycopg.Connection,
+    *,
+    tenant: str,
+    groups: Sequence[str],
+    model: str,
+    fallback_dimension: int,
+    vector: np.ndarray,
+    limit: int,
+    ef_search: int,
+    iterative_scan: bool,
+    staged: bool = False,
+    exact: bool = False,
+) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) best first, inside the caller's `read_only` transaction (its
+    planner settings last until that transaction ends). Without an index yet (a tiny, fresh corpus)
+    the same query runs as an exact sequential scan. `staged` searches the model's staged vectors
+    instead of the served ones (see `staged_vector_query`).
+    """
+    local = {"hnsw.ef_search": str(ef_search)}
+    if exact:
+        # The model's HNSW graph spans every tenant: under a filter that keeps a small share of
+        # it, the approximate walk loses recall, while exact distances over a few thousand rows
+        # cost milliseconds.
+        local["enable_indexscan"] = "off"
+    elif iterative_scan:
+        # pgvector >= 0.8: keep walking the graph until LIMIT rows pass the tenant/ACL filter,
+        # instead of returning fewer rows when the filter is selective.
+        local["hnsw.iterative_scan"] = "strict_order"
+    dimension = set_local_and_dimension(conn, local, model=model, staged=staged) or fallback_dimension
+    statement = staged_vector_query(model, dimension) if staged else vector_query(model, dimension, tenant)
+    rows = conn.execute(
+        statement, {"vec": vector, "tenant": tenant, "groups": list(groups), "limit": limit}
+    ).fetchall()
+    if not rows:
+        check_model_has_vectors(conn, tenant, model, staged)
+    return [(int(i), 1.0 - float(d)) for i, d in rows]
+
+
+def analyse_pieces(conn: psycopg.Connection, pieces: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(phraseto_tsquery text, lexemes) per (text, config); both empty for stop words.
+
+    The server's own parser and stemmers turn the question into lexemes, so the query side
+    normalises exactly as the generated `tsv` column did.
+    """
+    if not pieces:
+        return []
+    rows = conn.execute(
+        "SELECT phraseto_tsquery(cfg::regconfig, piece)::text, tsvector_to_array(to_tsvector(cfg::regconfig, piece))"
+        " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(piece, cfg, ord) ORDER BY ord",
+        ([p for p, _ in pieces], [c for _, c in pieces]),
+    ).fetchall()
+    return [(q, list(lexemes)) for q, lexemes in rows]
+
+
+def corpus_stats(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str]) -> tuple[int, float, int]:
+    """(readable chunks, their mean number of distinct lexemes, the tenant's chunks): BM25's N and
+    average length, and how much of the tenant the reader sees, from the per-ACL statistics kept at
+    write time (migration 008)."""
+    n, tenant_chunks, lexemes = conn.execute(
+        "SELECT " + _READER_AND_TENANT_CHUNKS + ", coalesce(sum(lexemes) FILTER (WHERE acl && %(groups)s), 0)"
+        " FROM fulltext_acl_stats WHERE tenant_id = %(tenant)s",
+        {"tenant": tenant, "groups": list(groups)},
+    ).fetchone()
+    return int(n), (float(lexemes) / int(n) if n else 0.0), int(tenant_chunks)
+
+
+def lexeme_frequencies(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], lexemes: Sequence[str]
+) -> list[int]:
+    """Readable chunks containing each lexeme, exact, from the statistics kept at write time."""
+    if not lexemes:
+        return []
+    rows = conn.execute(
+        "SELECT lexeme, sum(df) FROM fulltext_lexeme_stats"
+        " WHERE tenant_id = %s AND lexeme = ANY(%s) AND acl && %s GROUP BY lexeme",
+        (tenant, list(lexemes), list(groups)),
+    ).fetchall()
+    found = {lexeme: int(df) for lexeme, df in rows}
+    return [max(0, found.get(x, 0)) for x in lexemes]
+
+
+def phrase_frequencies(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], tsqueries: Sequence[str], cap: int
+) -> list[int]:
+    """Readable chunks matching each phrase tsquery, counted up to `cap`. Phrases (identifiers,
+    quoted text) have no kept statistics; they are rare, so their counts stop early."""
+    if not tsqueries:
+        return []
+    rows = conn.execute(
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM chunks WHERE tenant_id = %(tenant)s"
+        " AND acl && %(groups)s AND tsv @@ x.q LIMIT %(cap)s) s)"
+        " FROM unnest(%(qs)s::tsquery[]) WITH ORDINALITY AS x(q, ord) ORDER BY ord",
+        {"tenant": tenant, "groups": list(groups), "qs": list(tsqueries), "cap": cap},
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+# BM25 over the chunks that match any selected term. tf of a lexeme is its number of positions in
+# `tsv`; a phrase (identifier, quoted text) counts once when present; length is the number of
+# distinct lexemes, normalised by the readable corpus's mean. `ts_filter(setweight(tsv, 'D', L),
+# '{D}')` keeps only the query's lexemes before unnesting (chunk_tsv writes weights A and B only,
+# so D marks exactly L): 2-4x faster than unnesting every lexeme of every candidate.
+# `matched` is capped so that a question made only of very common words cannot make the leg read
+# and score a whole large tenant. The cap takes the first rows in scan order, with no ORDER BY: a
+# sort would read (and decompress the tsv of) every matching row before the LIMIT, which at 1M
+# chunks was most of the leg's time (`bench/search.py`: p95 61 -> 15 ms for the broadest reader).
+# Scan order is block order, the same for the same table; `STABLE_SCAN_ORDER` rules out the two
+# things that would change it between runs (parallel workers, synchronised sequential scans).
+# READABLE is where the reader's ACL is checked (`bm25_leg`'s `acl_on_heap`).
+_BM25 = """
+WITH terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(lexeme_idf)s::float8[]) AS t(lexeme, idf)),
+phrases AS (SELECT * FROM unnest(%(phrases)s::tsquery[], %(phrase_idf)s::float8[]) AS p(q, idf)),
+matched AS (
+    SELECT id, tsv, %(k1)s * (1 - %(b)s + %(b)s * length(tsv) / %(avg_len)s) AS norm
+    FROM chunks
+    WHERE tenant_id = %(tenant)s AND READABLE AND tsv @@ CAST(%(match)s AS tsquery)
+    LIMIT %(max_scored)s
+)
+SELECT m.id,
+       (SELECT coalesce(sum(t.idf * u.tf * (%(k1)s + 1) / (u.tf + m.norm)), 0)
+          FROM (SELECT lexeme, cardinality(positions) AS tf
+                  FROM unnest(ts_filter(setweight(m.tsv, 'D', %(lexemes)s::text[]), '{D}'))) u
+          JOIN terms t USING (lexeme))
+     + (SELECT coalesce(sum(p.idf * (%(k1)s + 1) / (1 + m.norm)), 0) FROM phrases p WHERE m.tsv @@ p.q)
+       AS score
+FROM matched m
+ORDER BY score DESC, m.id
+LIMIT %(limit)s
+"""
+# In the GIN index, `acl && groups` costs reading the posting lists of the reader's groups, which
+# for a reader of most of a large tenant hold most of its rows; wrapped in coalesce the planner
+# cannot use it as an index condition and checks it on the rows the terms selected instead.
+_BM25_ACL_IN_INDEX = _BM25.replace("READABLE", "acl && %(groups)s")
+_BM25_ACL_ON_HEAP = _BM25.replace("READABLE", "coalesce(acl && %(groups)s, false)")
+
+
+def bm25_leg(
+    conn: psycopg.Connection,
+    *,
+    tenant: str,
+    groups: Sequence[str],
+    match: str,
+    lexemes: Sequence[str],
+    lexeme_idf: Sequence[float],
+    phrases: Sequence[str],
+    phrase_idf: Sequence[float],
+    avg_len: float,
+    k1: float,
+    b: float,
+    limit: int,
+    max_scored: int,
+    acl_on_heap: bool = False,
+) -> list[tuple[int, float]]:
+    """(chunk id, BM25 score) best first; `match` is the OR tsquery that selects candidates;
+    `acl_on_heap` checks the reader's ACL on the selected rows instead of in the index."""
+    rows = conn.execute(_BM25_ACL_ON_HEAP if acl_on_heap else _BM25_ACL_IN_INDEX, {
+        "tenant": tenant, "groups": list(groups), "match": match, "lexemes": list(lexemes),
+        "lexeme_idf": list(lexeme_idf), "phrases": list(phrases), "phrase_idf": list(phrase_idf),
+        "avg_len": max(avg_len, 1.0), "k1": k1, "b": b, "limit": limit, "max_scored": max_scored,
+    }).fetchall()
+    return [(int(i), float(s)) for i, s in rows]
+
+
+def rank_leg(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], tsquery: str, limit: int, rank: str
+) -> list[tuple[int, float]]:
+    """(chunk id, ts_rank-family score) best first: the built-in rankings, kept for comparison."""
+    statement = sql.SQL(
+        "SELECT id, {rank} AS score FROM chunks, CAST(%(q)s AS tsquery) AS q"
+        " WHERE tenant_id = %(tenant)s AND acl && %(groups)s AND tsv @@ q"
+        " ORDER BY score DESC, id LIMIT %(limit)s"
+    ).format(rank=sql.SQL(FTS_RANKS[rank]))
+    rows = conn.execute(statement, {"q": tsquery, "tenant": tenant, "groups": list(groups), "limit": limit}).fetchall()
+    return [(int(i), float(s)) for i, s in rows]
+
+
+def fetch_candidates(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], ids: Sequence[int],
+    settings: Mapping[str, str] | None = None,
+) -> dict[int, tuple]:
+    """id -> (doc_id, title, heading, content, lang) for the fused ids, filtered again by tenant/ACL.
+
+    The second filter closes the window between the legs and this read: a chunk whose ACL changed
+    or which was deleted meanwhile is simply not returned.
+    """
+    if not ids:
+        return {}
+    with read_only(conn, settings):
+        rows = conn.execute(
+            "SELECT c.id, c.doc_id, d.title, c.heading, c.content, c.lang"
+            " FROM chunks c JOIN documents d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id"
+            " WHERE c.id = ANY(%s) AND c.tenant_id = %s AND c.acl && %s",
+            (list(ids), tenant, list(groups)),
+        ).fetchall()
+    return {int(r[0]): tuple(r[1:]) for r in rows}
