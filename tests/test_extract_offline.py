@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from graph.build.extract_offline import OfflineExtractor, prune_entities
-from graph.normalize import display_name, entity_key, plain_sentences
+from core.text.names import display_name, entity_key, plain_sentences
 from graph.types import ChunkInput, GraphEntity
 from vector.ingest.chunking import chunk_markdown
 from vector.ingest.sources import load_source

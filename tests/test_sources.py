@@ -7,7 +7,7 @@ import pytest
 
 from core.errors import BadDocument
 from vector.ingest.front_matter import split_front_matter
-from vector.language import detect_language
+from core.text.language import detect_language
 from vector.ingest.sources import load_source, parse_acl
 
 MB = 1_000_000

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from core.stemming import stem_word
+from core.text.stemming import stem_word
 
 WORDS = [("running", "english"), ("generously", "english"), ("organizations", "english"),
          ("отпусками", "russian"), ("руководителями", "russian"), ("маршрутов", "russian")] * 400

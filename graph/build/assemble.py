@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from graph.normalize import display_name, entity_key
+from core.text.names import display_name, entity_key
 from graph.types import ChunkInput, Extraction, GraphClaim, GraphEntity, GraphRelationship
 
 _WORD = re.compile(r"\w+", re.UNICODE)

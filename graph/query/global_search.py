@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 
-from core.stemming import stem_word
-
+from core.text.terms import normalise, stem
 from graph.levels import AccessLevel, choose_level
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -33,15 +31,11 @@ _SCOPE_WORDS = frozenset(
 )
 
 
-@lru_cache(maxsize=100_000)
-def _stem(word: str) -> str:
-    # Snowball in pure Python costs ~0.3 ms a word; every question re-stems every report of the level
-    # (offline global answers spent ~1 s of a 1.3 s answer here), and report words repeat across questions
-    return stem_word(word, "russian" if re.search("[а-яё]", word) else "english")
-
-
 def stems(text: str) -> list[str]:
-    return [_stem(word) for word in _WORD.findall(text.lower()) if word not in _SCOPE_WORDS and len(word) >= 2]
+    """Stems of the text's words, without the words that only say 'corpus-wide' (core.text.terms.stem is cached:
+    every question re-stems every report of the level)."""
+    words = _WORD.findall(text.lower())
+    return [stem(normalise(word)) for word in words if word not in _SCOPE_WORDS and len(word) >= 2]
 
 
 def lexical_score(query_stems: set[str], text: str) -> float:

@@ -87,7 +87,7 @@ def words(text: str) -> set[str]:
 
 
 def _stem(word: str) -> str:
-    from core.stemming import stem_word
+    from core.text.stemming import stem_word
 
     return stem_word(word, "russian" if re.search("[а-яё]", word) else "english")
 

@@ -180,7 +180,7 @@ def test_query_side_functions_hold_their_contracts_on_random_text():
     from router.classify import classify
     from router.types import ROUTES
     from vector.search.fulltext import MAX_QUERY_TOKENS, build_query, query_pieces, quote_lexeme
-    from vector.language import detect_language
+    from core.text.language import detect_language
 
     rng = random.Random(SEED)
     for _ in range(3000):
@@ -213,7 +213,7 @@ def test_query_building_is_valid_tsquery_in_postgres(db, fuzz):
     parses as a tsquery, and a quoted lexeme is taken literally: no input is an operator."""
     from vector.search import sql as search_sql
     from vector.search.fulltext import build_query, query_pieces, quote_lexeme
-    from vector.language import detect_language
+    from core.text.language import detect_language
     from vector.search.hybrid import storable_text
 
     rng = random.Random(SEED + 1)
@@ -244,7 +244,7 @@ def test_query_functions_are_fast_on_long_adversarial_text():
     """No catastrophic backtracking: each long input classified, detected and split within 2 s."""
     from router.classify import classify
     from vector.search.fulltext import query_pieces
-    from vector.language import detect_language
+    from core.text.language import detect_language
 
     slow = {}
     for label, text in LONG.items():

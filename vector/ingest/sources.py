@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Iterator
 from core.errors import BadDocument
 from core.text_safety import CONTROL, SURROGATE, printable
 from vector.ingest.front_matter import front_matter_warnings, refuse_acl_lookalikes, split_front_matter, yaml_scalar_hint
-from vector.language import detect_language
+from core.text.language import detect_language
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 LANGUAGES = ("russian", "english", "simple")

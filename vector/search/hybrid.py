@@ -27,7 +27,7 @@ from vector.search import sql as search_sql
 from vector.search.bm25 import MAX_SCORED, Bm25Leg
 from vector.search.fulltext import build_query, query_pieces
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
-from vector.language import detect_language
+from core.text.language import detect_language
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from typing import Sequence
 from core.llm import LLM, LLMError, Usage
 from core.prompting import MalformedReply, Tool, call_tool
 from vector.search.fusion import rrf
-from vector.language import detect_language
+from core.text.language import detect_language
 from vector.prompts import (HYDE_SCHEMA, HYDE_SYSTEM, PARAPHRASE_SYSTEM, REWRITE_SCHEMA, REWRITE_SYSTEM,
                             paraphrase_message, paraphrase_tool, question_message, rewrite_message)
 from vector.search.hybrid import MODES, Candidate, HybridSearcher, Mode, SearchResult

@@ -4,24 +4,20 @@ Features are computed for a whole candidate list at once, because several are re
 other candidates of the same query (a cosine of 0.82 means little on its own, 0.03 below the best
 candidate means a lot; a term every candidate contains does not tell them apart). The absolute ones
 (vec_sim, coverage) let the score say "nothing here is relevant"; vec_sim ties a fitted model to the
-embedding model it was fitted with (recorded in the weights' provenance). Russian and English words
-are matched by Snowball stems (each word's script picks the stemmer, so mixed-language text works);
-identifiers and numbers are matched verbatim. Also tried, and dropped because leaving each out
+embedding model it was fitted with (recorded in the weights' provenance). Words are matched
+as core/text/terms.py says. Also tried, and dropped because leaving each out
 raised the cross-validated gain over RRF: title/heading match on its own (the title still counts in
 coverage), proximity of query terms, chunks per document and text length.
 """
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 
-from core.stemming import stem_word
+from core.text.terms import QueryTerms, match_positions, normalise
 
 # name -> what it measures (one line each); the model file names the subset it was fitted on
 FEATURES: dict[str, str] = {
@@ -36,88 +32,6 @@ FEATURES: dict[str, str] = {
     "bigram": "share of the query's adjacent content-stem pairs found adjacent (stop words skipped) in the candidate",
 }
 FEATURE_NAMES = tuple(FEATURES)
-
-_TOKEN = re.compile(r"\w+")
-_RAW_TOKEN = re.compile(r"[\w./:-]+")
-_BACKTICKED = re.compile(r"`([^`]+)`")
-# identifiers and codes: ERR_2043, 1990, claude-3-5, messages.create, /v1/messages, MaxTokens
-_RARE = re.compile(r"(?=.*[\d_])[\w./:-]+|\w*[a-zа-яё][A-ZА-ЯЁ]\w*|\w+(?:[./:]\w+)+")
-_STOPWORDS = frozenset("""
-a an the and or but if of to in on at by for with from as into about over under between through during
-is are was were be been being am do does did doing have has had having can could would should will shall
-may might must it its this that these those there here i you he she we they me him her us them my your his
-our their what which who whom whose when where why how not no nor so than too very just also any all each
-both some such only own same other more most few s t don isn aren does did vs via per
-и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот
-от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь
-опять уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам
-чтоб без будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой какая какое какие
-каком какую каких совсем ним здесь этом один почти мой тем чтобы нее сейчас были куда зачем всех
-никогда можно при наконец два об другой хоть после над больше тот через эти нас про всего них много
-разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда
-конечно всю между это как каков какова каково сколько который которая которое которые которого
-""".split())
-
-@lru_cache(maxsize=200_000)
-def stem(token: str) -> str:
-    """Snowball stem of a `normalise`d token: Russian for Cyrillic words, English for Latin ones."""
-    if any("а" <= ch <= "я" for ch in token):
-        return stem_word(token, "russian")
-    if token.isascii() and token.isalpha():
-        return stem_word(token, "english")
-    return token  # numbers, identifiers, other scripts: matched as written
-
-
-def normalise(text: str) -> str:
-    """Lower case with ё written as е, as Russian text mostly is (and as the stemmer expects)."""
-    return text.lower().replace("ё", "е")
-
-
-def content_stems(text: str) -> list[str]:
-    return [stem(t) for t in _TOKEN.findall(normalise(text)) if t not in _STOPWORDS]
-
-
-@dataclass(frozen=True)
-class QueryTerms:
-    stems: tuple[str, ...]  # distinct content stems, in query order
-    bigrams: frozenset[tuple[str, str]]
-    rare: tuple[re.Pattern, ...]
-    prefixes: frozenset[str]  # first two letters of each stem: most text tokens never need stemming
-    wanted: frozenset[str]  # the stems as a set
-
-    @classmethod
-    def of(cls, query: str) -> "QueryTerms":
-        sequence = content_stems(query)
-        rare_tokens = {normalise(t.strip(".:/-")) for t in _BACKTICKED.findall(query)}
-        for token in _RAW_TOKEN.findall(_BACKTICKED.sub(" ", query)):
-            token = token.strip(".:/-")
-            if token and _RARE.fullmatch(token):
-                rare_tokens.add(normalise(token))
-        rare = tuple(re.compile(r"(?<!\w)" + re.escape(t) + r"(?!\w)") for t in sorted(rare_tokens) if t)
-        stems = tuple(dict.fromkeys(sequence))
-        return cls(stems, frozenset(zip(sequence, sequence[1:])), rare, frozenset(s[:2] for s in stems),
-                   frozenset(stems))
-
-
-@lru_cache(maxsize=2048)  # chunks of ~1k chars: some MB at most
-def _content_tokens(text: str) -> tuple[str, ...]:
-    """Tokens of a `normalise`d text without stop words; cached, as the same chunks recur across queries."""
-    return tuple(t for t in _TOKEN.findall(text) if t not in _STOPWORDS)
-
-
-def _scan(terms: QueryTerms, text: str) -> list[tuple[int, str]]:
-    """(position, query stem) of each content token of `normalise`d `text` matching a query stem.
-
-    Positions skip stop words, so "limit of requests" is adjacent like "limit requests". Only the
-    distinct tokens sharing a query stem's first letters are stemmed: stemming is the slow part, and
-    most words of a chunk cannot match."""
-    content = _content_tokens(text)
-    match = {}
-    for token in set(content):
-        if token[:2] in terms.prefixes and (s := stem(token)) in terms.wanted:
-            match[token] = s
-    return [(pos, match[t]) for pos, t in enumerate(content) if t in match]
-
 
 def _rrf60(vector_rank: int | None, fts_rank: int | None) -> float:
     """RRF with k=60 computed from the leg ranks, so the feature means the same under any fusion (the
@@ -137,7 +51,7 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
         return out
     terms = QueryTerms.of(query)
     texts = [normalise(f"{c.title}\n{c.heading}\n{c.text}") for c in candidates]
-    scans = [_scan(terms, text) for text in texts]
+    scans = [match_positions(terms, text) for text in texts]
     present = [{s for _, s in matched} for matched in scans]
     # idf over this candidate list: a term every candidate shares does not tell them apart
     df = Counter(s for found in present for s in found)

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 
 from core.sentences import split_sentences
-from core.stemming import stem_word
+from core.text.stemming import stem_word
 
 _QUOTES = re.compile(r"[\"'`«»„“”‘’‚‹›]")
 _CYRILLIC_WORD = re.compile(r"[а-яёА-ЯЁ]+(?:-[а-яёА-ЯЁ]+)*")

@@ -1,0 +1,94 @@
+"""Query terms for lexical matching in Russian and English: Snowball stems by script, stop words, rare tokens.
+
+Russian and English words are matched by Snowball stems (each word's script picks the stemmer, so
+mixed-language text works); identifiers and numbers are matched verbatim. Used by the offline
+reranker's features, extractive answers and global search's lexical relevance.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from core.text.stemming import stem_word
+
+_TOKEN = re.compile(r"\w+")
+_RAW_TOKEN = re.compile(r"[\w./:-]+")
+_BACKTICKED = re.compile(r"`([^`]+)`")
+# identifiers and codes: ERR_2043, 1990, claude-3-5, messages.create, /v1/messages, MaxTokens
+_RARE = re.compile(r"(?=.*[\d_])[\w./:-]+|\w*[a-zа-яё][A-ZА-ЯЁ]\w*|\w+(?:[./:]\w+)+")
+STOPWORDS = frozenset("""
+a an the and or but if of to in on at by for with from as into about over under between through during
+is are was were be been being am do does did doing have has had having can could would should will shall
+may might must it its this that these those there here i you he she we they me him her us them my your his
+our their what which who whom whose when where why how not no nor so than too very just also any all each
+both some such only own same other more most few s t don isn aren does did vs via per
+и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот
+от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь
+опять уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам
+чтоб без будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой какая какое какие
+каком какую каких совсем ним здесь этом один почти мой тем чтобы нее сейчас были куда зачем всех
+никогда можно при наконец два об другой хоть после над больше тот через эти нас про всего них много
+разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда
+конечно всю между это как каков какова каково сколько который которая которое которые которого
+""".split())
+
+@lru_cache(maxsize=200_000)
+def stem(token: str) -> str:
+    """Snowball stem of a `normalise`d token: Russian for Cyrillic words, English for Latin ones."""
+    if any("а" <= ch <= "я" for ch in token):
+        return stem_word(token, "russian")
+    if token.isascii() and token.isalpha():
+        return stem_word(token, "english")
+    return token  # numbers, identifiers, other scripts: matched as written
+
+
+def normalise(text: str) -> str:
+    """Lower case with ё written as е, as Russian text mostly is (and as the stemmer expects)."""
+    return text.lower().replace("ё", "е")
+
+
+def content_stems(text: str) -> list[str]:
+    return [stem(t) for t in _TOKEN.findall(normalise(text)) if t not in STOPWORDS]
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    stems: tuple[str, ...]  # distinct content stems, in query order
+    bigrams: frozenset[tuple[str, str]]
+    rare: tuple[re.Pattern, ...]
+    prefixes: frozenset[str]  # first two letters of each stem: most text tokens never need stemming
+    wanted: frozenset[str]  # the stems as a set
+
+    @classmethod
+    def of(cls, query: str) -> "QueryTerms":
+        sequence = content_stems(query)
+        rare_tokens = {normalise(t.strip(".:/-")) for t in _BACKTICKED.findall(query)}
+        for token in _RAW_TOKEN.findall(_BACKTICKED.sub(" ", query)):
+            token = token.strip(".:/-")
+            if token and _RARE.fullmatch(token):
+                rare_tokens.add(normalise(token))
+        rare = tuple(re.compile(r"(?<!\w)" + re.escape(t) + r"(?!\w)") for t in sorted(rare_tokens) if t)
+        stems = tuple(dict.fromkeys(sequence))
+        return cls(stems, frozenset(zip(sequence, sequence[1:])), rare, frozenset(s[:2] for s in stems),
+                   frozenset(stems))
+
+
+@lru_cache(maxsize=2048)  # chunks of ~1k chars: some MB at most
+def content_tokens(text: str) -> tuple[str, ...]:
+    """Tokens of a `normalise`d text without stop words; cached, as the same chunks recur across queries."""
+    return tuple(t for t in _TOKEN.findall(text) if t not in STOPWORDS)
+
+
+def match_positions(terms: QueryTerms, text: str) -> list[tuple[int, str]]:
+    """(position, query stem) of each content token of `normalise`d `text` matching a query stem.
+
+    Positions skip stop words, so "limit of requests" is adjacent like "limit requests". Only the
+    distinct tokens sharing a query stem's first letters are stemmed: stemming is the slow part, and
+    most words of a chunk cannot match."""
+    content = content_tokens(text)
+    match = {}
+    for token in set(content):
+        if token[:2] in terms.prefixes and (s := stem(token)) in terms.wanted:
+            match[token] = s
+    return [(pos, match[t]) for pos, t in enumerate(content) if t in match]
