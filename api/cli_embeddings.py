@@ -7,7 +7,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from api.cli import EXIT_PARTIAL, JsonOption, TenantOption, _database, _fail, _print_json, _progress, app, err, out
+from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, out, print_json,
+                            progress_bar)
 from core.embeddings import embedder_for, model_id_for, parse_model_spec
 from core.errors import CrossroadsError
 from core.settings import get_settings
@@ -36,14 +37,14 @@ def migrate_command(
     try:
         embedder = embedder_for(settings, to)
     except CrossroadsError as exc:
-        _fail(exc)
-    with _database(settings) as db, _progress(f"embedding {tenant} with {embedder.model_id}") as progress:
+        fail(exc)
+    with database(settings) as db, progress_bar(f"embedding {tenant} with {embedder.model_id}") as progress:
         try:
             report = migrate(db, embedder, tenant, batch_size=batch_size, progress=progress)
         except CrossroadsError as exc:
-            _fail(CrossroadsError(f"{exc}\nThe batches already written are kept: run the same command again to continue."))
+            fail(CrossroadsError(f"{exc}\nThe batches already written are kept: run the same command again to continue."))
     if json_out:
-        _print_json(report.to_dict())
+        print_json(report.to_dict())
     else:
         out.print(f"tenant {tenant}: {report.chunks} chunks, {report.to_do} needed {report.target_model} vectors; "
                   f"embedded {report.embedded}, reused {report.reused}, written {report.written} "
@@ -75,18 +76,18 @@ def switch_command(
     try:
         model = model_id_for(settings, to)
     except CrossroadsError as exc:
-        _fail(exc)
-    with _database(settings) as db:
+        fail(exc)
+    with database(settings) as db:
         try:
             result = switch(db, tenant, model, spec=to, tenant_graph_min_rows=settings.tenant_vector_index_min_rows)
         except CrossroadsError as exc:
-            _fail(exc)
+            fail(exc)
     provider, voyage_model = parse_model_spec(settings, to)
     env = f"CROSSROADS_EMBED_PROVIDER={provider}" + (f" CROSSROADS_VOYAGE_MODEL={voyage_model}" if voyage_model else "")
     configured = _configured_model(settings)
     result["configure"] = env
     if json_out:
-        _print_json(result)
+        print_json(result)
         return
     if result["already_served"]:
         out.print(f"tenant {tenant} is already served by {model}")
@@ -119,13 +120,13 @@ def drop_command(
     from vector.model_switch.runner import drop
 
     settings = get_settings()
-    with _database(settings) as db:
+    with database(settings) as db:
         try:
             result = drop(db, tenant, model_id_for(settings, model))
         except CrossroadsError as exc:
-            _fail(exc)
+            fail(exc)
     if json_out:
-        _print_json(result)
+        print_json(result)
     else:
         out.print(f"deleted {result['vectors_deleted']} staged {result['model']} vectors of tenant {tenant}"
                   + (" (and its staging index, now unused)" if result["index_dropped"] else ""))
@@ -134,7 +135,7 @@ def drop_command(
 @embeddings_app.command("index")
 def index_command(
     tenant: Optional[str] = typer.Option(None, "--tenant", "-t", help="The tenant whose graphs to build."),
-    all_tenants: bool = typer.Option(False, "--all", help="Every tenant that needs one (after an upgrade, or "
+    all_tenants: bool = typer.Option(False, "--all", metavar="", help="Every tenant that needs one (after an upgrade, or "
                                      "once a second tenant uses a model)."),
     json_out: bool = JsonOption,
 ) -> None:
@@ -142,16 +143,16 @@ def index_command(
     from vector import hnsw_index
 
     if (tenant is None) == (not all_tenants):
-        _fail(CrossroadsError("give --tenant T or --all"))
+        fail(CrossroadsError("give --tenant T or --all"))
     settings = get_settings()
     min_rows = settings.tenant_vector_index_min_rows
-    with _database(settings) as db:
+    with database(settings) as db:
         try:
             results = hnsw_index.ensure_tenants(db, min_rows, None if all_tenants else tenant)
         except CrossroadsError as exc:
-            _fail(exc)
+            fail(exc)
     if json_out:
-        _print_json({"min_rows": min_rows, "graphs": results})
+        print_json({"min_rows": min_rows, "graphs": results})
         return
     for r in results:
         if r["built"]:
@@ -168,10 +169,10 @@ def status_command(tenant: str = TenantOption, json_out: bool = JsonOption) -> N
     """The served model and each staged model's coverage of the tenant's chunks."""
     from vector.model_switch.runner import status
 
-    with _database(get_settings()) as db:
+    with database(get_settings()) as db:
         info = status(db, tenant)
     if json_out:
-        _print_json(info)
+        print_json(info)
         return
     served = ", ".join(f"{s['model']} ({s['chunks']} chunks)" for s in info["served"]) or "nothing (no chunks)"
     out.print(f"tenant {tenant}: {info['chunks']} chunks, served by {served}")

@@ -6,9 +6,11 @@ from typing import Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from api.cli import (EXIT_PARTIAL, JsonOption, TenantOption, _database, _fail, _groups, _print_json, _progress, app,
-                     err, out)
+from api import usecases
+from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, out, parse_groups,
+                            print_json, progress_bar, require_tenant, tenant_connection)
 from core.errors import CrossroadsError, JobNotFoundError, JobRunningError
 from core.settings import get_settings
 from core.text_safety import CONTROL
@@ -32,9 +34,9 @@ def levels_set(
     """Create or change a level (its graph is built by `crossroads graph build --level NAME`)."""
     from graph import store
 
-    chosen = _groups(groups)
+    chosen = parse_groups(groups)
     _check_level_input(tenant, name, chosen)
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, db.connection() as conn:
         # a misspelt group is held by no document, and its level's graph would draw on nothing; a level
         # may still be defined before its documents are indexed, so this warns rather than refuses
         unknown = sorted(set(chosen) - _tenant_groups(conn, tenant))
@@ -43,7 +45,7 @@ def levels_set(
                       f"the spelling against `crossroads documents list --tenant {tenant}`", markup=False)
         store.set_level(conn, tenant, name, chosen)
     if json_out:
-        _print_json({"tenant": tenant, "level": name, "groups": chosen})
+        print_json({"tenant": tenant, "level": name, "groups": chosen})
         return
     out.print(f"level {name} of {tenant}: {','.join(chosen)} (run `crossroads graph build --tenant {tenant} --level {name}`)")
 
@@ -79,11 +81,11 @@ def levels_list(tenant: str = TenantOption, json_out: bool = JsonOption) -> None
     """Levels with their groups and how many chunks their graphs draw on."""
     from graph import store
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, tenant_connection(db, tenant) as conn:
         levels = store.list_levels(conn, tenant)
     rows = [{"name": lvl.name, "groups": list(lvl.groups), "chunks": lvl.chunks} for lvl in levels]
     if json_out:
-        _print_json({"levels": rows})
+        print_json({"levels": rows})
         return
     table = Table(title=f"access levels of {tenant}")
     for col in ("name", "groups", "chunks"):
@@ -102,10 +104,10 @@ def levels_delete(
     """Delete a level and its graph."""
     from graph import store
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, db.connection() as conn:
         found = store.delete_level(conn, tenant, name)
     if json_out:
-        _print_json({"tenant": tenant, "level": name, "deleted": found})
+        print_json({"tenant": tenant, "level": name, "deleted": found})
         return
     out.print("deleted" if found else f"no level {name!r} (its graph, if any, was removed)")
 
@@ -115,10 +117,16 @@ def graph_build(
     tenant: str = TenantOption,
     level: Optional[str] = typer.Option(None, "--level", "-l", help="Only this level (default: every level)."),
     max_cost: float = typer.Option(5.0, "--max-cost", help="Stop before LLM work estimated above this many dollars."),
-    claims: Optional[bool] = typer.Option(None, "--claims/--no-claims",
+    claims: Optional[bool] = typer.Option(None, "--claims/--no-claims", metavar="",
                                           help="With an LLM, also extract claims about entities and give them to the "
                                                "community reports (default: CROSSROADS_GRAPH_EXTRACT_CLAIMS; a "
                                                "different extraction, so cached chunks are extracted once more)."),
+    queue: Optional[bool] = typer.Option(None, "--queue/--here", metavar="",
+                                         help="Queue the build for `crossroads worker`, or run it in this process "
+                                              "(default: queue when CROSSROADS_JOBS_RUN_IN=worker)."),
+    batch: bool = typer.Option(False, "--batch", metavar="",
+                               help="Send extraction, summaries and reports as Message Batches: half the price, "
+                                    "answered within 24 h; a build stopped meanwhile is collected by the next."),
     json_out: bool = JsonOption,
 ) -> None:
     """Extract entities (cached per chunk), summarise merged descriptions, cluster with Leiden, write
@@ -126,42 +134,55 @@ def graph_build(
     reports, after printing an estimate (stops above --max-cost); without, offline methods do (no
     summaries: the most central sentences)."""
     from core.embeddings import make_embedder
-    from core.llm import UsageMeter, make_llm
-    from graph import store
-    from graph.build.contracts import BuildSettings
-    from graph.build.runner import build_graph
-    from graph.build.estimate import estimate_build
-    from graph.build.parts import make_pipeline
 
     settings = get_settings()
-    meter = UsageMeter()
-    pipeline = make_pipeline(settings, make_llm(settings, meter), claims=claims)
-    build_settings = BuildSettings()
-    with _database(settings) as db:
-        with db.connection() as conn:
-            levels = [lvl for lvl in store.list_levels(conn, tenant) if level in (None, lvl.name)]
-        estimate = estimate_build(db, tenant, levels, pipeline.extractor, pipeline.reporter, pipeline.summarizer,
-                                  build_settings.summary_min_chars)
-        _print_estimate(estimate, pipeline)
-        if estimate["cost_usd"] > max_cost:
-            _fail(CrossroadsError(f"estimated ${estimate['cost_usd']} is over --max-cost {max_cost}; raise it to proceed"))
+    with database(settings) as db:
+        require_tenant(db, tenant)
+        try:
+            plan = usecases.plan_graph_build(db, settings, tenant, level, max_cost_usd=max_cost, claims=claims,
+                                             batch=batch)
+        except usecases.BuildRefused as exc:
+            fail(exc)
+        _print_estimate(plan.estimate, plan.pipeline)
+        if batch:
+            err.print(f"estimate: sent as Message Batches, billed at the batch price: ~${plan.cost_usd:.4f}")
+        if queue if queue is not None else settings.jobs_run_in == "worker":
+            _queue_build(db, tenant, level, plan.pipeline, claims, json_out)
+            return
 
-        with _progress("graph build") as progress:
+        with progress_bar("graph build") as progress:
             try:
-                job = build_graph(db, tenant, level, pipeline.extractor, pipeline.reporter, make_embedder(settings),
-                                  build_settings, lambda stage, done, total: progress(done, total), meter.summary,
-                                  summarizer=pipeline.summarizer)
+                job = usecases.run_graph_build(db, make_embedder(settings), tenant, plan,
+                                               progress=lambda stage, done, total: progress(done, total))
             except JobRunningError as exc:
-                _fail(CrossroadsError(f"{exc}. Follow it with `crossroads graph status --tenant {tenant}`"))
+                fail(CrossroadsError(f"{exc}. Follow it with `crossroads graph status --tenant {tenant}`"))
             except CrossroadsError as exc:
-                _fail(exc)
-    job["estimate"] = estimate
+                fail(exc)
+    job["estimate"] = plan.estimate
+    pipeline = plan.pipeline
     if json_out:
-        _print_json(job)
+        print_json(job)
     else:
         _print_build(job, pipeline)
     if job["status"] == "partial":  # done, but some input failed: the operator must know, and scripts too
         raise typer.Exit(EXIT_PARTIAL)
+
+
+def _queue_build(db, tenant: str, level: str | None, pipeline, claims: bool | None, json_out: bool) -> None:
+    from api.worker_jobs import enqueue_graph_build
+    from core.errors import JobQueuedError
+
+    try:
+        job_id = enqueue_graph_build(db, tenant, level, pipeline, claims)
+    except (JobRunningError, JobQueuedError) as exc:
+        fail(CrossroadsError(f"{exc}. Follow it with `crossroads graph status --tenant {tenant}`"))
+    except CrossroadsError as exc:
+        fail(exc)
+    if json_out:
+        print_json({"job_id": job_id, "status": "queued"})
+    else:
+        out.print(f"job {job_id}: queued; a worker (`crossroads worker`) runs it. Follow it with "
+                  f"`crossroads graph status --tenant {tenant}`")
 
 
 def _print_build(job: dict, pipeline) -> None:
@@ -181,17 +202,25 @@ def _print_build(job: dict, pipeline) -> None:
     out.print(f"job {job['id']}: {job['status']}; LLM usage {job['usage']}")
 
 
+def _usd(stage: dict) -> str:
+    """A stage's cost with its range, or why there is none."""
+    if stage["cost_usd"] is None:
+        return "cost unknown (no price for the model: set CROSSROADS_LLM_PRICES)"
+    low, high = stage["cost_usd_range"]
+    return f"~${stage['cost_usd']} (${low}-${high})"
+
+
 def _print_estimate(estimate: dict, pipeline) -> None:
     err.print(f"estimate: {estimate['to_extract']} of {estimate['chunks']} chunks to extract, "
               f"{estimate['calls']} LLM calls, ~{estimate['input_tokens']:,} input / {estimate['output_tokens']:,} "
-              f"output tokens, ~${estimate['extraction_cost_usd']} ({estimate['model'] or 'offline extractor, no LLM'})")
+              f"output tokens, {_usd(estimate)} ({estimate['model'] or 'offline extractor, no LLM'})")
     summaries, reports = estimate["summaries"], estimate["reports"]
     if pipeline.summarizer is not None:
         err.print(f"estimate: ~{summaries['calls']} description summary LLM calls ({summaries['cached']} cached), "
                   f"~{summaries['input_tokens']:,} input / {summaries['output_tokens']:,} output tokens, "
-                  f"~${summaries['cost_usd']} ({summaries['model']}; an estimate, not a bound)")
+                  f"{_usd(summaries)} ({summaries['model']}; an estimate, not a bound)")
     err.print(f"estimate: up to {reports['calls']} report LLM calls, ~{reports['input_tokens']:,} input / "
-              f"{reports['output_tokens']:,} output tokens, ~${reports['cost_usd']} "
+              f"{reports['output_tokens']:,} output tokens, {_usd(reports)} "
               f"({reports['model'] or 'offline reports, no LLM'})")
 
 
@@ -224,26 +253,42 @@ def _status_line(lvl: dict) -> str:
     return line
 
 
+def _usage_text(usage: dict | None) -> str:
+    """A job's LLM usage in words: nothing for an offline build, else calls, tokens and cost."""
+    usage = usage or {}
+    if not usage.get("llm_calls"):
+        return ", no LLM calls"
+    cost = usage.get("cost_usd")
+    return (f", {usage['llm_calls']} LLM calls, {usage.get('prompt_tokens', 0):,} input / "
+            f"{usage.get('output_tokens', 0):,} output tokens, " + (f"${cost:.4f}" if cost is not None else "cost unknown"))
+
+
 @graph_app.command("status")
 def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
     """The last graph builds of a tenant, and per level (groups, chunks) what its graph serves and what it
     has withdrawn (text whose source chunks were deleted or narrowed since the build) until the next build."""
+    from core.batches import waiting
     from graph import store
     from graph.status import level_statuses, recent_builds
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, tenant_connection(db, tenant) as conn:
         builds = recent_builds(conn, tenant, db.job_lease_s)
+        batches = waiting(conn, tenant)
         levels = level_statuses(conn, tenant, store.list_levels(conn, tenant),
                                 lambda level: f"crossroads graph build --tenant {tenant} --level {level}")
     if json_out:
-        _print_json({"jobs": builds, "levels": levels})
+        print_json({"jobs": builds, "levels": levels, "batches": batches})
         return
     for j in builds:
         why = f": {j['errors'][-1]['error']}" if j["status"] in ("partial", "failed", "cancelled") and j["errors"] else ""
-        out.print(f"job {j['id']}: {j['status']} ({j['stage']}) started {j['created_at']:%Y-%m-%d %H:%M} "
-                  f"usage {j['usage']}{why}", markup=False)
+        out.print(f"job {j['id']}: {j['status']} ({j['stage']}) started {j['created_at']:%Y-%m-%d %H:%M}"
+                  f"{_usage_text(j['usage'])}{why}", markup=False)
     for lvl in levels:
         out.print(_status_line(lvl), markup=False)
+    for b in batches:
+        out.print(f"Message Batch {b['batch_id']} (job {b['job_id']}, sent {b['submitted_at']:%Y-%m-%d %H:%M}): "
+                  f"{b['requests']} requests not collected yet; the next `crossroads graph build --tenant {tenant} "
+                  "--batch` collects them without paying again", markup=False)
 
 
 @graph_app.command("cancel")
@@ -258,20 +303,20 @@ def graph_cancel(
     from core import jobs
     from graph.status import BUILD_KIND
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, db.connection() as conn:
         if job is None:
             running = jobs.running_job(conn, tenant, BUILD_KIND, db.job_lease_s)
             if running is None:
-                _fail(CrossroadsError(f"no graph build of tenant {tenant!r} is running: nothing to cancel"))
+                fail(CrossroadsError(f"no graph build of tenant {tenant!r} is running: nothing to cancel"))
             job = running["id"]
         try:
             found = jobs.request_cancel(conn, job, tenant, db.job_lease_s)
         except JobNotFoundError as exc:
-            _fail(CrossroadsError(f"{exc}: see `crossroads graph status --tenant {tenant}`"))
+            fail(CrossroadsError(f"{exc}: see `crossroads graph status --tenant {tenant}`"))
         except CrossroadsError as exc:
-            _fail(exc)
+            fail(exc)
     if json_out:
-        _print_json(found)
+        print_json(found)
     elif found["status"] == "cancelled":
         out.print(f"job {job}: cancelled")
     else:
@@ -288,13 +333,13 @@ def communities_list(
     """Communities of a level: id, hierarchy level, parent, title, rating, member entities."""
     from graph import store
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, tenant_connection(db, tenant) as conn:
         reports = store.list_reports(conn, tenant, level)
         names = {e.key: e.name for e in store.load_entities(conn, tenant, level)}
     rows = [{"id": r["id"], "level": r["level"], "parent": r["parent"], "title": r["title"], "rating": r["rating"],
              "entities": [names.get(k, k) for k in r["members"]]} for r in reports]
     if json_out:
-        _print_json({"communities": rows})
+        print_json({"communities": rows})
         return
     table = Table(title=f"{len(rows)} communities of {tenant}/{level}")
     for col in ("id", "level", "parent", "rating", "title", "entities"):
@@ -315,17 +360,67 @@ def communities_show(
     """One community's report: summary, rating, findings with their sources."""
     from graph import store
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, tenant_connection(db, tenant) as conn:
         report = next((r for r in store.list_reports(conn, tenant, level) if r["id"] == community_id), None)
+        cited = sorted({c for f in report["findings"] for c in f["chunk_ids"]}) if report else []
+        sources = store.documents_of_chunks(conn, tenant, cited)
     if report is None:
-        _fail(CrossroadsError(f"no community {community_id} in {tenant}/{level}: see `crossroads communities list`"))
+        fail(CrossroadsError(f"no community {community_id} in {tenant}/{level}: see `crossroads communities list`"))
     report.pop("embedding", None)
     if json_out:
-        _print_json(report)
+        print_json(report)
         return
-    out.print(f"[bold]{report['title']}[/bold] (rating {report['rating']}: {report['rating_explanation']})")
-    out.print(report["summary"])
+    # the report's text comes from the corpus: printed as Text, never read as markup
+    out.print(Text.assemble((report["title"], "bold"), f" (rating {report['rating']}: {report['rating_explanation']})"))
+    out.print(Text(report["summary"]))
     for f in report["findings"]:
-        out.print(f"- [bold]{f['summary']}[/bold]: {f['explanation']} (chunks {f['chunk_ids']})")
+        docs = sorted({sources[c][0] for c in f["chunk_ids"] if c in sources})
+        out.print(Text.assemble("- ", (f["summary"], "bold"), f": {f['explanation']}",
+                                f" ({', '.join(docs)})" if docs else ""))
     if not report["model"]:
         out.print("[dim]offline extractive report (no LLM)[/dim]")
+
+
+@graph_app.command("export")
+def graph_export(
+    tenant: str = TenantOption,
+    level: str = typer.Option("all", "--level", "-l", help="Access level whose graph is exported."),
+    fmt: str = typer.Option("graphml", "--format", "-f", help="graphml, gexf or json (networkx node-link)."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="File to write (default: standard output)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Write a level's entity graph for Gephi, yEd or scripts: entities (name, type, description, degree,
+    community ids) and relationships (weight, description), sorted by id. Withdrawn text is left out."""
+    import sys
+    from pathlib import Path
+
+    from graph import store
+    from graph.export import FORMATS, export_level
+
+    if fmt not in FORMATS:
+        raise typer.BadParameter(f"{fmt!r} is not a format: use one of {', '.join(FORMATS)}", param_hint="--format")
+    if json_out and output is None:
+        raise typer.BadParameter("--json describes the file written: give --output FILE too", param_hint="--json")
+    with database(get_settings()) as db, db.connection() as conn:
+        levels = [lvl.name for lvl in store.list_levels(conn, tenant)]
+        if level not in levels:
+            fail(CrossroadsError(f"no level {level!r} in tenant {tenant!r} (levels: {', '.join(levels)}): "
+                                 f"see `crossroads levels list --tenant {tenant}`"))
+        data, nodes, edges = export_level(conn, tenant, level, fmt)
+    if nodes == 0:
+        fail(CrossroadsError(f"level {level!r} of {tenant!r} has no graph to export: run "
+                             f"`crossroads graph build --tenant {tenant} --level {level}`"))
+    if output is None:
+        sys.stdout.buffer.write(data)
+        return
+    try:
+        Path(output).write_bytes(data)
+    except OSError as exc:
+        fail(CrossroadsError(f"cannot write {output}: {exc.strerror or exc}; choose another --output"))
+    summary = {"tenant": tenant, "level": level, "format": fmt, "entities": nodes, "relationships": edges,
+               "output": str(output)}
+    if json_out:
+        print_json(summary)
+    else:
+        err.print(f"wrote {nodes} entities and {edges} relationships of {tenant}/{level} to {output} ({fmt})",
+                  markup=False)

@@ -5,7 +5,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from api.cli import JsonOption, _fail, _print_json, app, out
+from api.cli_common import JsonOption, app, fail, out, print_json
 from core.settings import get_settings
 
 llm_app = typer.Typer(help="The Anthropic API as Crossroads uses it.", no_args_is_help=True)
@@ -21,11 +21,11 @@ def check_command(json_out: bool = JsonOption) -> None:
     settings = get_settings()
     key = settings.anthropic_api_key
     if key is None or not key.get_secret_value().strip():
-        _fail(ValueError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run "
+        fail(ValueError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run "
                          "`crossroads llm check` again; without it every step runs offline"))
     checks = check_models(settings)
     if json_out:
-        _print_json([c.as_dict() for c in checks])
+        print_json([c.as_dict() for c in checks])
     else:
         table = Table(title="crossroads llm check")
         for name in ("model", "tasks", "latency", "tokens in / out", "cost", "forced tool use", "prompt caching"):
@@ -36,7 +36,7 @@ def check_command(json_out: bool = JsonOption) -> None:
                 table.add_row(c.model, ", ".join(c.tasks), "", "", "", Text.assemble(("failed", "red"), f": {c.error}"), "")
                 continue
             table.add_row(c.model, ", ".join(c.tasks), f"{c.latency_ms:.0f} ms", f"{c.input_tokens} / {c.output_tokens}",
-                          f"${c.cost_usd:.4f}", c.forced_tool, c.prompt_caching)
+                          "cost unknown" if c.cost_usd is None else f"${c.cost_usd:.4f}", c.forced_tool, c.prompt_caching)
         out.print(table)
     if not all(c.ok for c in checks):
         raise typer.Exit(1)

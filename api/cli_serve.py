@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from api.cli import JsonOption, _database, _fail, _groups, _print_json, app, err, out
+from api.cli_common import JsonOption, app, database, err, fail, out, parse_groups, print_json
 from core.errors import CrossroadsError
 from core.settings import get_settings
 
@@ -90,8 +90,9 @@ def serve(
 
     settings = get_settings()
     # fail here, with a clear message, when the database is unreachable or too old
-    with _database(settings) as db, db.connection() as conn:
+    with database(settings) as db, db.connection() as conn:
         conn.execute("SELECT 1")
+    _check_port_free(host, port)
     err.print(f"Crossroads API on http://{host}:{port} (docs: /docs, health: /healthz, metrics: /metrics)")
     options = {"host": host, "port": port, "log_level": log_level, "proxy_headers": True,
                "http": HeadDeadlineProtocol, "timeout_keep_alive": KEEP_ALIVE_S,
@@ -102,6 +103,24 @@ def serve(
         uvicorn.run("api.app:create_app", factory=True, workers=workers, **options)
 
 
+def _check_port_free(host: str, port: int) -> None:
+    """Fail before printing the URL when something already listens there (uvicorn would print it, then exit 3)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        fail(CrossroadsError(f"cannot listen on {host!r}: {exc.strerror}; pass an address of this machine with --host"))
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            fail(CrossroadsError(f"cannot listen on {host}:{port}: {exc.strerror}; another server (an earlier "
+                                 f"`crossroads serve`?) holds it: stop it, or pick another port with --port"))
+
+
 @token_app.command("create")
 def token_create(
     tenant: str = typer.Option(..., "--tenant", "-t", help="Tenant the token reads and writes."),
@@ -109,18 +128,18 @@ def token_create(
     role: str = typer.Option("reader", "--role", help="reader (ask, search, browse), writer (+ documents), "
                                                       "admin (+ graph builds)."),
     name: str = typer.Option("", "--name", help="A note saying who or what uses the token."),
-    json_out: bool = typer.Option(False, "--json", help="Print {token, id, tenant, groups, role} instead of the bare token."),
+    json_out: bool = typer.Option(False, "--json", metavar="", help="Print {token, id, tenant, groups, role} instead of the bare token."),
 ) -> None:
     """Create a token and print it (only once: just its hash is stored)."""
     from api import tokens
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, db.connection() as conn:
         try:
-            token, record = tokens.create_token(conn, tenant, _groups(groups), role, name)
+            token, record = tokens.create_token(conn, tenant, parse_groups(groups), role, name)
         except ValueError as exc:
-            _fail(CrossroadsError(str(exc)))
+            fail(CrossroadsError(str(exc)))
     if json_out:
-        _print_json({"token": token, **record.to_dict()})
+        print_json({"token": token, **record.to_dict()})
         return
     print(token)
 
@@ -133,12 +152,12 @@ def token_revoke(
     """Revoke a token at once: the next request with it gets 401."""
     from api import tokens
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, db.connection() as conn:
         revoked = tokens.revoke_token(conn, token_or_id)
     if revoked is None:
-        _fail(CrossroadsError("no live token matches; see `crossroads token list`"))
+        fail(CrossroadsError("no live token matches; see `crossroads token list`"))
     if json_out:
-        _print_json({"revoked": revoked})
+        print_json({"revoked": revoked})
         return
     out.print(f"revoked token {revoked}")
 
@@ -151,10 +170,10 @@ def token_list(
     """Tokens by id (never the secret), with tenant, groups, role and whether revoked."""
     from api import tokens
 
-    with _database(get_settings()) as db, db.connection() as conn:
+    with database(get_settings()) as db, db.connection() as conn:
         records = tokens.list_tokens(conn, tenant)
     if json_out:
-        _print_json({"tokens": [r.to_dict() for r in records]})
+        print_json({"tokens": [r.to_dict() for r in records]})
         return
     table = Table(title=f"{len(records)} tokens")
     for col in ("id", "tenant", "groups", "role", "name", "created", "revoked"):

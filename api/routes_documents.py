@@ -14,20 +14,21 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Query, Response
+from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Response
 from pydantic import ValidationError
 
-from api.app import Services, services
+from api import usecases
+from api.services import Services, services
 from api.auth import Principal, reader, writer
 from api.problems import ApiProblem, field_errors, validation_problem
 from api.schemas import (
-    AclRequest, AclResult, BatchDocument, BatchRequest, BatchResponse, Deleted, DocumentBody, DocumentList,
+    AclRequest, AclResult, BatchDocument, BatchRequest, BatchResponse, ChunkDetail, Deleted, DocumentBody,
+    DocumentDetail, DocumentList,
     DocumentResult, check_doc_id, doc_id_error, document_size_error,
 )
 from api.routes_query import ERRORS
 from core.errors import BadDocument
 from vector import store
-from vector.ingest.runner import drop_emptied_graphs
 from vector.ingest.sources import SourceDocument, build_document, parse_acl
 
 log = logging.getLogger("crossroads.api")
@@ -49,19 +50,15 @@ def _source(doc_id: str, body: DocumentBody) -> SourceDocument:
         meta["title"] = body.title
     if body.lang is not None:
         meta["lang"] = body.lang
-    return build_document(doc_id, body.text, meta, (), body.source or "api", doc_id)
+    return build_document(doc_id, body.text, meta, (), body.source or "api", doc_id, meta_from="the request")
 
 
 def _ingest(svc: Services, tenant: str, documents: list[SourceDocument]):
-    from core.llm import UsageMeter, make_llm
-    from vector.ingest.contextualize import make_contextualizer
-    from vector.ingest.runner import ingest_documents
+    from core.llm import UsageMeter
 
     meter = UsageMeter()
-    contextualizer = make_contextualizer(svc.settings, make_llm(svc.settings, meter))
     try:
-        return ingest_documents(svc.db(), svc.embedder(), svc.settings, tenant, documents,
-                                contextualizer=contextualizer)
+        return usecases.index_documents(svc.db(), svc.embedder(), svc.settings, tenant, documents, meter=meter).report
     finally:
         total = meter.total
         svc.metrics.usage({"input_tokens": total.input_tokens, "output_tokens": total.output_tokens,
@@ -184,13 +181,12 @@ def delete_document(doc_id: str, background: BackgroundTasks, principal: Princip
                     svc: Services = Depends(services)):
 
     check_doc_id(doc_id)
-    with svc.db().connection() as conn:
-        if not store.document_access(conn, principal.tenant, doc_id, list(principal.groups)):
-            raise _not_readable(doc_id)
-        _, chunks = store.delete_documents(conn, principal.tenant, [doc_id])
-    if chunks:  # after the response: dropping an emptied graph waits for older transactions
-        background.add_task(drop_emptied_graphs, svc.db(), principal.tenant)
-    return {"doc_id": doc_id, "chunks_deleted": chunks}
+    # emptied indexes are dropped after the response: dropping one waits for older transactions
+    deletion = usecases.delete_documents(svc.db(), principal.tenant, [doc_id], readable_by=principal.groups,
+                                         defer=background.add_task)
+    if not deletion.deleted:
+        raise _not_readable(doc_id)
+    return {"doc_id": doc_id, "chunks_deleted": deletion.chunks_deleted}
 
 
 @router.patch("/documents/{doc_id:path}/acl", response_model=AclResult, responses=ERRORS,
@@ -203,11 +199,8 @@ def set_document_acl(doc_id: str, body: AclRequest, principal: Principal = Depen
     if not groups:
         raise validation_problem([{"loc": ("body", "acl"), "type": "value_error",
                                    "msg": "needs at least one non-blank group name (a document is never public)"}])
-    with svc.db().connection() as conn:
-        if not store.document_access(conn, principal.tenant, doc_id, list(principal.groups)):
-            raise _not_readable(doc_id)
-        if not store.set_acl(conn, principal.tenant, doc_id, groups):
-            raise _not_readable(doc_id)
+    if not usecases.change_acl(svc.db(), principal.tenant, doc_id, groups, readable_by=principal.groups):
+        raise _not_readable(doc_id)
     return {"doc_id": doc_id, "acl": groups}
 
 
@@ -217,4 +210,28 @@ def list_documents(limit: int = Query(100, ge=1, le=1000), offset: int = Query(0
                    principal: Principal = Depends(reader), svc: Services = Depends(services)):
     with svc.db().connection() as conn:
         rows = store.readable_documents(conn, principal.tenant, list(principal.groups), limit, offset)
-    return {"documents": rows, "limit": limit, "offset": offset}
+        total = store.readable_document_count(conn, principal.tenant, list(principal.groups))
+    return {"documents": rows, "total": total, "limit": limit, "offset": offset}
+
+
+@router.get("/documents/{doc_id:path}", response_model=DocumentDetail, responses=ERRORS,
+            summary="One document the caller's groups can read, with its indexed text chunk by chunk")
+def get_document(doc_id: str, principal: Principal = Depends(reader), svc: Services = Depends(services)):
+    check_doc_id(doc_id)
+    with svc.db().connection() as conn:
+        document = store.readable_document(conn, principal.tenant, list(principal.groups), doc_id)
+    if document is None:
+        raise _not_readable(doc_id)
+    return document
+
+
+@router.get("/chunks/{chunk_id}", response_model=ChunkDetail, responses=ERRORS,
+            summary="One passage (what a citation's chunk id names), if the caller's groups can read it")
+def get_chunk(chunk_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal = Depends(reader),
+              svc: Services = Depends(services)):
+    with svc.db().connection() as conn:
+        chunk = store.readable_chunk(conn, principal.tenant, list(principal.groups), chunk_id)
+    if chunk is None:
+        raise ApiProblem(404, "chunk-not-found", "Passage not found",
+                         f"No passage {chunk_id} that this token's groups can read.")
+    return chunk

@@ -12,7 +12,7 @@ import json
 
 from fastapi import APIRouter, Depends, Path, Query
 
-from api.app import Services, services
+from api.services import Services, services
 from api.auth import Principal, reader
 from api.problems import ApiProblem
 from api.routes_query import ERRORS

@@ -6,7 +6,9 @@ The build runs `graph.build.runner.build_graph` in a background thread of this p
 runs at a time: this process knows its own build threads (`Services.jobs`, each entry dropped when
 its build ends), and the database (core.jobs: one running job per tenant and kind, kept alive by
 heartbeats) refuses a build that another replica or the CLI runs. Both refusals are the same 409,
-naming the running job in `job_id`.
+naming the running job in `job_id`. With CROSSROADS_JOBS_RUN_IN=worker the build is only queued
+(`status: queued`) for `crossroads worker` (api/worker_jobs.py); a second start while one waits is a
+409 `job-queued` naming it.
 """
 from __future__ import annotations
 
@@ -15,14 +17,14 @@ import threading
 
 from fastapi import APIRouter, Body, Depends, Path, Response
 
-from api.app import RunningBuild, Services, services
+from api import usecases
+from api.services import RunningBuild, Services, services
 from api.auth import Principal, admin
 from api.problems import ApiProblem, validation_problem
 from api.routes_query import ERRORS
 from api.schemas import GraphBuildRequest, Job, JobAccepted
 from core import jobs
-from core.errors import JobEndedError, JobNotFoundError, JobRunningError, JobStoppedError
-from graph import store
+from core.errors import JobEndedError, JobNotFoundError, JobQueuedError, JobRunningError, JobStoppedError
 
 log = logging.getLogger("crossroads.api")
 
@@ -34,30 +36,19 @@ router = APIRouter(prefix="/v1", tags=["jobs"])
              summary="Start building the entity graph, communities and reports (all levels, or one)")
 def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(None),
                       principal: Principal = Depends(admin), svc: Services = Depends(services)):
-    from core.llm import UsageMeter, make_llm
-    from graph.build.contracts import BuildSettings
-    from graph.build.runner import build_graph, create_build_job
-    from graph.build.estimate import estimate_build
-    from graph.build.parts import make_pipeline
+    from graph.build.runner import create_build_job
 
     body = body or GraphBuildRequest()
     tenant, settings, db = principal.tenant, svc.settings, svc.db()
-    with db.connection() as conn:
-        levels = store.list_levels(conn, tenant)
-    chosen = [lvl for lvl in levels if body.level in (None, lvl.name)]
-    if not chosen:
-        names = ", ".join(lvl.name for lvl in levels)
-        raise validation_problem([{"loc": ("body", "level"), "type": "value_error",
-                                   "msg": f"no access level {body.level!r} in this tenant (levels: {names})"}])
-    meter = UsageMeter()
-    pipeline = make_pipeline(settings, make_llm(settings, meter))
-    build_settings = BuildSettings()
-    estimate = estimate_build(db, tenant, chosen, pipeline.extractor, pipeline.reporter, pipeline.summarizer,
-                              build_settings.summary_min_chars)
-    if estimate["cost_usd"] > body.max_cost:
-        raise validation_problem([{"loc": ("body", "max_cost"), "type": "less_than_equal",
-                                   "msg": f"the build is estimated at ${estimate['cost_usd']}, over max_cost "
-                                          f"{body.max_cost}; raise max_cost to proceed"}])
+    try:
+        plan = usecases.plan_graph_build(db, settings, tenant, body.level, max_cost_usd=body.max_cost,
+                                         batch=body.batch)
+    except usecases.BuildRefused as exc:
+        raise validation_problem([{"loc": ("body", exc.field), "type": "value_error", "msg": str(exc)}]) from None
+    pipeline, estimate, meter = plan.pipeline, plan.estimate, plan.meter
+
+    if settings.jobs_run_in == "worker":
+        return _queue_build(response, db, tenant, body.level, pipeline, estimate)
 
     with svc.jobs_lock:
         running = svc.jobs.get(tenant)
@@ -71,8 +62,7 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
 
         def work() -> None:
             try:
-                build_graph(db, tenant, body.level, pipeline.extractor, pipeline.reporter, svc.embedder(),
-                            build_settings, usage=meter.summary, summarizer=pipeline.summarizer, job_id=job_id)
+                usecases.run_graph_build(db, svc.embedder(), tenant, plan, job_id=job_id)
             except JobStoppedError as exc:  # cancelled, or taken over: build_graph logged and recorded it
                 log.info("graph build %s of tenant %s stopped: %s", job_id, tenant, exc.reason)
             except BaseException:  # noqa: BLE001 - build_graph recorded the failure on the job row
@@ -86,6 +76,21 @@ def start_graph_build(response: Response, body: GraphBuildRequest | None = Body(
         svc.jobs[tenant] = RunningBuild(job_id, thread)
     response.headers["Location"] = f"/v1/jobs/{job_id}"
     return {"job_id": job_id, "status": "running", "href": f"/v1/jobs/{job_id}", "estimate": estimate}
+
+
+def _queue_build(response: Response, db, tenant: str, level: str | None, pipeline, estimate: dict) -> dict:
+    """CROSSROADS_JOBS_RUN_IN=worker: queue the build for `crossroads worker` (api/worker_jobs.py)."""
+    from api.worker_jobs import enqueue_graph_build
+
+    try:
+        job_id = enqueue_graph_build(db, tenant, level, pipeline)
+    except JobRunningError as exc:
+        raise _build_running(exc.job_id) from None
+    except JobQueuedError as exc:
+        raise ApiProblem(409, "job-queued", "Build already queued", f"{exc}; follow it with GET /v1/jobs/{exc.job_id}.",
+                         job_id=exc.job_id) from None
+    response.headers["Location"] = f"/v1/jobs/{job_id}"
+    return {"job_id": job_id, "status": "queued", "href": f"/v1/jobs/{job_id}", "estimate": estimate}
 
 
 def _still_running(svc: Services, job_id: int) -> bool:

@@ -12,7 +12,7 @@ import anyio
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from api.app import Services, services
+from api.services import Services, services
 from api.problems import RETRY_AFTER_S, problem_response
 from core.database import load_migrations
 

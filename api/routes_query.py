@@ -10,7 +10,8 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
-from api.app import Services, services
+from api import usecases
+from api.services import Services, services
 from api.auth import Principal, reader
 from api.problems import validation_problem
 from api.schemas import AskRequest, RouteRequest, RouteResponse, SearchRequest, SearchResponse, check_text
@@ -69,17 +70,14 @@ def _finite(x) -> float:
 
 
 @router.post("/search", response_model=SearchResponse, responses=ERRORS,
-             summary="Hybrid search (vector + full text, RRF, rerank) over what the caller may read")
+             summary="Hybrid search (vector + full text, z-score fusion, rerank) over what the caller may read")
 def search(body: SearchRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
     check_text("query", body.query, svc.settings.api_max_query_chars)
-    result = svc.query_searcher().search(principal.tenant, list(principal.groups), body.query, k=body.k,
-                                         mode="hybrid+rerank")
-    hits = [{"id": h.id, "doc_id": h.doc_id, "title": h.title, "heading": h.heading, "text": h.text,
-             "score": round(_finite(h.score), 6)} for h in result.hits]
+    result = usecases.search(svc.query_searcher(), principal.tenant, principal.groups, body.query, body.k)
     if result.degraded:
         log.warning("degraded search: %s", result.degraded_reason)
-    svc.metrics.result("search", empty=not hits, degraded=result.degraded)
-    return {"hits": hits, "degraded": result.degraded, "degraded_reason": public_reason(result.degraded_reason)}
+    svc.metrics.result("search", empty=not result.hits, degraded=result.degraded)
+    return {"hits": result.hits, "degraded": result.degraded, "degraded_reason": public_reason(result.degraded_reason)}
 
 
 @router.post("/route", response_model=RouteResponse, responses=ERRORS,

@@ -145,8 +145,31 @@ class DocumentInfo(BaseModel):
 
 class DocumentList(BaseModel):
     documents: list[DocumentInfo]
+    total: int  # documents the caller may read
     limit: int
     offset: int
+
+
+class ChunkInfo(BaseModel):
+    id: int
+    chunk_no: int  # its place in the document, from 0
+    heading: str
+    text: str
+
+
+class DocumentDetail(BaseModel):
+    doc_id: str
+    title: str
+    lang: str
+    acl: list[str]
+    version: int
+    updated_at: datetime
+    chunks: list[ChunkInfo]  # the indexed text, in order (neighbouring chunks overlap by a sentence or two)
+
+
+class ChunkDetail(ChunkInfo):
+    doc_id: str
+    title: str
 
 
 class Deleted(BaseModel):
@@ -216,6 +239,8 @@ class EntityList(BaseModel):
 class GraphBuildRequest(Strict):
     level: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="Only this access level (default: all).")
     max_cost: float = Field(5.0, ge=0, le=10_000, description="Refuse LLM work estimated above this many dollars.")
+    batch: bool = Field(False, description="Send the LLM work as Message Batches: half the price, answered within "
+                                           "24 h (the estimate's cost is then halved for max_cost).")
 
 
 class JobAccepted(BaseModel):
@@ -240,6 +265,9 @@ class Job(BaseModel):
     finished_at: datetime | None
     heartbeat_at: datetime | None = None  # last sign of life of the process running it (core.jobs)
     cancel_requested_at: datetime | None = None  # a cancel was asked for; the job stops at its next step
+    queued_at: datetime | None = None  # queued for a worker (CROSSROADS_JOBS_RUN_IN=worker)
+    worker: str | None = None  # the process holding it: host:pid:random (core.jobs.worker_name)
+    attempts: int = 0  # starts by workers; a job whose workers keep dying fails after a few
 
 
 class GraphTextCounts(BaseModel):

@@ -1,8 +1,18 @@
-"""`make eval-answers`: the offline answer baseline an LLM must beat, on the dev split.
+"""`make eval-answers`: the offline answer baseline an LLM must beat, on the dev split, per route.
 
 multihop  - the gold answer or an alias appears in the answer; single search (local route) vs the
             agentic route, same run;
-xquad_ru  - an answer span appears in the answer (local route).
+xquad_ru  - an answer span appears in the answer (local route);
+fixtures  - the golden questions of fixtures/questions.jsonl on the `demo` tenant (`make demo`), each
+            on its own route and with its own groups: the `answer` substring for local and multihop
+            questions, "no answer" for the negatives, and for global questions with `themes` the
+            share of the expected themes the answer names.
+The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
+
+Every answer's confidence is kept, so the no-answer threshold (router/extractive.MIN_CONFIDENCE, a
+fixed majority rule) is reported leave-one-dataset-out: for each dataset, the share of its right
+answers the threshold withholds, next to the threshold the other datasets would pick (the highest
+that withholds at most 5% of their right answers).
 
 Uses the tenants `make eval` indexed (eval_multihop, eval_xquad_ru; group `public`). Answers are
 offline (extractive) unless --llm is given and ANTHROPIC_API_KEY is set.
@@ -15,14 +25,17 @@ import re
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from bench.common import SHARED_DATA
+from router.extractive import MIN_CONFIDENCE
 from core.database import open_database
 from core.settings import Settings
 from router.service import Router
 from vector.evaluation.datasets import load_dataset
 
 GROUPS = ["public"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def normalise(text: str) -> str:
@@ -44,22 +57,76 @@ def run(router: Router, name: str, routes: list[str], golds_of, limit: int | Non
     tenant = f"eval_{load_dataset(SHARED_DATA / name).name}"
     out: dict = {}
     for route in routes:
-        hits, latencies, misses = 0, [], []
-        for q in queries:
-            started = time.perf_counter()
-            answer = router.ask(tenant, GROUPS, q["question"], route=route)
-            latencies.append((time.perf_counter() - started) * 1000)
-            if contains_answer(answer.answer, golds_of(q)):
-                hits += 1
-            elif len(misses) < 5:
-                misses.append({"qid": q["qid"], "question": q["question"], "gold": golds_of(q)[0],
+        asked = [(q["qid"], q["question"], golds_of(q), route) for q in queries]
+        out[route] = _score(router, name, tenant, [(a, GROUPS) for a in asked])
+    return out
+
+
+def _score(router: Router, name: str, tenant: str, asked: list[tuple[tuple, list[str]]]) -> dict:
+    hits, latencies, misses, right_confidences = 0, [], [], []
+    for (qid, question, golds, route), groups in asked:
+        started = time.perf_counter()
+        answer = router.ask(tenant, groups, question, route=route)
+        latencies.append((time.perf_counter() - started) * 1000)
+        confidence = answer.trace.get("confidence")
+        if contains_answer(answer.answer, golds):
+            hits += 1
+            if confidence is not None:
+                right_confidences.append(confidence)
+        elif len(misses) < 5:
+            misses.append({"qid": qid, "question": question, "gold": golds[0], "answer": answer.answer[:300]})
+    n = len(asked)
+    print(f"{name:9} {route:9} answer accuracy {hits / n:.3f} (n={n})", file=sys.stderr, flush=True)
+    return {"accuracy": round(hits / n, 3), "n": n, "latency_p50_ms": round(statistics.median(latencies)),
+            "latency_p95_ms": round(sorted(latencies)[int(0.95 * (len(latencies) - 1))]), "misses": misses,
+            "right_confidences": right_confidences}
+
+
+def run_fixtures(router: Router, tenant: str = "demo") -> dict:
+    """The golden questions, each on its route with its groups; global ones scored by expected themes."""
+    questions = [json.loads(line) for line in (ROOT / "fixtures" / "questions.jsonl").open(encoding="utf-8")
+                 if line.strip()]
+    out: dict = {}
+    for route in ("local", "multihop", "global"):
+        right, total, misses = 0.0, 0, []
+        for q in (q for q in questions if q["route"] == route):
+            answer = router.ask(tenant, q["groups"], q["question"], route=route)
+            if "answer" in q:
+                ok = float(contains_answer(answer.answer, [q["answer"]]))
+            elif "themes" in q:
+                ok = theme_share(answer.answer, q["themes"])
+            elif not q["expected_docs"]:
+                ok = float(answer.no_answer)
+            else:
+                continue
+            right, total = right + ok, total + 1
+            if ok < 1 and len(misses) < 5:
+                misses.append({"qid": q["qid"], "question": q["question"], "score": round(ok, 2),
                                "answer": answer.answer[:300]})
-        out[route] = {"accuracy": round(hits / len(queries), 3), "n": len(queries),
-                      "latency_p50_ms": round(statistics.median(latencies)),
-                      "latency_p95_ms": round(sorted(latencies)[int(0.95 * (len(latencies) - 1))]),
-                      "misses": misses}
-        print(f"{name:9} {route:9} answer accuracy {hits / len(queries):.3f} (n={len(queries)})", file=sys.stderr,
-              flush=True)
+        out[route] = {"accuracy": round(right / total, 3) if total else None, "n": total, "misses": misses}
+        print(f"fixtures  {route:9} answer accuracy {out[route]['accuracy']} (n={total})", file=sys.stderr, flush=True)
+    return out
+
+
+def theme_share(answer: str, themes: list[dict]) -> float:
+    """The share of expected themes the answer names (any of each theme's words)."""
+    text = normalise(answer)
+    return sum(any(normalise(w) in text for w in t["any_of"]) for t in themes) / len(themes)
+
+
+def threshold_report(results: dict, current: float, keep: float = 0.95) -> dict:
+    """Leave-one-dataset-out: per dataset, the share of right answers `current` withholds, and the
+    threshold the other datasets pick (the highest withholding at most 1 - keep of their right answers)."""
+    right = {name: [c for r in by_route.values() for c in r.get("right_confidences", [])]
+             for name, by_route in results.items()}
+    out = {}
+    for name, confs in right.items():
+        others = sorted(c for other, cs in right.items() if other != name for c in cs)
+        picked = others[int((1 - keep) * len(others))] if others else None
+        out[name] = {"withheld_at_current": round(sum(c < current for c in confs) / len(confs), 3) if confs else None,
+                     "threshold_from_others": round(picked, 3) if picked is not None else None,
+                     "withheld_at_others": (round(sum(c < picked for c in confs) / len(confs), 3)
+                                            if confs and picked is not None else None)}
     return out
 
 
@@ -68,6 +135,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N questions per dataset")
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--fixtures-tenant", default="demo",
+                        help="tenant holding the fixtures corpus and its graph (`make demo`); '' skips them")
     args = parser.parse_args()
     if not SHARED_DATA.exists():
         print(f"{SHARED_DATA} is absent: nothing to evaluate")
@@ -81,14 +150,21 @@ def main() -> int:
                                 lambda q: [q["answer"], *q.get("aliases", [])], args.limit),
                 "xquad_ru": run(router, "xquad_ru", ["local"], lambda q: q["answers"], args.limit),
             }
+            fixtures = run_fixtures(router, args.fixtures_tenant) if args.fixtures_tenant else None
     finally:
         db.close()
+    thresholds = threshold_report(results, MIN_CONFIDENCE)
+    for by_route in results.values():
+        for r in by_route.values():
+            r.pop("right_confidences", None)
     if args.json:
-        print(json.dumps(results, ensure_ascii=False, indent=1))
+        print(json.dumps({**results, "fixtures": fixtures, "threshold": thresholds}, ensure_ascii=False, indent=1))
     else:
-        for name, by_route in results.items():
+        for name, by_route in [*results.items(), *([("fixtures", fixtures)] if fixtures else [])]:
             for route, r in by_route.items():
-                print(f"| {name} | {route} | {r['accuracy']:.3f} | {r['n']} | {r['latency_p50_ms']} | {r['latency_p95_ms']} |")
+                print(f"| {name} | {route} | {r['accuracy']} | {r['n']} | {r.get('latency_p50_ms', '')} | "
+                      f"{r.get('latency_p95_ms', '')} |")
+        print(f"no-answer threshold {MIN_CONFIDENCE}, leave-one-dataset-out: {json.dumps(thresholds)}")
     return 0
 
 

@@ -1,7 +1,7 @@
 """`make eval-agentic`: does the agentic multi-hop loop find all the evidence a single search misses?
 
     .venv/bin/python -m bench.multihop_agentic [--json] [--limit N] [--planner offline|llm]
-        [--threshold] [--max-iterations 3 --max-searches 8 --k 5 --max-evidence 24 --max-context 10]
+        [--threshold] [--graph] [--max-iterations 3 --max-searches 8 --k 5 --max-evidence 24 --max-context 10]
 
 On ../shared/data/multihop (MuSiQue 2-4 hop and HotpotQA bridge / comparison questions, each with
 2-4 gold paragraphs; corpus `_id`s are the doc ids of tenant `eval_multihop`, group `public`), the
@@ -9,7 +9,10 @@ same run compares, question by question on the same index:
 - single: one hybrid+rerank search of the question, top 10 passages;
 - agentic: `router.agentic.agentic_search` with the offline planner (or the LLM planner, which
   needs ANTHROPIC_API_KEY) and the final context of at most `max_context` passages
-  (`AgenticResult.context()`).
+  (`AgenticResult.context()`);
+- with --graph: hybrid+graph (one search fused with personalized PageRank over the tenant's offline
+  graph, router/graph_leg.py) and agentic+graph (the loop over hybrid+graph searches, as the router's
+  multi-hop route runs it).
 Metric: evidence recall@10 = the fraction of questions whose gold paragraphs are ALL among the
 passages given to the answer (document level: a gold paragraph counts when any chunk of it is
 there). Also per question type, the recall of everything the loop collected (before the context
@@ -62,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-evidence", type=int, default=None)
     parser.add_argument("--max-context", type=int, default=None)
     parser.add_argument("--misses", action="store_true", help="list the questions the agentic route missed")
+    parser.add_argument("--graph", action="store_true",
+                        help="also the graph leg (personalized PageRank over the tenant's offline graph, built if "
+                             "missing): one hybrid+graph search and the agentic loop over hybrid+graph")
     args = parser.parse_args(argv)
 
     from api.cli_search import make_searcher
@@ -107,6 +113,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tenant {TENANT} has no chunks: index it first (`crossroads eval {SHARED_DATA / DATASET}` "
                   "or this bench with --index).", file=sys.stderr)
             return 2
+        graph = None
+        if args.graph:
+            from graph.query.graph_search import GraphSearcher, ensure_offline_graph
+
+            ensure_offline_graph(db, TENANT, embedder)
+            graph = GraphSearcher(db, embedder)
         with make_searcher(db, settings, embedder=embedder) as searcher:  # as the router builds it
             searcher.search(TENANT, GROUPS, "warm-up", k=1, mode=MODE)  # load models before timing
             rows = []
@@ -134,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
                     "missing": sorted(gold - {p.doc_id for p in context}),
                     "llm_fallbacks": sum(1 for r in result.rounds if r.decision and r.decision.get("error")),
                 })
+                if graph is not None:
+                    rows[-1] |= _graph_arms(searcher, graph, planner, q.question, gold, limits, args.threshold)
                 if not args.json and n % 10 == 0:
                     print(f"  {n}/{len(queries)} questions", file=sys.stderr, flush=True)
     finally:
@@ -155,10 +169,32 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _graph_arms(searcher, graph, planner, question: str, gold: set[str], limits, threshold: bool) -> dict:
+    """The same question through the graph leg: one hybrid+graph search (top max_context) and the
+    agentic loop whose every search is hybrid+graph (router/graph_leg.py)."""
+    from router.agentic import agentic_search
+    from router.graph_leg import HybridGraphSearcher
+
+    def leg() -> HybridGraphSearcher:
+        return HybridGraphSearcher(searcher, graph, TENANT, GROUPS, MODE, keep_traces=False, apply_threshold=threshold)
+
+    t0 = time.perf_counter()
+    fused = leg().search(question, limits.max_context)
+    fused_ms = (time.perf_counter() - t0) * 1000
+    t0 = time.perf_counter()
+    result = agentic_search(leg(), planner, question, limits)
+    context = result.context()
+    return {"hybrid_graph": _all_in(gold, [p.doc_id for p in fused]),
+            "agentic_graph": _all_in(gold, [p.doc_id for p in context]),
+            "hybrid_graph_ms": fused_ms, "agentic_graph_ms": (time.perf_counter() - t0) * 1000}
+
+
 def summarise(rows: list[dict], limits, planner: str, threshold: bool) -> dict:
     def block(items: list[dict]) -> dict:
         n = len(items)
-        return {
+        graph = {name: round(sum(r[name] for r in items) / n, 3) for name in ("hybrid_graph", "agentic_graph")
+                 if n and name in items[0]}
+        return graph | {
             "n": n,
             "single_recall": round(sum(r["single"] for r in items) / n, 3) if n else None,
             "agentic_recall": round(sum(r["agentic"] for r in items) / n, 3) if n else None,
@@ -180,6 +216,9 @@ def summarise(rows: list[dict], limits, planner: str, threshold: bool) -> dict:
             "agentic_p50": _pct([r["agentic_ms"] for r in rows], 50),
             "agentic_p95": _pct([r["agentic_ms"] for r in rows], 95),
         },
+        "graph_latency_ms": {f"{name}_{p}": _pct([r[f"{name}_ms"] for r in rows], q)
+                             for name in ("hybrid_graph", "agentic_graph") if rows and f"{name}_ms" in rows[0]
+                             for p, q in (("p50", 50), ("p95", 95))},
         "stop_reasons": dict(Counter(r["stop_reason"] for r in rows)),
         "partial": sum(r["partial"] for r in rows),
         "degraded": sum(r["degraded"] for r in rows),
@@ -198,6 +237,11 @@ def print_report(report: dict) -> None:
               f"{b['collected_recall']:>11.3f}{b['mean_searches']:>10.2f}{b['mean_iterations']:>8.2f}")
     print(f"latency ms: single p50 {lat['single_p50']} p95 {lat['single_p95']}; "
           f"agentic p50 {lat['agentic_p50']} p95 {lat['agentic_p95']}")
+    if "hybrid_graph" in o:
+        print(f"{'qtype':<12}{'n':>4}{'hybrid+graph@10':>17}{'agentic+graph@10':>18}")
+        for name, b in [("ALL", o), *report["by_qtype"].items()]:
+            print(f"{name:<12}{b['n']:>4}{b['hybrid_graph']:>17.3f}{b['agentic_graph']:>18.3f}")
+        print(f"graph latency ms: {report['graph_latency_ms']}")
     print(f"agentic won {report['won']}, lost {report['lost']}; stop reasons {report['stop_reasons']}; "
           f"partial {report['partial']}; degraded {report['degraded']}")
     if "llm" in report:

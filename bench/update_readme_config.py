@@ -1,4 +1,4 @@
-"""Rewrite the configuration table in README.md from the Settings class (`make readme-config`)."""
+"""Rewrite the configuration table in docs/configuration.md from the Settings class (`make readme-config`)."""
 from __future__ import annotations
 
 from api.cli import settings_markdown
@@ -6,7 +6,7 @@ from bench.common import ROOT
 
 
 def main() -> None:
-    path = ROOT / "README.md"
+    path = ROOT / "docs" / "configuration.md"
     lines = path.read_text(encoding="utf-8").split("\n")
     start = lines.index("| environment variable | default | meaning |")
     end = start

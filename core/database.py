@@ -27,6 +27,7 @@ from psycopg_pool import ConnectionPool
 
 from core import embedded
 from core.errors import DatabaseError
+from core.replicas import ReadView, ReplicaSet, parse_lsn
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,11 @@ class Database:
             open=True,
             name="crossroads",
         )
+        urls = [u.strip() for u in (settings.database_read_urls or "").split(",") if u.strip()]
+        self.replicas = ReplicaSet(
+            urls, self, max_lag_s=settings.read_max_lag_s, wait_ms=settings.read_your_writes_wait_ms,
+            check_s=settings.replica_check_s, pool_max_size=settings.pool_max_size,
+            connect_timeout=connect_timeout(settings), session_options=SESSION_OPTIONS) if urls else None
 
     @staticmethod
     def _configure(conn: psycopg.Connection) -> None:
@@ -189,7 +195,26 @@ class Database:
         with self.pool.connection(timeout=timeout) as conn:
             yield conn
 
+    def read_connection(self, min_lsn: int | None = None, timeout: float | None = None):
+        """A connection for reads only: a healthy read replica's (one that has replayed `min_lsn`, or the
+        request's read-your-writes position, core.replicas) when CROSSROADS_DATABASE_READ_URLS names any,
+        else the primary's. Writes must use `connection`: a replica refuses them."""
+        if self.replicas is None:
+            return self.connection(timeout)
+        return self.replicas.connection(min_lsn, timeout)
+
+    def reads(self) -> "Database | ReadView":
+        """This database for code that only reads (search, ask): itself without replicas."""
+        return self if self.replicas is None else ReadView(self)
+
+    def current_lsn(self) -> int:
+        """The primary's WAL position now: after a write, what a read-your-writes read passes as `min_lsn`."""
+        with self.connection() as conn:
+            return parse_lsn(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+
     def close(self) -> None:
+        if self.replicas is not None:
+            self.replicas.close()
         self.pool.close()
 
     def __enter__(self) -> "Database":

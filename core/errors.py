@@ -46,14 +46,27 @@ class JobRunningError(CrossroadsError):
         super().__init__(message)
 
 
+class JobQueuedError(CrossroadsError):
+    """A job of this kind already waits for a worker for the tenant: a second would repeat it."""
+
+    def __init__(self, kind: str, tenant: str, job_id: int | None):
+        self.kind, self.tenant, self.job_id = kind, tenant, job_id
+        super().__init__(f"a {kind} job of tenant {tenant!r} is already queued (job {job_id}) and will run when a "
+                         f"worker (`crossroads worker`) takes it; follow job {job_id} instead of starting another")
+
+
 class JobStoppedError(CrossroadsError):
     """The running job must stop: an operator cancelled it, or its row is no longer running (its lease
-    ran out and another process took the tenant's slot over). `reason`: "cancelled" or "lost"."""
+    ran out and another process took the tenant's slot over), or its worker is stopping and hands it back
+    to the queue. `reason`: "cancelled", "released" or "lost"."""
 
     def __init__(self, job_id: int, reason: str):
         self.job_id, self.reason = job_id, reason
         if reason == "cancelled":
             message = f"job {job_id} was cancelled on request; what it saved so far is kept and a new start resumes from it"
+        elif reason == "released":
+            message = (f"job {job_id} goes back to the queue: this worker is stopping; the next worker resumes it "
+                       "from the work it saved")
         else:
             message = (f"job {job_id} is no longer running in the database (it missed its lease and was failed as "
                        "abandoned, or another process took over): this process stops writing")

@@ -5,45 +5,30 @@ offline mode is simply `make_llm(settings) is None` (callers then run their offl
 """
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, Iterator, Literal, Protocol
+from typing import Any, Callable, Iterator, Literal, Protocol
 
 import anthropic
 
+from core.llm_limiter import backoff_s, limiter_for
+from core.pricing import price_of
+from core.pricing import set_overrides as set_price_overrides
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
 
 Task = Literal["fast", "answer"]
 
-# USD per million tokens: (input, output). Cache writes (5-minute TTL) bill at 1.25x input and
-# cache reads at 0.1x input. A dated snapshot ("claude-haiku-4-5-20251001") prices as its alias.
-PRICES: dict[str, tuple[float, float]] = {
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-sonnet-5": (2.0, 10.0),
-    "claude-opus-5": (5.0, 25.0),
-}
-CACHE_WRITE_FACTOR = 1.25
-CACHE_READ_FACTOR = 0.1
-
-_unpriced_warned: set[str] = set()
-_unpriced_lock = threading.Lock()
-
-
 def model_prices(model: str) -> tuple[float, float] | None:
-    """(input, output) USD per 1M tokens, or None (warned once per model) when unknown."""
-    matches = [name for name in PRICES if model == name or model.startswith(name + "-")]
-    if matches:
-        return PRICES[max(matches, key=len)]
-    with _unpriced_lock:
-        if model not in _unpriced_warned:
-            _unpriced_warned.add(model)
-            log.warning("no price known for model %r: its cost counts as $0; add it to core.llm.PRICES", model)
-    return None
+    """(input, output) USD per 1M tokens, or None (warned once per model) when unknown (core.pricing)."""
+    price = price_of(model)
+    return (price.input, price.output) if price else None
 
 
 @dataclass
@@ -53,18 +38,17 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: some call was made by a model with no known price
     calls: int = 0
 
     @classmethod
     def priced(cls, model: str, *, input_tokens: int = 0, output_tokens: int = 0,
-               cache_read_tokens: int = 0, cache_write_tokens: int = 0, calls: int = 1) -> "Usage":
-        prices = model_prices(model)
-        cost = 0.0
-        if prices is not None:
-            inp, out = prices
-            cost = (input_tokens * inp + output_tokens * out + cache_write_tokens * inp * CACHE_WRITE_FACTOR
-                    + cache_read_tokens * inp * CACHE_READ_FACTOR) / 1_000_000
+               cache_read_tokens: int = 0, cache_write_tokens: int = 0, calls: int = 1,
+               batch: bool = False) -> "Usage":
+        """`batch`: made through the Message Batches API, at its price."""
+        price = price_of(model)
+        cost = price.cost(input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read_tokens,
+                          cache_write_tokens=cache_write_tokens, batch=batch) if price else None
         return cls(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, calls)
 
     @property
@@ -74,7 +58,8 @@ class Usage:
     def as_dict(self) -> dict:
         return {"llm_calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "cache_read_tokens": self.cache_read_tokens, "cache_write_tokens": self.cache_write_tokens,
-                "prompt_tokens": self.prompt_tokens, "cost_usd": round(self.cost_usd, 6)}
+                "prompt_tokens": self.prompt_tokens,
+                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6)}
 
     def __add__(self, other: "Usage") -> "Usage":
         return replace(self).add(other)
@@ -85,7 +70,8 @@ class Usage:
         self.output_tokens += other.output_tokens
         self.cache_read_tokens += other.cache_read_tokens
         self.cache_write_tokens += other.cache_write_tokens
-        self.cost_usd += other.cost_usd
+        # an unknown price makes the sum unknown: a partial sum would read as the whole cost
+        self.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         self.calls += other.calls
         return self
 
@@ -178,42 +164,67 @@ class RefusedError(LLMError):
 class AnthropicLLM:
     """`LLM` over the Anthropic Messages API.
 
-    Retries are the SDK's job, not ours: anthropic's `_base_client` retries connection errors,
-    timeouts, 408, 409, 429 and every 5xx (529 "overloaded" included) up to `max_retries` times,
-    sleeping as the `retry-after-ms` / `retry-after` header says, else exponential backoff
-    (0.5 s doubling to 8 s, with jitter); note it honours retry-after uncapped. Once it gives up
-    we turn its error into one `LLMError`.
+    Retries are ours, not the SDK's (its client is made with max_retries=0): each attempt takes a slot
+    of the process's limiter (core.llm_limiter), so at most CROSSROADS_LLM_CONCURRENCY calls are in
+    flight, and a 429's `retry-after` / a 529's backoff pauses every thread, not only the one that got
+    it. Retried, as the SDK would: connection errors, timeouts, 408, 409, 429 and every 5xx, up to
+    `llm_max_retries` times. Then the error becomes one `LLMError`.
+
+    `concurrency`: calls worth making at once (core.llm_limiter.concurrency_of); bulk steps size their
+    thread pools with it. `calls`: every reply's (model, prompt text chars, usage), for calibrating
+    token estimates (graph.build.estimate); kept only when `record_calls` is set.
     """
 
-    def __init__(self, settings: Settings, meter: UsageMeter | None = None):
+    def __init__(self, settings: Settings, meter: UsageMeter | None = None, *, record_calls: bool = False):
         if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value().strip():
             raise ValueError("AnthropicLLM needs ANTHROPIC_API_KEY; use make_llm(), which returns None offline")
         self.settings = settings
         self.meter = meter
         self.models: dict[str, str] = {"fast": settings.llm_model_fast, "answer": settings.llm_model_answer}
+        self.thinking: dict[str, int] = {"fast": settings.llm_thinking_fast, "answer": settings.llm_thinking_answer}
+        self.concurrency = settings.llm_concurrency
+        self.limiter = limiter_for(settings.anthropic_base_url or "https://api.anthropic.com", settings.llm_concurrency)
+        self.calls: list[CallRecord] | None = [] if record_calls else None
+        self._calls_lock = threading.Lock()
         self._client = anthropic.Anthropic(
             api_key=settings.anthropic_api_key.get_secret_value(),
             base_url=settings.anthropic_base_url,
             timeout=settings.llm_timeout_s,
-            max_retries=settings.llm_max_retries,
+            max_retries=0,
         )
 
-    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
-                 cached_prefix: str | None = None, tools: list[dict] | None = None,
-                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
+    @property
+    def client(self) -> anthropic.Anthropic:
+        """The SDK client (core.batches sends Message Batches with it)."""
+        return self._client
+
+    def request(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
+                cached_prefix: str | None = None, tools: list[dict] | None = None,
+                tool_choice: dict | None = None, temperature: float | None = None) -> dict[str, Any]:
+        """The Messages API parameters of a call (sent at once by `complete`, or in a Message Batch)."""
         if task not in self.models:
             raise ValueError(f"unknown LLM task {task!r}; expected one of {sorted(self.models)}")
         model = self.models[task]
         params: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
+        thinking = self.thinking[task]
+        if thinking:
+            # The budget is part of max_tokens, so the answer keeps the budget it was given. Thinking
+            # rejects sampling parameters and a forced tool_choice: the tool is offered with `auto`
+            # (core.prompting asks again when no tool call comes back).
+            params["max_tokens"] = max_tokens + thinking
+            params["thinking"] = {"type": "enabled", "budget_tokens": thinking}
+            temperature = None
+            if tool_choice and tool_choice.get("type") in ("tool", "any"):
+                tool_choice = {"type": "auto"}
         if temperature is not None:
             # anthropic>=1.0 dropped the `temperature` keyword, and Sonnet 5 / Opus 5 / Opus 4.7+
             # answer 400 "`temperature` is deprecated for this model", so it is sent only on request
             # (haiku-4-5 still takes it) and the model default applies otherwise.
-            params["extra_body"] = {"temperature": temperature}
+            params["temperature"] = temperature
         if cached_prefix:
             # The long stable text goes first and carries the cache breakpoint, so every call that
             # shares it (e.g. each chunk of one document) reads it from the cache at 0.1x the price.
-            # The API skips caching below a model's minimum prefix size (1-4k tokens) without error.
+            # The API skips caching below a model's minimum prefix size (core.pricing) without error.
             blocks = [{"type": "text", "text": cached_prefix, "cache_control": {"type": "ephemeral"}}]
             if system:  # the API rejects empty text blocks
                 blocks.append({"type": "text", "text": system})
@@ -224,21 +235,141 @@ class AnthropicLLM:
             params["tools"] = tools
         if tool_choice:
             params["tool_choice"] = tool_choice
-        try:
-            msg = self._client.messages.create(**params)
-        except anthropic.AnthropicError as err:
-            raise _to_llm_error(err, model, self.settings) from err
+        return params
 
+    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
+                 cached_prefix: str | None = None, tools: list[dict] | None = None,
+                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
+        params = self.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
+                              cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
+                              temperature=temperature)
+        msg = self._send(lambda headers: self._client.messages.create(**_sdk_params(params), extra_headers=headers),
+                         params["model"])
+        return self.reply(params, msg)
+
+    def stream_text(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
+                    on_text: Callable[[str], None]) -> LLMResponse:
+        """A free-text call whose text is handed to `on_text` piece by piece as it arrives; returns the
+        whole reply like `complete`. Retried like `complete` only until the first piece was handed on."""
+        params = self.request(task=task, system=system, messages=messages, max_tokens=max_tokens)
+        started = False
+
+        def run(headers: dict[str, str]):
+            nonlocal started
+            with self._client.messages.stream(**_sdk_params(params), extra_headers=headers) as stream:
+                for piece in stream.text_stream:
+                    started = True
+                    on_text(piece)
+                return stream.get_final_message()
+
+        def once(headers: dict[str, str]):
+            try:
+                return run(headers)
+            except anthropic.AnthropicError as err:
+                if started:  # the user saw part of it: a retry would repeat what they read
+                    raise _to_llm_error(err, params["model"], self.settings) from err
+                raise
+
+        return self.reply(params, self._send(once, params["model"]))
+
+    def reply(self, params: dict[str, Any], msg: Any, *, batch: bool = False) -> LLMResponse:
+        """A Messages API reply (or a Message Batch result's message) as an `LLMResponse`, metered."""
+        model = params["model"]
         u = msg.usage
         usage = Usage.priced(model, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
                              cache_read_tokens=u.cache_read_input_tokens or 0,
-                             cache_write_tokens=u.cache_creation_input_tokens or 0)
+                             cache_write_tokens=u.cache_creation_input_tokens or 0, batch=batch)
         if self.meter is not None:
             self.meter.record(model, usage)
         text = "".join(block.text for block in msg.content if block.type == "text")
         tool_input = next((dict(block.input) for block in msg.content if block.type == "tool_use"), None)
+        if self.calls is not None:
+            with self._calls_lock:
+                kind = params["tools"][0]["name"] if params.get("tools") else "text"
+                self.calls.append(CallRecord(model, kind, prompt_text(params), len(text), usage))
         return LLMResponse(text=text, tool_input=tool_input, stop_reason=msg.stop_reason,
                            model=msg.model, usage=usage)
+
+    def _send(self, call: Callable[[dict[str, str]], Any], model: str) -> Any:
+        """`call(headers)` with retries; the headers say which retry it is, as the SDK's own would."""
+        retries = self.settings.llm_max_retries
+        for attempt in range(retries + 1):
+            wait = 0.0
+            with self.limiter.slot():
+                try:
+                    result = call({"x-stainless-retry-count": str(attempt)})
+                    self.limiter.succeeded()
+                    return result
+                except LLMError:
+                    raise
+                except anthropic.AnthropicError as err:
+                    if attempt == retries or not _retryable(err):
+                        raise _to_llm_error(err, model, self.settings) from err
+                    status = getattr(err, "status_code", None)
+                    after = _retry_after_s(err)
+                    if status == 429:
+                        self.limiter.rate_limited(after, attempt)
+                    elif status == 529:
+                        self.limiter.overloaded(after)
+                    else:  # this request's trouble (a timeout, a 500): only it waits
+                        wait = after if after is not None else backoff_s(attempt)
+            if wait:
+                time.sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+@dataclass
+class CallRecord:
+    model: str
+    kind: str  # the tool offered ("record_graph", "write_report", ...), else "text"
+    prompt: str  # the text sent (system, messages, tools), for measuring characters per token by language
+    output_chars: int
+    usage: Usage
+
+
+def prompt_text(params: dict[str, Any]) -> str:
+    """Every text of a request, as the model reads it (tool definitions as JSON)."""
+    parts = [json.dumps(t, ensure_ascii=False) for t in params.get("tools", ())]
+    system = params.get("system")
+    parts += [system] if isinstance(system, str) else [b["text"] for b in system or ()]
+    for m in params["messages"]:
+        content = m["content"]
+        parts += [content] if isinstance(content, str) else [b.get("text", "") for b in content]
+    return "\n".join(parts)
+
+
+def _sdk_params(params: dict[str, Any]) -> dict[str, Any]:
+    # anthropic>=1.0 has no `temperature` keyword: it travels in extra_body
+    if "temperature" not in params:
+        return params
+    rest = {k: v for k, v in params.items() if k != "temperature"}
+    return {**rest, "extra_body": {"temperature": params["temperature"]}}
+
+
+def _retryable(err: anthropic.AnthropicError) -> bool:
+    if isinstance(err, (anthropic.APITimeoutError, anthropic.APIConnectionError)):
+        return True
+    if isinstance(err, anthropic.APIStatusError):
+        status = err.status_code
+        return status in (408, 409, 429) or status >= 500
+    return False
+
+
+def _retry_after_s(err: anthropic.AnthropicError) -> float | None:
+    """The server's retry-after (`retry-after-ms` first, as the SDK reads it), in seconds."""
+    response = getattr(err, "response", None)
+    if response is None:
+        return None
+    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = response.headers.get(header)
+        if value:
+            try:
+                seconds = float(value) / scale
+            except ValueError:
+                continue  # an HTTP date: rare enough to back off instead
+            if seconds >= 0:
+                return seconds
+    return None
 
 
 def _to_llm_error(err: anthropic.AnthropicError, model: str, settings: Settings) -> LLMError:
@@ -279,9 +410,10 @@ def _to_llm_error(err: anthropic.AnthropicError, model: str, settings: Settings)
     return LLMError(f"{text} [{detail}]", status=status, retryable=retryable)
 
 
-def make_llm(settings: Settings, meter: UsageMeter | None = None) -> LLM | None:
+def make_llm(settings: Settings, meter: UsageMeter | None = None, *, record_calls: bool = False) -> LLM | None:
     """The configured LLM, or None without an API key (offline mode: callers run offline algorithms)."""
     key = settings.anthropic_api_key
     if key is None or not key.get_secret_value().strip():  # `ANTHROPIC_API_KEY=` in .env means unset
         return None
-    return AnthropicLLM(settings, meter)
+    set_price_overrides(settings.llm_prices)
+    return AnthropicLLM(settings, meter, record_calls=record_calls)

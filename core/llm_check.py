@@ -31,7 +31,7 @@ class ModelCheck:
     latency_ms: float = 0.0
     input_tokens: int = 0  # the whole prompt: uncached, cache write and cache read
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: the model has no known price
     forced_tool: str = ""  # "works", or how it failed and what Crossroads does instead
     prompt_caching: str = ""
     error: str = ""
@@ -71,7 +71,7 @@ def _check(llm: AnthropicLLM, task: str, model: str, tasks: list[str]) -> ModelC
     usage.add(response.usage)
     check.latency_ms = round((time.perf_counter() - started) * 1000, 1)
     check.input_tokens, check.output_tokens = usage.prompt_tokens, usage.output_tokens
-    check.cost_usd = round(usage.cost_usd, 6)
+    check.cost_usd = None if usage.cost_usd is None else round(usage.cost_usd, 6)
     called = response.tool_input is not None
     check.forced_tool = forced_note if called else f"no tool call (stop_reason {response.stop_reason})"
     if usage.cache_write_tokens or usage.cache_read_tokens:

@@ -254,3 +254,22 @@ def complete_text(llm: LLM, *, task: Task, system: str, messages: list[dict], ma
             raise _costing(MalformedReply(f"reply cut at max_tokens={budget} twice (first budget {max_tokens})"),
                            usage)
         budget = min(budget * 2, MAX_TOKENS_CEILING)
+
+
+def stream_text(llm: LLM, *, task: Task, system: str, messages: list[dict], max_tokens: int,
+                on_text: Callable[[str], None]) -> TextReply:
+    """`complete_text`, its text handed to `on_text` as it arrives when `llm` can stream (AnthropicLLM's
+    `stream_text`; else the whole reply at once). What was handed on cannot be taken back, so a reply
+    cut at max_tokens is not asked again: MalformedReply, and the caller withdraws what was shown."""
+    streamer = getattr(llm, "stream_text", None)
+    if streamer is None:
+        reply = complete_text(llm, task=task, system=system, messages=messages, max_tokens=max_tokens)
+        on_text(reply.text)
+        return reply
+    response = streamer(task=task, system=system, messages=messages, max_tokens=max_tokens, on_text=on_text)
+    meter_reply(response.model, response.usage)
+    if response.stop_reason == "refusal":
+        raise _costing(RefusedError("the model refused to answer"), response.usage)
+    if response.stop_reason == "max_tokens":
+        raise _costing(MalformedReply(f"reply cut at max_tokens={max_tokens} while streaming"), response.usage)
+    return TextReply(response.text, response.usage, response.model)

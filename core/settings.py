@@ -52,6 +52,16 @@ class Settings(BaseSettings):
     )
     pool_min_size: int = Field(1, ge=1, description="Connection pool: connections kept open.")
     pool_max_size: int = Field(8, ge=1, description="Connection pool: most connections at once.")
+    database_read_urls: str | None = Field(
+        None,
+        description="Read replicas (comma-separated URLs) for searches and asks; writes and jobs use the primary.",
+    )
+    read_max_lag_s: float = Field(5.0, gt=0, description="A replica further behind the primary is skipped.")
+    read_your_writes_wait_ms: int = Field(
+        200, ge=0, le=10_000, description="A read asking for a write's LSN waits this long for a replica to "
+        "replay it, then reads the primary.",
+    )
+    replica_check_s: float = Field(1.0, gt=0, description="How often each replica's health and lag are checked.")
     database_wait_s: float = Field(
         5.0, gt=0, le=300, description="Longest a request waits for a database connection before it gets 503 "
         "database-unavailable (with Retry-After) while the server is down; also bounds each new connection (2 s at "
@@ -92,6 +102,15 @@ class Settings(BaseSettings):
     llm_model_answer: str = Field("claude-sonnet-5", description="Model for answers and reports.")
     llm_timeout_s: float = Field(60.0, gt=0, description="LLM request timeout.")
     llm_max_retries: int = Field(4, ge=0, description="Retries on 429, 529 and 5xx.")
+    llm_concurrency: int = Field(
+        8, ge=1, le=64, description="LLM calls in flight per process; a 429 / 529 pauses all."
+    )
+    llm_thinking_fast: int = Field(0, ge=0, description="Thinking tokens per fast call; 0: off.")
+    llm_thinking_answer: int = Field(0, ge=0, description="Thinking tokens per answer call; 0: off.")
+    llm_prices: dict[str, tuple[float, float]] = Field(
+        {}, description='Prices, USD per 1M tokens: `{"model": [in, out]}`.'
+    )
+    llm_batch_poll_s: float = Field(60.0, gt=0, description="`graph build --batch`: seconds between batch polls.")
 
     # --- ingest and chunking -------------------------------------------------------------
     chunk_max_chars: int = Field(1000, ge=100, description="Chunk size in code points.")
@@ -201,8 +220,30 @@ class Settings(BaseSettings):
         "counts as abandoned (killed, out of memory, restarted): reported failed, and the next build of its tenant "
         "takes over. The process beats every quarter of it; give every replica and CLI sharing a database the same.",
     )
+    jobs_run_in: Literal["api", "worker"] = Field(
+        "api",
+        description="Where graph builds run: `api` (the process that accepts them) or `worker` (queued for "
+        "`crossroads worker`).",
+    )
+    worker_poll_s: float = Field(1.0, gt=0, le=60, description="How often an idle worker looks for a queued job.")
+    worker_stop_grace_s: float = Field(
+        20.0, ge=0,
+        description="On SIGTERM a worker hands its job back to the queue; a job still running past this is left "
+        "to its lease.",
+    )
 
     # --- graph
+    graph_max_cluster_size: int = Field(
+        10, ge=2, description="Leiden: a community larger than this is split into sub-communities (the next level).")
+    graph_leiden_seed: int = Field(42, description="Leiden's random seed: the same graph gives the same communities.")
+    graph_leiden_iterations: int = Field(2, ge=1, description="Leiden: refinement passes per level.")
+    graph_resolution_threshold: float = Field(
+        0.93, gt=0, le=1,
+        description="Entity resolution: near-duplicate names of one type merge when the cosine of their "
+        "\"name: description\" embeddings reaches this.")
+    graph_summary_min_chars: int = Field(
+        200, ge=0,
+        description="With an LLM, an entity's descriptions are summarised once they join longer than this.")
     graph_extract_claims: bool = Field(
         False, description="With an LLM, extract claims about entities too and give them to community reports "
         "(a different extraction: cached chunks are extracted once more)."

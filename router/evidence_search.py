@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from router.types import Passage
-from vector.search.hybrid import Candidate, HybridSearcher, Mode
+from vector.search.hybrid import Candidate, HybridSearcher, Mode, SearchResult
 
 
 @dataclass
@@ -42,11 +42,13 @@ class HybridPassageSearcher:
         self.apply_threshold = apply_threshold
         self.keep_traces = keep_traces  # search traces hold every stage's ranking: large, but what a trace is for
         self.records: list[SearchRecord] = []
+        self.last_result: SearchResult | None = None  # the latest search's whole result (the graph leg's seeds)
 
     def search(self, query: str, k: int) -> list[Passage]:
         started = time.perf_counter()
         result = self.searcher.search(self.tenant, self.groups, query, k=k, mode=self.mode,
                                       apply_threshold=self.apply_threshold)
+        self.last_result = result
         self.records.append(SearchRecord(
             query=query, k=k, hits=[h.id for h in result.hits], degraded=result.degraded,
             degraded_reason=result.degraded_reason, latency_ms=(time.perf_counter() - started) * 1000,

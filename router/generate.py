@@ -7,11 +7,14 @@ is checked against the passages sent; a reply citing outside them is never retur
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
 from core.citations import cited_numbers
 from core.llm import LLM, Usage
-from core.prompting import complete_text
+from core.prompting import complete_text, stream_text
 from router.prompts import SYSTEM_PROMPT, build_prompt
 from router.types import Citation, Passage
 
@@ -67,6 +70,20 @@ def citations_for(numbers: list[int], passages: list[Passage], quotes: dict[int,
     return out
 
 
+_token_sink: ContextVar[Callable[[str], None] | None] = ContextVar("crossroads_answer_tokens", default=None)
+
+
+@contextmanager
+def streaming_to(sink: Callable[[str], None]) -> Iterator[None]:
+    """Inside the block, answers are written by streaming calls whose text goes to `sink` as it arrives
+    (before the citation check: the caller must withdraw it when the answer it gets is another)."""
+    token = _token_sink.set(sink)
+    try:
+        yield
+    finally:
+        _token_sink.reset(token)
+
+
 @dataclass
 class Generated:
     text: str
@@ -88,8 +105,13 @@ def llm_answer(llm: LLM, question: str, passages: list[Passage], language: str, 
         system += ("\nThe search stopped on its budget before finding everything: answer what the documents "
                    "support and say plainly which part of the question they leave open.")
     prompt = build_prompt(question, passages)
-    response = complete_text(llm, task="answer", system=system, messages=[{"role": "user", "content": prompt}],
-                             max_tokens=max_tokens)
+    messages = [{"role": "user", "content": prompt}]
+    sink = _token_sink.get()
+    if sink is None:
+        response = complete_text(llm, task="answer", system=system, messages=messages, max_tokens=max_tokens)
+    else:  # shown as it comes; checked once whole, like any other (a failed check withdraws it)
+        response = stream_text(llm, task="answer", system=system, messages=messages, max_tokens=max_tokens,
+                               on_text=sink)
     text = response.text.strip()
     if is_no_answer(text):
         return Generated(sentence, [], response.usage, len(prompt), True)

@@ -12,6 +12,7 @@ from typing import Iterable
 
 from core.text.mentions import mentioned_names
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
+from router.extractive import MAX_HOPS, chain_answer
 from router.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
                                   PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, question_mentions,
                                   stem_of, stems_of, title_core, words_of)
@@ -131,7 +132,8 @@ class OfflinePlanner:
     """Question-form planner without a model (see the module docstring).
 
     `min_hops`: bridge hops (searches for entities found in the evidence) before a bridge question
-    counts as covered; `max_bridges`: bridge queries per round; `per_passage`: at most this many
+    counts as covered; past them it goes on, up to `max_hops`, while the evidence's chain has not
+    reached what the question asks for; `max_bridges`: bridge queries per round; `per_passage`: at most this many
     entities from one passage per round. It remembers, per question, which evidence it has mined, so
     "the previous round's evidence" is what arrived since its last call; a loop restarts it (one
     question asked so far)."""
@@ -139,8 +141,9 @@ class OfflinePlanner:
     name = "offline"
 
     def __init__(self, min_hops: int = 1, max_bridges: int = MAX_PLANNED_QUERIES, per_passage: int = 2,
-                 frontier: int = 5, off_anchor: float = 0.5):
+                 frontier: int = 5, off_anchor: float = 0.5, max_hops: int = MAX_HOPS - 1):
         self.min_hops, self.max_bridges, self.per_passage, self.frontier = min_hops, max_bridges, per_passage, frontier
+        self.max_hops = max_hops
         self.off_anchor = off_anchor
         self._states: dict[tuple[int, str], _State] = {}
         self._lock = threading.Lock()
@@ -167,9 +170,15 @@ class OfflinePlanner:
         uncovered = [m for m in mentions if not any(covers(p, m) for p in evidence)]
         new = [p for p in evidence if p.id not in state.explored]
         state.explored.update(p.id for p in new)
-        if not uncovered and state.hops >= self.min_hops:
+        # The chain the evidence holds so far (router/extractive.py): when it ends at what the question
+        # asks for (a place, a person, a date) the loop is done; when it stops short, its last entity is
+        # the next bridge, so a 3- or 4-hop question goes on past the first bridge.
+        chain = chain_answer(question, evidence) if evidence else None
+        reached = chain is not None and chain.reached and len(chain.chain) > 1
+        if not uncovered and state.hops >= self.min_hops and (reached or state.hops >= self.max_hops):
             return Decision(True, [], f"every named entity has a passage ({', '.join(mentions) or 'none named'}) "
-                                      f"and {state.hops} bridge hop(s) searched")
+                                      f"and {state.hops} bridge hop(s) searched"
+                                      + (f"; chain: {' -> '.join(chain.chain)}" if reached else ""))
         queries: list[str] = []
         for m in uncovered:  # a named part of the question without a passage: search it in its clause
             q = _clause_query(question, m)
@@ -177,6 +186,12 @@ class OfflinePlanner:
                 queries.append(q)
         queries = queries[:2]
         bridges = self._bridges(question, mentions, new[: self.frontier], asked_text)
+        if chain is not None and len(chain.chain) > 1 and not reached:
+            last = chain.chain[-1]
+            if fold(last).casefold() not in asked_text and all(fold(last).casefold() != fold(e).casefold()
+                                                               for e, _ in bridges):
+                bridges.insert(0, (last, _bridge_query(question, last, Passage(0, None, "", "", ""), set())))
+            bridges = bridges[: self.max_bridges]
         for entity, q in bridges:
             if len(queries) >= MAX_PLANNED_QUERIES:
                 break

@@ -377,3 +377,18 @@ compare give define not no yes
 за для при от до и или но а ли не это этот эта эти тот та те все всё он она они оно мы вы я сравни
 сравните назови назовите опиши опишите перечисли перечислите
 """.split())
+
+# A question about how named things are related: the graph-local context (graph/query/local_context.py)
+# answers it from the relationships between them. Only explicit relation phrasings, so a question
+# that merely mentions two names is not one: "how is X related/connected/linked to Y", "what
+# connects / the relationship between / the connection between", "кто связан с", "как связан(ы)",
+# "что связывает", "связь между".
+RELATION_QUESTION = _anchored(
+    r"\bhow (?:is|are|was|were) .{1,80}? (?:related|connected|linked|tied) (?:to|with)\b|"
+    r"\bwhat (?:connects|links|ties)\b|\b(?:the |a )?(?:relationship|relation|connection|link) between\b|"
+    r"\bhow do .{1,80}? relate\b|"
+    r"\bкто связан\w*\b|\bкак (?:\S+ ){0,6}?связан\w*\b|\bчто связыва\w*\b|\bсвяз\w* между\b|\bотношени\w* между\b")
+
+
+def asks_relation(question: str) -> bool:
+    return bool(RELATION_QUESTION.search(question[:MAX_CHARS]))

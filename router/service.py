@@ -2,7 +2,8 @@
 
 local    -> hybrid search + rerank -> answer over the top passages;
 global   -> the graph's map-reduce over the community reports of the user's access level;
-multihop -> the agentic loop (search -> "enough?" -> new queries, within budgets) -> answer.
+multihop -> the agentic loop (search -> "enough?" -> new queries, within budgets) -> answer; every
+           search fuses hybrid search with personalized PageRank over the reader's graph (router/graph_leg.py).
 
 `tenant` and `groups` come from the caller's verified identity (CLI flags, an API token); every
 search and graph read below filters by them in SQL. With an LLM the answer is written by the model
@@ -12,6 +13,8 @@ answer is extractive and says so (`offline`, `degraded`).
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
 from dataclasses import asdict
 from typing import Iterator
@@ -20,14 +23,19 @@ from core.database import Database
 from core.embeddings import Embedder
 from core.llm import LLM, LLMError, UsageMeter, make_llm
 from core.settings import Settings
+from graph.query.graph_search import GraphSearcher
+from graph.query.local_context import local_context
 from graph.query.runner import ask_global
 from router.agentic import Limits, agentic_search
 from router.classify import classify
-from router.evidence_search import HybridPassageSearcher, to_passage
-from router.extractive import extractive_answer
-from router.generate import CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence
+from router.evidence_search import to_passage
+from router.graph_leg import HybridGraphSearcher, graph_passage, merge_passages
+from router.question_cues import asks_relation
+from router.extractive import offline_answer
+from router.generate import (CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence,
+                             streaming_to)
 from router.planner_llm import LLMPlanner
-from router.planner_offline import OfflinePlanner
+from router.planner_offline import OfflinePlanner, parse_comparison
 from router.route_model import offline_classifier
 from router.types import ROUTES, Answer, Citation, Passage, RouteDecision
 from core.text.language import detect_language
@@ -37,6 +45,8 @@ from vector.search.hybrid import HybridSearcher
 log = logging.getLogger(__name__)
 
 STREAM_PIECE_CHARS = 24
+CLOSEST_PASSAGES = 3  # listed when the corpus does not answer: where the search looked
+CLOSEST_LABEL = {"english": "The closest passages", "russian": "Ближайшие фрагменты"}
 
 
 class Router:
@@ -53,6 +63,8 @@ class Router:
         # routes by the question's vector when it can: embedded through the search's own embedder, whose
         # query cache hands the same vector to the search that follows (one model call per question)
         self.offline_classifier = offline_classifier(settings, self.embedder)
+        # the multi-hop route's graph leg (personalized PageRank); caches each level's graph matrix
+        self.graph = GraphSearcher(db, self.embedder)
 
     def close(self) -> None:
         """Closes what the router made (a searcher passed in belongs to the caller)."""
@@ -85,10 +97,12 @@ class Router:
             return self._answer_route(tenant, groups, question, decision, meter, started)
 
     def ask_events(self, tenant: str, groups: list[str], question: str, route: str = "auto") -> Iterator[tuple[str, dict]]:
-        """Events for streaming: route, token..., citations, usage, done (or error).
+        """Events for streaming: route, token..., [withdraw, token...], verdict, citations, usage, done (or error).
 
-        Tokens are sent once the whole answer passed its citation check: an answer citing a passage
-        that was not sent must never reach the user, not even its first half.
+        An LLM answer's tokens are sent as they arrive; `verdict` then says whether the whole answer
+        passed its citation check. When the answer returned is not the one streamed (the check failed,
+        or the call broke off), `withdraw` comes first: the client must drop every token shown so far,
+        and the tokens of the answer that stands follow.
         """
         started = time.perf_counter()
         meter = UsageMeter()  # metering only around calls, never across a yield (each may resume elsewhere)
@@ -99,16 +113,42 @@ class Router:
             yield "error", {"title": "Invalid question", "detail": str(exc)}
             return
         yield "route", asdict(decision)
-        try:
-            with meter.metering():
-                answer = self._answer_route(tenant, groups, question, decision, meter, started)
-        except Exception as exc:  # noqa: BLE001 - a stream cannot turn into an HTTP error any more
-            log.exception("answering failed")
+        pieces: queue.Queue = queue.Queue()
+        outcome: dict = {}
+
+        def work() -> None:
+            try:
+                with meter.metering(), streaming_to(lambda text: pieces.put(text)):
+                    outcome["answer"] = self._answer_route(tenant, groups, question, decision, meter, started)
+            except Exception as exc:  # noqa: BLE001 - a stream cannot turn into an HTTP error any more
+                outcome["error"] = exc
+            finally:
+                pieces.put(None)
+
+        worker = threading.Thread(target=work, name="ask-stream", daemon=True)
+        worker.start()
+        streamed = []
+        while (piece := pieces.get()) is not None:
+            streamed.append(piece)
+            yield "token", {"text": piece}
+        worker.join()
+        if "error" in outcome:
+            exc = outcome["error"]
+            log.error("answering failed", exc_info=exc)
             yield "error", {"title": "Answering failed", "detail": f"{type(exc).__name__}: the answer could not be produced; see the server log."}
             return
-        text = answer.answer
-        for start in range(0, len(text), STREAM_PIECE_CHARS):
-            yield "token", {"text": text[start:start + STREAM_PIECE_CHARS]}
+        answer = outcome["answer"]
+        shown = "".join(streamed).strip()
+        kept = bool(shown) and (shown == answer.answer or (answer.no_answer and is_no_answer(shown)))
+        if shown and not kept:
+            yield "withdraw", {"reason": "; ".join(answer.degraded_reasons) or "the streamed answer was replaced"}
+        if not kept:
+            text = answer.answer
+            for start in range(0, len(text), STREAM_PIECE_CHARS):
+                yield "token", {"text": text[start:start + STREAM_PIECE_CHARS]}
+        # an extractive answer quotes its passages: nothing to check; a streamed one passed only if it stands
+        yield "verdict", {"checked": bool(shown), "passed": kept or not shown, "withdrawn": bool(shown) and not kept,
+                          "offline": answer.offline, "degraded": answer.degraded}
         yield "citations", {"citations": [asdict(c) for c in answer.citations]}
         yield "usage", {**answer.usage, "latency_ms": answer.latency_ms}
         yield "done", answer.to_dict()
@@ -136,8 +176,19 @@ class Router:
     def _local(self, tenant, groups, question, decision, llm) -> Answer:
         result = self.local_searcher.search(tenant, groups, question, k=self.settings.answer_passages, mode="hybrid+rerank")
         passages = [to_passage(h) for h in result.hits]
+        graph_local = None
+        if asks_relation(question):
+            # "how is X related to Y": the passages behind the named entities' relationships first
+            # (GraphRAG's local search), then the search's; nothing named in the graph leaves the search's
+            graph_local = local_context(self.graph, tenant, groups, question)
+            passages = merge_passages([graph_passage(h) for h in graph_local.passages], passages,
+                                      self.settings.answer_passages)
         answer = self._write(question, passages, decision, llm, partial=False)
         answer.trace.update({"queries": [question], "search": result.trace})
+        if graph_local is not None:
+            answer.trace["graph_local"] = {"level": graph_local.level, "entities": graph_local.entities,
+                                           "relationships": graph_local.relationships,
+                                           "report": graph_local.report, **graph_local.trace}
         if result.degraded:
             answer.degraded = True
             answer.degraded_reasons.insert(0, f"search: {result.degraded_reason}")
@@ -148,15 +199,18 @@ class Router:
         limits = Limits(max_iterations=s.agentic_max_iterations, max_searches=s.agentic_max_searches,
                         k=s.agentic_k, max_evidence=s.agentic_max_evidence, max_context=s.agentic_max_context)
         planner = LLMPlanner(llm) if llm is not None else OfflinePlanner()
-        evidence_searcher = HybridPassageSearcher(self.searcher, tenant, groups)
+        evidence_searcher = HybridGraphSearcher(self.searcher, self.graph, tenant, groups)
         result = agentic_search(evidence_searcher, planner, question, limits)
         context = result.context()
-        answer = self._write(question, context, decision, llm, partial=result.partial,
+        if llm is None:  # the offline chain may run through any passage found: the context's first, then the rest
+            shown = {p.id for p in context}
+            context = context + [p for p in result.evidence if p.id not in shown]
+        answer = self._write(question, context, decision, llm, partial=result.partial, multihop=True,
                              follow_ups=[q for q in result.asked if q != question])
         answer.partial = result.partial
         answer.trace.update({"queries": result.asked, "agentic": result.trace,
                              "evidence": [p.id for p in result.evidence], "context": [p.id for p in context],
-                             "searches": evidence_searcher.trace()})
+                             "searches": evidence_searcher.trace(), "graph": evidence_searcher.graph_trace()})
         if evidence_searcher.degraded:
             answer.degraded = True
             answer.degraded_reasons[:0] = [f"search: {r}" for r in evidence_searcher.degraded_reasons]
@@ -166,20 +220,24 @@ class Router:
         result = ask_global(self.db, self.embedder, tenant, groups, question, llm=llm,
                             max_map_calls=self.settings.global_max_map_calls,
                             max_cost_usd=self.settings.global_max_cost_usd)
-        points_of: dict[int, list[str]] = {}
-        for point in result["points"]:
-            points_of.setdefault(point["report_id"], []).append(point["text"])
-        citations = [Citation(r["number"], "report", r["id"], None, r["title"], f"community report, rating {r['rating']}",
-                              " ".join(points_of.get(r["id"], [])), r.get("documents", []))
-                     for r in sorted(result["reports"], key=lambda r: r["number"])]
-        degraded = result["trace"].get("degraded")
-        return Answer(question, result["answer"], citations, decision, offline=result["offline"],
-                      degraded=result["degraded"], degraded_reasons=[str(degraded)] if result["degraded"] else [],
+        quotes: dict[int, list[str]] = {}
+        for theme in result.themes:  # a theme's citation quotes the sentence the answer shows
+            quotes.setdefault(theme.report_id, []).append(theme.summary)
+        for point in result.points if not result.themes else ():
+            quotes.setdefault(point.report_id, []).append(point.text)
+        citations = [Citation(r.number, "report", r.id, None, r.title, f"community report, rating {r.rating}",
+                              " ".join(quotes.get(r.id, [])), r.documents)
+                     for r in sorted(result.reports, key=lambda r: r.number)]
+        degraded = result.trace.get("degraded")
+        return Answer(question, result.answer, citations, decision, offline=result.offline,
+                      degraded=result.degraded, degraded_reasons=[str(degraded)] if result.degraded else [],
                       no_answer=not citations,
-                      trace={"level": result["level"], "global": result["trace"], "points": result["points"]})
+                      trace={"level": result.level, "global": result.trace,
+                             "points": [asdict(p) for p in result.points],
+                             "themes": [asdict(t) for t in result.themes]})
 
     def _write(self, question: str, passages: list[Passage], decision: RouteDecision, llm, *, partial: bool,
-               follow_ups: list[str] = ()) -> Answer:
+               multihop: bool = False, follow_ups: list[str] = ()) -> Answer:
         """The answer over `passages` (best first): the LLM's, citations checked, else extractive."""
         language = detect_language(question)
         trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
@@ -201,17 +259,29 @@ class Router:
             except LLMError as exc:
                 log.warning("LLM answer failed: %s", exc)
                 reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
-        text, picked = extractive_answer(question, passages, list(follow_ups))
-        trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in picked]
-        if not picked:
+        comparison = parse_comparison(question) if multihop else None
+        extracted = offline_answer(question, passages, multihop=multihop,
+                                   sides=comparison.queries() if comparison else None, follow_ups=list(follow_ups))
+        trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
+        trace["confidence"] = extracted.confidence
+        if extracted.chain:
+            trace["chain"] = extracted.chain
+        if not extracted.picked:
             return Answer(question, no_answer_sentence(language), [], decision, offline=True, degraded=bool(reasons),
                           degraded_reasons=reasons, no_answer=True, errors=errors, trace=trace)
+        if not extracted.answered:
+            # the passages are about something else: say so, and show where the search looked
+            closest = passages[:CLOSEST_PASSAGES]
+            listed = "; ".join(f"[{n}] {p.title}" for n, p in enumerate(closest, 1))
+            text = f"{no_answer_sentence(language)} {CLOSEST_LABEL.get(language, CLOSEST_LABEL['english'])}: {listed}."
+            return Answer(question, text, citations_for(list(range(1, len(closest) + 1)), passages), decision,
+                          offline=True, degraded=bool(reasons), degraded_reasons=reasons, no_answer=True,
+                          errors=errors, trace=trace)
         quotes: dict[int, str] = {}
-        for p in picked:
+        for p in extracted.picked:  # a citation quotes exactly the units the answer took from its passage
             quotes[p.passage] = f"{quotes[p.passage]} {p.text}" if p.passage in quotes else p.text
-        return Answer(question, text, citations_for(sorted(quotes), passages, quotes), decision, offline=True,
-                      degraded=bool(reasons), degraded_reasons=reasons, no_answer=is_no_answer(text),
-                      errors=errors, trace=trace)
+        return Answer(question, extracted.text, citations_for(sorted(quotes), passages, quotes), decision,
+                      offline=True, degraded=bool(reasons), degraded_reasons=reasons, errors=errors, trace=trace)
 
 
 def _check_question(question: str) -> str:

@@ -7,7 +7,7 @@ import pytest
 from core.llm import RefusedError, make_llm
 from core.prompting import MalformedReply
 from core.settings import Settings
-from router.extractive import extractive_answer
+from router.extractive import offline_answer
 from router.generate import (NO_ANSWER, CitationError, build_prompt, check_citations, cited_numbers, is_no_answer,
                              llm_answer, no_answer_sentence)
 from router.types import Passage
@@ -80,40 +80,37 @@ def test_a_refused_answer_raises_once_for_the_extractive_fallback():
     assert api.calls == 1
 
 
-def test_extractive_answer_cites_the_supporting_sentences_of_each_hop():
+def test_the_offline_multi_hop_answer_cites_the_sentence_of_each_hop():
     passages = [
         passage(10, "The Payments Gateway is owned by the Billing team. It settles card payments nightly."),
         passage(11, "Office hours are nine to five. The Billing team is led by Marcus Oyelaran, who works in Austin."),
         passage(12, "Unrelated text about label printing speed in the May release."),
     ]
-    text, picked = extractive_answer("Who leads the team that owns the Payments Gateway?", passages)
-    assert "owned by the Billing team. [1]" in text
-    assert "led by Marcus Oyelaran" in text and "[2]" in text
-    assert "[3]" not in text and "Office hours" not in text
-    assert [p.passage for p in picked] == sorted(p.passage for p in picked)
+    got = offline_answer("Who leads the team that owns the Payments Gateway?", passages, multihop=True)
+    assert got.chain == ["Payments Gateway", "Billing team", "Marcus Oyelaran"]
+    assert "owned by the Billing team. [1]" in got.text and "led by Marcus Oyelaran" in got.text
+    assert "[3]" not in got.text and "Office hours" not in got.text
+    assert [p.passage for p in got.picked][:2] == [1, 2]  # the hops first, then the supporting units
 
 
 def test_extractive_answer_in_russian_uses_stems():
     passages = [passage(1, "Оптимизатор маршрутов принадлежит команде Routing. Её руководитель работает в Екатеринбурге.")]
-    text, _ = extractive_answer("Какой команде принадлежит оптимизатор маршрутов?", passages)
-    assert text.startswith("Оптимизатор маршрутов принадлежит команде Routing.") and text.endswith("[1]")
+    got = offline_answer("Какой команде принадлежит оптимизатор маршрутов?", passages)
+    assert got.text.startswith("Оптимизатор маршрутов принадлежит команде Routing.") and got.text.endswith("[1]")
 
 
 def test_extractive_answer_is_empty_without_a_shared_content_word():
-    text, picked = extractive_answer("What is the capital of Peru?", [passage(1, "Label printing became faster.")])
-    assert text == "" and picked == []
+    got = offline_answer("What is the capital of Peru?", [passage(1, "Label printing became faster.")])
+    assert got.text == "" and got.picked == []
 
 
-def test_follow_up_queries_add_the_later_hops_fact():
+def test_the_chain_reaches_the_last_hops_fact_that_shares_no_word_with_the_question():
     passages = [
         passage(1, "The Payments Gateway is owned by the Billing team. It settles card payments nightly."),
-        passage(2, "Marcus Oyelaran is based in Austin, next to the support floor."),
+        passage(2, "The Billing team is led by Marcus Oyelaran."),
+        passage(3, "Marcus Oyelaran is based in Austin, next to the support floor.", title="Austin office"),
     ]
     question = "In which office does the lead of the team that owns the Payments Gateway work?"
-    alone, _ = extractive_answer(question, passages)
-    assert "Austin" not in alone  # the last hop shares no content word with the question ...
-    text, picked = extractive_answer(question, passages, ["Marcus Oyelaran office"])
-    assert "Marcus Oyelaran is based in Austin" in text and "[2]" in text  # ... its follow-up query does
-    assert [p.passage for p in picked] == [1, 2]
-    again, _ = extractive_answer(question, passages, ["Marcus Oyelaran office"] * 3)
-    assert again == text  # a sentence already picked is not repeated
+    assert "Austin" not in offline_answer(question, passages).text  # a local answer stops at the question's words
+    got = offline_answer(question, passages, multihop=True)
+    assert got.text.startswith("Austin office.") and got.reached and [p.passage for p in got.picked][:3] == [1, 2, 3]

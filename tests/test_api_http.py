@@ -130,6 +130,24 @@ def test_list_documents_shows_only_readable_ones(client, tok, corpus):
     assert other["documents"] == []
 
 
+def test_a_document_and_its_passages_are_read_only_by_readers_who_may(client, tok, corpus):
+    listed = client.get("/v1/documents?limit=2", headers=bearer(tok["staff"])).json()
+    assert listed["total"] == 3 and len(listed["documents"]) == 2
+    r = client.get("/v1/documents/handbook/retry.md", headers=bearer(tok["staff"]))
+    assert r.status_code == 200, r.text
+    document = r.json()
+    assert document["doc_id"] == "handbook/retry.md" and document["acl"] == DOCS["handbook/retry.md"][0]
+    assert [c["chunk_no"] for c in document["chunks"]] == list(range(len(document["chunks"])))
+    chunk = client.get(f"/v1/chunks/{document['chunks'][0]['id']}", headers=bearer(tok["staff"])).json()
+    assert chunk["doc_id"] == "handbook/retry.md" and chunk["text"] == document["chunks"][0]["text"]
+    hidden = client.get("/v1/documents/hr/salaries.md", headers=bearer(tok["hr"])).json()
+    # a reader without the group: the same 404 as for a document that does not exist
+    assert_problem(client.get("/v1/documents/hr/salaries.md", headers=bearer(tok["staff"])), 404)
+    assert_problem(client.get("/v1/documents/nosuch.md", headers=bearer(tok["staff"])), 404)
+    assert_problem(client.get(f"/v1/chunks/{hidden['chunks'][0]['id']}", headers=bearer(tok["staff"])), 404)
+    assert_problem(client.get(f"/v1/chunks/{hidden['chunks'][0]['id']}", headers=bearer(tok["other"])), 404)
+
+
 def test_upsert_acl_change_and_delete_are_reflected_by_search(client, tok, corpus):
     doc_id = "tmp/kiwi.md"
     body = {"text": "# Kiwi\n\nThe Kiwi gateway rotates its TLS certificates every 90 days.", "acl": ["staff"]}

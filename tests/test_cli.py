@@ -58,7 +58,8 @@ def test_documents_list_acl_delete(cli_env, tmp_path):
     assert "no document 'nope.md'" in missing.stderr
     deleted = json.loads(crossroads(cli_env, "documents", "delete", "x.md", "--tenant", "docs", "--json").stdout)
     assert deleted["documents_deleted"] == 1
-    assert json.loads(crossroads(cli_env, "documents", "list", "--tenant", "docs", "--json").stdout)["documents"] == []
+    # nothing else holds the tenant (no levels, tokens or jobs): with its last document it is gone
+    assert "docs" not in {t["tenant"] for t in json.loads(crossroads(cli_env, "tenants", "list", "--json").stdout)["tenants"]}
 
 
 def test_missing_path_and_bad_database_fail_with_a_message(cli_env, tmp_path):
@@ -77,10 +78,10 @@ def test_config_markdown_lists_every_setting(cli_env):
         assert name.upper() in table
 
 
-def test_readme_configuration_table_matches_the_code():
+def test_configuration_table_matches_the_code():
     from api.cli import settings_markdown
 
-    assert settings_markdown() in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert settings_markdown() in (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
 
 
 def _leaf_commands(command, path=()):
@@ -97,12 +98,12 @@ def test_every_command_takes_json_and_has_help():
 
     from api.cli import app
 
-    # `serve` runs a server: its output is logs, not a result
+    # `serve` and `worker` run until stopped: their output is logs, not a result
     leaves = dict(_leaf_commands(typer.main.get_command(app)))
     assert {"ask", "route", "search", "token create", "levels set", "graph build"} <= set(leaves)
     for name, command in leaves.items():
         options = {o for p in command.params for o in getattr(p, "opts", [])}
-        assert name == "serve" or "--json" in options, f"`crossroads {name}` has no --json"
+        assert name in ("serve", "worker") or "--json" in options, f"`crossroads {name}` has no --json"
         assert command.help and len(command.help) > 20, f"`crossroads {name}` has no help text"
 
 
@@ -138,3 +139,38 @@ def test_fulltext_stats_check_finds_drift_and_rebuild_repairs_it(cli_env, tmp_pa
     assert drift["consistent"] is False and drift["drifted_lexeme_counts"] == 1
     fixed = json.loads(crossroads(cli_env, "fulltext-stats", "--tenant", "stats", "--rebuild", "--check", "--json").stdout)
     assert fixed["rebuilt"] and fixed["consistent"] and fixed["pending_deltas"] == 0
+
+
+def test_tenants_are_listed_and_a_mistyped_tenant_is_an_error_not_an_empty_answer(cli_env, tmp_path):
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "kept.md").write_text("---\nacl: [staff]\n---\nThe kept document.\n", encoding="utf-8")
+    crossroads(cli_env, "ingest", str(corpus), "--tenant", "known", "--json")
+    listed = json.loads(crossroads(cli_env, "tenants", "list", "--json").stdout)["tenants"]
+    assert {"tenant": "known", "documents": 1, "chunks": 1} in [
+        {k: t[k] for k in ("tenant", "documents", "chunks")} for t in listed]
+    for command in (("documents", "list"), ("search", "kept"), ("graph", "status"), ("levels", "list")):
+        proc = crossroads(cli_env, *command, "--tenant", "knwon", *(("--groups", "staff") if command[0] == "search" else ()),
+                          rc=1)
+        assert "no tenant 'knwon'" in proc.stderr and "known" in proc.stderr and "Traceback" not in proc.stderr
+    missing = crossroads(cli_env, "documents", "delete", "kept.md", "nosuch.md", "--tenant", "known", rc=3)
+    assert "nosuch.md" in missing.stderr and "deleted 1 documents" in missing.stdout
+    # a tenant whose last document is gone still exists while its levels do
+    crossroads(cli_env, "levels", "set", "known", "staff", "staff", "--json")
+    assert json.loads(crossroads(cli_env, "documents", "list", "--tenant", "known", "--json").stdout)["documents"] == []
+
+
+def test_version():
+    from importlib.metadata import version
+
+    assert crossroads(os.environ, "--version").stdout.strip() == f"crossroads {version('crossroads')}"
+
+
+def test_serve_on_a_busy_port_says_so_before_printing_its_url(cli_env):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        proc = crossroads(cli_env, "serve", "--port", str(taken.getsockname()[1]), rc=1)
+    assert "another server" in proc.stderr and "Crossroads API on" not in proc.stderr

@@ -203,10 +203,10 @@ def test_answer_cites_only_reports_of_the_users_level(db, demo, local_embedder):
     with FakeAnthropic(handler=lambda body: phases(answer=cite_all)(_all_relevant(body))) as api:
         result = ask_global(db, local_embedder, demo, ["public", "staff"], question, llm=make(api))
         sent = " ".join(json_text(b) for b in api.bodies)
-    assert result["level"] == "staff" and not result["degraded"] and not result["offline"]
-    assert result["reports"] and {r["id"] for r in result["reports"]} <= staff_ids
+    assert result.level == "staff" and not result.degraded and not result.offline
+    assert result.reports and {r.id for r in result.reports} <= staff_ids
     assert HR_ONLY.lower() not in (str(result) + sent).lower()
-    docs = [d["doc_id"] for r in result["reports"] for d in r["documents"]]
+    docs = [d["doc_id"] for r in result.reports for d in r.documents]
     assert docs and all(d.split("/")[0] != "hr" or d == "hr/vacation-policy.md" for d in docs)
 
 

@@ -83,20 +83,20 @@ def test_hr_only_entity_never_reaches_another_level(db, demo):
 def test_global_answer_uses_only_the_users_level(db, demo, local_embedder):
     question = "What are the main recurring themes across all documents, including reorganisation projects?"
     staff = ask_global(db, local_embedder, demo, ["public", "staff"], question)
-    assert staff["level"] == "staff"
+    assert staff.level == "staff"
     assert HR_ONLY.lower() not in str(staff).lower()
     with db.connection() as conn:
         staff_ids = {r["id"] for r in store.list_reports(conn, demo, "staff")}
-    assert staff["reports"] and {r["id"] for r in staff["reports"]} <= staff_ids
+    assert staff.reports and {r.id for r in staff.reports} <= staff_ids
     assert all(d["doc_id"].split("/")[0] != "hr" or d["doc_id"] == "hr/vacation-policy.md"
-               for r in staff["reports"] for d in r["documents"])
+               for r in staff.reports for d in r.documents)
     everyone = ask_global(db, local_embedder, demo, ["public", "staff", "hr", "finance"], question)
-    assert everyone["level"] == "all"  # the fitting level with the most chunks
+    assert everyone.level == "all"  # the fitting level with the most chunks
 
 
 def test_user_fitting_no_level_gets_an_honest_refusal(db, demo, local_embedder):
     result = ask_global(db, local_embedder, demo, ["public"], "What are the main themes overall?")
-    assert result["level"] is None and result["reports"] == [] and "cannot be answered" in result["answer"]
+    assert result.level is None and result.reports == [] and "cannot be answered" in result.answer
 
 
 def test_rebuild_without_change_extracts_and_reports_nothing(db, demo, local_embedder):

@@ -12,7 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import tokens
-from api.app import RunningBuild, create_app
+from api.app import create_app
+from api.services import RunningBuild
 from graph import store
 from graph.build.contracts import BuildSettings, OfflineReporter
 from graph.build.runner import build_graph

@@ -154,8 +154,8 @@ def test_deleted_document_disappears_from_every_level(db, graph, settings, local
                 found = client.get("/v1/entities", params={"q": key, "limit": 500}, headers=headers).json()
                 assert key not in {e["key"] for e in found["entities"]}
     answer = ask_global(db, local_embedder, TENANT, STAFF, "What are the main themes across all services?")
-    assert answer["level"] == "staff" and answer["reports"]
-    assert not {r["id"] for r in answer["reports"]} & gone["staff"]["reports"]
+    assert answer.level == "staff" and answer.reports
+    assert not {r.id for r in answer.reports} & gone["staff"]["reports"]
 
 
 def test_build_racing_a_deletion_withdraws_what_it_wrote_from_the_deleted_chunks(db, graph, local_embedder,

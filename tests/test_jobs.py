@@ -168,6 +168,7 @@ def test_cli_build_is_refused_while_another_process_builds(db, cli_env, tenant):
     assert refused.returncode == 1, refused.stderr
     message = one_line(refused.stderr)
     assert f"job {running}" in message and f"crossroads graph status --tenant {tenant}" in message, message
+    crossroads(cli_env, "levels", "set", f"{tenant}_other", "staff", "staff", "--json")  # a tenant, with nothing yet
     other = crossroads(cli_env, "graph", "build", "--tenant", f"{tenant}_other", "--json", rc=None)
     assert other.returncode == 0, other.stderr
     assert json.loads(other.stdout)["status"] == "done"

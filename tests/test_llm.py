@@ -50,13 +50,15 @@ def test_prices_per_model_and_cache_factors():
     assert model_prices("claude-haiku-4-5-20251001") == (1.0, 5.0)  # dated snapshot -> its alias
 
 
-def test_unknown_model_costs_zero_and_warns_once(caplog):
-    with caplog.at_level(logging.WARNING, logger="core.llm"):
+def test_unknown_model_costs_null_and_warns_once(caplog):
+    with caplog.at_level(logging.WARNING, logger="core.pricing"):
         first = Usage.priced("mystery-model-x1", input_tokens=500, output_tokens=50)
         second = Usage.priced("mystery-model-x1", input_tokens=500)
-    assert first.cost_usd == 0.0 and second.cost_usd == 0.0 and first.input_tokens == 500
-    assert [r.getMessage() for r in caplog.records].count(
-        "no price known for model 'mystery-model-x1': its cost counts as $0; add it to core.llm.PRICES") == 1
+    assert first.cost_usd is None and second.cost_usd is None and first.input_tokens == 500
+    assert (first + Usage.priced("claude-haiku-4-5", input_tokens=10)).as_dict()["cost_usd"] is None
+    assert sum("no price known for model 'mystery-model-x1'" in r.getMessage() for r in caplog.records) == 1
+    # a name that merely starts like a priced one is not priced as it (only a dated snapshot is)
+    assert model_prices("claude-haiku-4-5-turbo-x") is None
 
 
 def test_usage_meter_is_thread_safe():

@@ -305,7 +305,14 @@ def test_fallback_report_is_stored_as_offline_and_retried_next_build(db, tenant)
 
 def test_report_estimate():
     assert estimate_reports(10, MODEL) == {"calls": 10, "input_tokens": 89_000, "output_tokens": 15_000,
-                                           "cost_usd": 0.328, "model": MODEL}
+                                           "thinking_tokens": 0, "cost_usd": 0.328,
+                                           "cost_usd_range": [0.1968, 0.492], "model": MODEL}
+    # a thinking budget is counted as output, at most what a call may spend; an unknown price is no price
+    thinking = estimate_reports(10, MODEL, thinking=2000)
+    assert thinking["thinking_tokens"] == 20_000 and thinking["cost_usd"] == pytest.approx(0.328 + 0.2)
+    assert thinking["cost_usd_range"][0] == 0.1968  # replies may spend none of it
+    unknown = estimate_reports(10, "mystery-model")
+    assert (unknown["cost_usd"], unknown["cost_usd_range"], unknown["calls"]) == (None, None, 10)
     assert estimate_reports(10, "")["calls"] == 0 and estimate_reports(10, "")["cost_usd"] == 0.0
 
 

@@ -113,3 +113,11 @@ def test_front_matter_must_be_a_mapping():
 )
 def test_detect_language(text, lang):
     assert detect_language(text) == lang
+
+
+def test_a_jsonl_line_without_groups_is_told_how_to_name_them_in_jsonl(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"_id": "d1", "title": "T", "text": "Some text."}) + "\n", encoding="utf-8")
+    documents, skipped = load_source(path, [], 1_000_000)
+    assert documents == [] and len(skipped) == 1
+    assert '"acl": ["group", ...] to its line' in skipped[0].reason and "front matter" not in skipped[0].reason

@@ -255,6 +255,13 @@ def ensure_vector_index(conn: psycopg.Connection, model: str, dimension: int) ->
     return True
 
 
+def existing_documents(conn: psycopg.Connection, tenant: str, doc_ids: list[str]) -> list[str]:
+    """Which of these ids the tenant has, in id order."""
+    rows = conn.execute("SELECT doc_id FROM documents WHERE tenant_id = %s AND doc_id = ANY(%s) ORDER BY doc_id",
+                        (tenant, list(doc_ids))).fetchall()
+    return [doc_id for (doc_id,) in rows]
+
+
 def document_access(conn: psycopg.Connection, tenant: str, doc_id: str, groups: list[str]) -> bool | None:
     """None: no such document; True: the groups may read it; False: it exists but they may not."""
     row = conn.execute(
@@ -276,6 +283,36 @@ def readable_documents(conn: psycopg.Connection, tenant: str, groups: list[str],
     ).fetchall()
     keys = ("doc_id", "title", "lang", "acl", "version", "updated_at", "chunks")
     return [dict(zip(keys, r)) for r in rows]
+
+
+def readable_document_count(conn: psycopg.Connection, tenant: str, groups: list[str]) -> int:
+    return conn.execute("SELECT count(*) FROM documents WHERE tenant_id = %s AND acl && %s",
+                        (tenant, list(groups))).fetchone()[0]
+
+
+def readable_document(conn: psycopg.Connection, tenant: str, groups: list[str], doc_id: str) -> dict | None:
+    """A document the groups may read, with its chunks in order; None when absent or not readable."""
+    row = conn.execute(
+        "SELECT doc_id, title, lang, acl, version, updated_at FROM documents"
+        " WHERE tenant_id = %s AND doc_id = %s AND acl && %s", (tenant, doc_id, list(groups))).fetchone()
+    if row is None:
+        return None
+    chunks = conn.execute(
+        "SELECT id, chunk_no, heading, content FROM chunks WHERE tenant_id = %s AND doc_id = %s AND acl && %s"
+        " ORDER BY chunk_no", (tenant, doc_id, list(groups))).fetchall()
+    document = dict(zip(("doc_id", "title", "lang", "acl", "version", "updated_at"), row))
+    return document | {"chunks": [{"id": i, "chunk_no": n, "heading": h, "text": t} for i, n, h, t in chunks]}
+
+
+def readable_chunk(conn: psycopg.Connection, tenant: str, groups: list[str], chunk_id: int) -> dict | None:
+    """A chunk the groups may read, with its document's id and title (what a citation points at)."""
+    row = conn.execute(
+        "SELECT c.id, c.chunk_no, c.heading, c.content, c.doc_id, d.title FROM chunks c"
+        " JOIN documents d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id"
+        " WHERE c.tenant_id = %s AND c.id = %s AND c.acl && %s", (tenant, chunk_id, list(groups))).fetchone()
+    if row is None:
+        return None
+    return dict(zip(("id", "chunk_no", "heading", "text", "doc_id", "title"), row))
 
 
 def compact_fulltext_stats(conn: psycopg.Connection, tenant: str, min_pending: int | None = None) -> bool:

@@ -258,8 +258,16 @@
       } else if (event.name === "token") {
         text += event.data.text || "";
         const answer = $("answer");
+        const note = answer.querySelector(".withdrawn");
         clear(answer);
+        if (note) answer.append(note);
         answer.append(el("p", { class: "streaming", text }));
+      } else if (event.name === "withdraw") {
+        // the streamed answer failed its citation check (or broke off): none of it may stay on screen
+        text = "";
+        const answer = $("answer");
+        clear(answer);
+        answer.append(el("p", { class: "muted withdrawn", text: "The answer shown was withdrawn: " + (event.data.reason || "it failed its citation check") + "." }));
       } else if (event.name === "usage") {
         renderUsage(event.data, event.data.latency_ms);
       } else if (event.name === "done") {

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+from core.settings import Settings
 from graph.build.assemble import PairDescriptions
 from graph.build.communities import Community
 from graph.build.reports import OFFLINE_RECIPE, offline_report
@@ -43,9 +44,17 @@ class BuildSettings:
     seed: int = 42
     iterations: int = 2
     resolution_threshold: float = 0.93
-    concurrency: int = 4
+    concurrency: int | None = None  # LLM calls at once; None: the LLM's own (CROSSROADS_LLM_CONCURRENCY)
     # an entity is summarised (with a summarizer) from >= 2 distinct descriptions joined longer than this
     summary_min_chars: int = SUMMARY_MIN_CHARS
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "BuildSettings":
+        """The knobs of CROSSROADS_GRAPH_* (one place for the CLI, the API and the worker)."""
+        return cls(max_cluster_size=settings.graph_max_cluster_size, seed=settings.graph_leiden_seed,
+                   iterations=settings.graph_leiden_iterations,
+                   resolution_threshold=settings.graph_resolution_threshold,
+                   summary_min_chars=settings.graph_summary_min_chars)
 
 
 @dataclass

@@ -19,27 +19,76 @@ from graph.types import Extractor
 # Rough per-call sizes for the estimate printed before any LLM work (measured prompts, see docs/benchmarks.md).
 EXTRACT_PROMPT_TOKENS = 1500
 EXTRACT_OUTPUT_TOKENS = 600
+# Characters per token of chunk text by language: Cyrillic text takes more tokens per character.
+# Replaced by what the API's `usage` measured (measured_chars_per_token) once calls were recorded.
+CHARS_PER_TOKEN = {"english": 4.0, "russian": 3.0, "simple": 3.5}
+# Each figure is a point in a range: replies run shorter than their budget and prompts vary; printed with it.
+RANGE = (0.6, 1.5)
+
+
+def _text_tokens(chars_by_lang: dict[str, int], chars_per_token: dict[str, float] | None = None) -> int:
+    table = {**CHARS_PER_TOKEN, **(chars_per_token or {})}
+    return int(sum(chars / table.get(lang, 3.0) for lang, chars in chars_by_lang.items()))
+
+
+def measured_chars_per_token(calls) -> dict[str, float]:
+    """Characters per prompt token by language (by script: mostly Cyrillic = russian), from calls recorded by
+    `AnthropicLLM(record_calls=True)`: what the API's `usage` says, for the next estimate."""
+    chars: dict[str, int] = {}
+    tokens: dict[str, int] = {}
+    for call in calls:
+        cyrillic = sum(1 for ch in call.prompt if "\u0400" <= ch <= "\u04ff")
+        latin = sum(1 for ch in call.prompt if ch.isascii() and ch.isalpha())
+        lang = "russian" if cyrillic > latin else "english"
+        chars[lang] = chars.get(lang, 0) + len(call.prompt)
+        tokens[lang] = tokens.get(lang, 0) + call.usage.prompt_tokens
+    return {lang: round(chars[lang] / tokens[lang], 2) for lang in chars if tokens[lang]}
+
+
+def priced(stage: dict, model: str, thinking: int = 0) -> dict:
+    """`stage` (calls, input_tokens, output_tokens) with its thinking budget counted as output (at most what
+    is spent), `cost_usd` (None for a model with no known price) and `cost_usd_range` [low, high]."""
+    from core.pricing import price_of
+
+    stage = {**stage, "thinking_tokens": stage["calls"] * thinking}
+    price = price_of(model) if model and stage["calls"] else None
+    if not (model and stage["calls"]):
+        return {**stage, "cost_usd": 0.0, "cost_usd_range": [0.0, 0.0]}
+    if price is None:
+        return {**stage, "cost_usd": None, "cost_usd_range": None}
+
+    def cost(factor: float) -> float:
+        return round(price.cost(input_tokens=int(stage["input_tokens"] * factor),
+                                output_tokens=int(stage["output_tokens"] * factor) + stage["thinking_tokens"]), 4)
+
+    # low: shorter prompts and replies, no thinking spent; high: longer ones, the whole thinking budget
+    low = round(price.cost(input_tokens=int(stage["input_tokens"] * RANGE[0]),
+                           output_tokens=int(stage["output_tokens"] * RANGE[0])), 4)
+    return {**stage, "cost_usd": cost(1.0), "cost_usd_range": [low, cost(RANGE[1])]}
+
+
+def thinking_of(part, task: str) -> int:
+    """The thinking budget the part's LLM spends per call of `task` (AnthropicLLM.thinking; else none)."""
+    return getattr(getattr(part, "llm", None), "thinking", {}).get(task, 0)
 
 
 def estimate_extraction(db: Database, tenant: str, levels: list[AccessLevel], extractor: Extractor) -> dict:
     """Chunks still to extract (not in the cache) for these levels, and what the LLM calls would cost."""
-    from core.llm import model_prices
-
-    hashes: dict[str, int] = {}
+    hashes: dict[str, tuple[str, int]] = {}
     with db.connection() as conn:
         for level in levels:
             for chunk in store.level_chunks(conn, tenant, level.groups):
-                hashes[chunk.content_hash] = len(chunk.text)
+                hashes[chunk.content_hash] = (chunk.lang, len(chunk.text))
         cached = store.cached_extractions(conn, list(hashes), extractor.name, extractor.version, extractor.model)
-    todo = {h: n for h, n in hashes.items() if h not in cached}
-    calls = len(todo) * (1 + getattr(extractor, "gleanings", 0))
-    input_tokens = calls * EXTRACT_PROMPT_TOKENS + sum(todo.values()) // 3
-    output_tokens = calls * EXTRACT_OUTPUT_TOKENS
-    prices = model_prices(extractor.model) if extractor.model else None
-    cost = (input_tokens * prices[0] + output_tokens * prices[1]) / 1e6 if prices else 0.0
-    return {"chunks": len(hashes), "to_extract": len(todo), "calls": calls if extractor.model else 0,
-            "input_tokens": input_tokens if extractor.model else 0,
-            "output_tokens": output_tokens if extractor.model else 0, "cost_usd": round(cost, 4),
+    todo = {h: v for h, v in hashes.items() if h not in cached}
+    rounds = 1 + getattr(extractor, "gleanings", 0)
+    chars: dict[str, int] = {}
+    for lang, n in todo.values():
+        chars[lang] = chars.get(lang, 0) + n * rounds
+    calls = len(todo) * rounds if extractor.model else 0
+    stage = {"calls": calls, "input_tokens": calls * EXTRACT_PROMPT_TOKENS + _text_tokens(chars) if calls else 0,
+             "output_tokens": calls * EXTRACT_OUTPUT_TOKENS}
+    return {"chunks": len(hashes), "to_extract": len(todo), **priced(stage, extractor.model, thinking_of(extractor, "fast")),
             "model": extractor.model}
 
 
@@ -64,10 +113,8 @@ def estimate_summaries(
     counted as its unmerged parts, whose summaries may be cached under the merged name: counted, not
     made). For chunks still to extract, the rate of summaries per extracted chunk measured on this
     tenant, or SUMMARIES_PER_NEW_CHUNK before there is enough to measure."""
-    zero = {"calls": 0, "cached": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "model": ""}
     if summarizer is None:
-        return zero
-    from core.llm import model_prices
+        return {"cached": 0, **priced({"calls": 0, "input_tokens": 0, "output_tokens": 0}, ""), "model": ""}
 
     with db.connection() as conn:
         per_level = [store.level_chunks(conn, tenant, lvl.groups) for lvl in levels if lvl.groups]
@@ -102,10 +149,9 @@ def estimate_summaries(
     input_tokens = (calls * SUMMARY_PROMPT_TOKENS + sum(len(" ".join(r.descriptions)) for r in todo) // 3
                     + new_calls * NEW_SUMMARY_INPUT_CHARS // 3)
     output_tokens = calls * SUMMARY_OUTPUT_TOKENS
-    prices = model_prices(summarizer.model)
-    cost = (input_tokens * prices[0] + output_tokens * prices[1]) / 1e6 if prices else 0.0
-    return {"calls": calls, "cached": len(requests) + len(pair_requests) - len(todo), "input_tokens": input_tokens,
-            "output_tokens": output_tokens, "cost_usd": round(cost, 4), "model": summarizer.model}
+    stage = priced({"calls": calls, "input_tokens": input_tokens, "output_tokens": output_tokens}, summarizer.model,
+                   thinking_of(summarizer, "fast"))
+    return {"cached": len(requests) + len(pair_requests) - len(todo), **stage, "model": summarizer.model}
 
 
 # Report calls. A call sends the system prompt and tool schema plus a context of at most the
@@ -141,18 +187,12 @@ def communities_to_report(db: Database, tenant: str, levels: list[AccessLevel], 
     return total
 
 
-def estimate_reports(n_communities: int, model: str, max_context_tokens: int = 8000) -> dict:
+def estimate_reports(n_communities: int, model: str, max_context_tokens: int = 8000, thinking: int = 0) -> dict:
     """What `n_communities` LLM report calls would cost at most (no call for the offline reporter)."""
-    from core.llm import model_prices
-
-    if not model:
-        return {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "model": model}
-    input_tokens = n_communities * (REPORT_PROMPT_TOKENS + max_context_tokens)
-    output_tokens = n_communities * REPORT_OUTPUT_TOKENS
-    prices = model_prices(model)
-    cost = (input_tokens * prices[0] + output_tokens * prices[1]) / 1e6 if prices else 0.0
-    return {"calls": n_communities, "input_tokens": input_tokens, "output_tokens": output_tokens,
-            "cost_usd": round(cost, 4), "model": model}
+    calls = n_communities if model else 0
+    stage = {"calls": calls, "input_tokens": calls * (REPORT_PROMPT_TOKENS + max_context_tokens),
+             "output_tokens": calls * REPORT_OUTPUT_TOKENS}
+    return {**priced(stage, model, thinking), "model": model}
 
 
 def estimate_build(db: Database, tenant: str, levels: list[AccessLevel], extractor: Extractor, reporter,
@@ -166,6 +206,10 @@ def estimate_build(db: Database, tenant: str, levels: list[AccessLevel], extract
     # (failed last time, or counted before resolution, see estimate_summaries) are not.
     changed = extraction["to_extract"] > 0 or (summaries["calls"] > 0 and summaries["cached"] == 0)
     to_report = communities_to_report(db, tenant, levels, reporter.model, changed) if reporter.model else 0
-    reports = estimate_reports(to_report, reporter.model)
+    reports = estimate_reports(to_report, reporter.model, thinking=thinking_of(reporter, "answer"))
+    parts = (extraction, summaries, reports)
+    unknown = any(p["cost_usd"] is None for p in parts)  # a partial sum would read as the whole cost
     return {**extraction, "extraction_cost_usd": extraction["cost_usd"], "summaries": summaries, "reports": reports,
-            "cost_usd": round(extraction["cost_usd"] + summaries["cost_usd"] + reports["cost_usd"], 4)}
+            "cost_usd": None if unknown else round(sum(p["cost_usd"] for p in parts), 4),
+            "cost_usd_range": None if unknown else [round(sum(p["cost_usd_range"][i] for p in parts), 4)
+                                                    for i in (0, 1)]}

@@ -2,11 +2,17 @@
 key, offline extractor and extractive reports without one. One place for the CLI and the API."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator, Protocol
 
-from core.llm import LLM
+from core.batches import BatchLLM
+from core.database import Database
+from core.errors import CrossroadsError
+from core.llm import LLM, AnthropicLLM
 from core.settings import Settings
 from graph.build.contracts import OfflineReporter, Reporter
+from graph.build.job_progress import dropping_pool
 from graph.build.summarize import DescriptionSummarizer
 from graph.types import Extractor
 
@@ -21,9 +27,22 @@ class GraphPipeline:
     def offline(self) -> bool:
         return not (self.extractor.model or self.reporter.model)
 
+    @property
+    def batch(self) -> BatchLLM | None:
+        """The LLM sending the build's calls as Message Batches (`--batch`), else None."""
+        llm = getattr(self.extractor, "llm", None)
+        return llm if isinstance(llm, BatchLLM) else None
 
-def make_pipeline(settings: Settings, llm: LLM | None, *, claims: bool | None = None) -> GraphPipeline:
-    """`claims` (default: settings.graph_extract_claims) asks the LLM extractor for claims too."""
+
+def make_pipeline(settings: Settings, llm: LLM | None, *, claims: bool | None = None,
+                  batch_for: tuple[Database, str] | None = None) -> GraphPipeline:
+    """`claims` (default: settings.graph_extract_claims) asks the LLM extractor for claims too.
+    `batch_for`: (database, tenant) of a build whose LLM calls go out as Message Batches (core.batches)."""
+    if batch_for is not None:
+        if not isinstance(llm, AnthropicLLM):
+            raise CrossroadsError("a batch build sends the LLM's work as Anthropic Message Batches: set "
+                                  "ANTHROPIC_API_KEY, or build without batch (offline)")
+        llm = BatchLLM(llm, *batch_for, settings.llm_batch_poll_s)
     if llm is None:
         from graph.build.extract_offline import OfflineExtractor
 
@@ -36,3 +55,19 @@ def make_pipeline(settings: Settings, llm: LLM | None, *, claims: bool | None = 
     return GraphPipeline(LLMExtractor(llm, settings.llm_model_fast, with_claims=with_claims),
                          LLMReporter(llm, settings.llm_model_answer),
                          LLMDescriptionSummarizer(llm, settings.llm_model_fast))
+
+
+class Mapper(Protocol):
+    def map(self, fn, items): ...
+
+
+@contextmanager
+def step_pool(part: object, workers: int) -> Iterator[Mapper]:
+    """How a step runs its items' calls through `part`: a thread pool of `workers`, or, when the part's
+    LLM sends Message Batches (`--batch`), one batch per pass (core.batches.BatchLLM.map)."""
+    llm = getattr(part, "llm", None)
+    if isinstance(llm, BatchLLM):
+        yield llm
+        return
+    with dropping_pool(workers) as pool:
+        yield pool

@@ -5,7 +5,9 @@ connected entities, its summary is the most central sentences of their descripti
 finding is an entity, a claim about one (when claims were extracted) or a strong relationship,
 with the chunks it comes from. Entities mentioned together share the sentences that mention them,
 so no sentence is said twice in one report: a sentence already in the summary or an earlier
-finding, or one that only adds a prefix to it (a heading run into the sentence), is left out.
+finding, or one that only adds a prefix to it (a heading run into the sentence), is left out, and a
+finding left with no sentence of its own is dropped rather than filled with "X is mentioned in N
+passages" (recipe "3").
 """
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ from graph.build.assemble import central_sentences
 from graph.build.communities import Community
 from graph.types import GraphClaim, GraphEntity, GraphRelationship
 
-# The offline report's recipe: "2" says each sentence once (stored reports of "" are rewritten).
-OFFLINE_RECIPE = "2"
+# The offline report's recipe: "2" says each sentence once; "3" writes only what a person reads as
+# text: no type tags, no "mentioned in N passages" or co-occurrence filler (stored reports are rewritten).
+OFFLINE_RECIPE = "3"
 MAX_FINDINGS = 8
 MAX_CLAIM_FINDINGS = 2
 CHUNKS_PER_FINDING = 5
@@ -107,8 +110,13 @@ class _SaidOnce:
         return " ".join(sentence for sentence in split_sentences(text) if self.say(sentence))
 
 
-def _passages(chunk_ids: Sequence[int]) -> str:
-    return "1 passage" if len(chunk_ids) == 1 else f"{len(chunk_ids)} passages"
+# The offline extractor's description of a pair seen only in one section ("A and B co-occur in H"):
+# a fact about the index, not about the world, so a report does not show it.
+_CO_OCCURRENCE = re.compile(r"^.+ and .+ co-occur in .+$")
+
+
+def _readable(description: str) -> str:
+    return " ".join(s for s in split_sentences(description) if not _CO_OCCURRENCE.match(s.strip()))
 
 
 def distinct_sentences(sentences: Sequence[str]) -> list[str]:
@@ -135,38 +143,30 @@ def offline_report(ents: Sequence[GraphEntity], rels: Sequence[GraphRelationship
     strong = sorted(rels, key=lambda r: (-r.weight, r.source_key, r.target_key))[: MAX_FINDINGS - len(top) + 2]
 
     summary = " ".join(central_sentences(distinct_sentences(
-        [s for e in ranked[:6] for s in split_sentences(e.description)]), 2))
+        [s for e in ranked[:6] for s in split_sentences(_readable(e.description))]), 2))
     said = _SaidOnce()
     said.keep_new(summary)
     findings = []
+
+    def add(summary: str, explanation: str, keys: list[str], chunk_ids) -> None:
+        if explanation:  # a finding without a sentence of its own would be filler
+            findings.append({"summary": summary, "explanation": explanation, "entity_keys": keys,
+                             "chunk_ids": list(chunk_ids[:CHUNKS_PER_FINDING])})
+
     for e in top:
-        findings.append({
-            "summary": f"{e.name} ({e.type})",
-            "explanation": said.keep_new(e.description) or f"{e.name} is mentioned in {_passages(e.chunk_ids)}.",
-            "entity_keys": [e.key],
-            "chunk_ids": list(e.chunk_ids[:CHUNKS_PER_FINDING]),
-        })
+        add(e.name, said.keep_new(_readable(e.description)), [e.key], e.chunk_ids)
     members = {e.key for e in ents}
     best_claims = sorted((c for c in claims if c.subject_key in members),
                          key=lambda c: (STATUS_RANK.get(c.status, 3), -len(c.chunk_ids), c.subject_key,
                                         c.claim_type, c.description))[:MAX_CLAIM_FINDINGS]
     for c in best_claims:
-        findings.append({
-            "summary": f"{names[c.subject_key]}: {c.claim_type} ({c.status.lower()})",
-            "explanation": said.keep_new(c.description) or f"A {c.claim_type} claim about {names[c.subject_key]}.",
-            "entity_keys": [c.subject_key],
-            "chunk_ids": list(c.chunk_ids[:CHUNKS_PER_FINDING]),
-        })
+        add(f"{names[c.subject_key]}: {c.claim_type} ({c.status.lower()})", said.keep_new(c.description),
+            [c.subject_key], c.chunk_ids)
     for r in strong:
         if len(findings) >= MAX_FINDINGS:
             break
-        findings.append({
-            "summary": f"{names[r.source_key]} — {names[r.target_key]}",
-            "explanation": said.keep_new(r.description)
-            or f"{names[r.source_key]} and {names[r.target_key]} appear together in {_passages(r.chunk_ids)}.",
-            "entity_keys": [r.source_key, r.target_key],
-            "chunk_ids": list(r.chunk_ids[:CHUNKS_PER_FINDING]),
-        })
+        add(f"{names[r.source_key]} — {names[r.target_key]}", said.keep_new(_readable(r.description)),
+            [r.source_key, r.target_key], r.chunk_ids)
 
     chunks = sorted({c for e in ents for c in e.chunk_ids})
     title_names = [e.name for e in ranked[:3]]

@@ -15,18 +15,22 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict
+from itertools import groupby
 from typing import Callable, Mapping, Sequence
 
 from core import jobs
+from core.batches import BatchLLM
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError, JobStoppedError
+from core.llm_limiter import concurrency_of
 from graph import store
 from graph.build.assemble import assemble_with_descriptions, drop_entities, gather_claims
 from graph.build.communities import Community, detect_communities, match_communities, membership_hash, relabel
 from graph.build.extract_offline import prune_entities
 from graph.build.contracts import BuildSettings, LevelGraph, LevelReport, Reporter
-from graph.build.job_progress import JobProgress, Progress, dropping_pool, not_cached
+from graph.build.job_progress import JobProgress, Progress, not_cached
+from graph.build.parts import step_pool
 from graph.levels import AccessLevel
 from graph.status import BUILD_KIND
 from graph.build.reports import community_claims, community_inputs, input_chunk_ids, input_hash
@@ -66,7 +70,7 @@ def extract_missing(
         return chunk.content_hash, extraction
 
     workers = concurrency if extractor.model else 1  # offline extraction is CPU-bound: threads do not help
-    with dropping_pool(workers) as pool:
+    with step_pool(extractor, workers) as pool:
         for n, (content_hash, extraction) in enumerate(pool.map(run, todo.values()), start=1):
             found[content_hash] = extraction  # a failed one still gives this build what it kept
             if extraction.failed:
@@ -76,6 +80,11 @@ def extract_missing(
                 progress("extract", n, len(todo))
     report.extracted = len(todo)
     return found
+
+
+def _workers(settings: BuildSettings, part: object) -> int:
+    """Threads for a step's calls: the build's setting, else what the part's LLM takes at once."""
+    return settings.concurrency or concurrency_of(getattr(part, "llm", None))
 
 
 def assemble_level(
@@ -115,7 +124,7 @@ def cluster(
 def report_communities(
     db: Database, tenant: str, level: str, communities: list[Community], entities: list[GraphEntity],
     relationships: list[GraphRelationship], reporter: Reporter, report: LevelReport, progress: Progress | None,
-    claims: Mapping[str, Sequence[GraphClaim]] | None = None,
+    claims: Mapping[str, Sequence[GraphClaim]] | None = None, concurrency: int = 1,
 ) -> None:
     """Bottom-up, so a parent's report can lean on its children's; unchanged inputs keep their report
     (a withdrawn one is not kept: graph.store.report_input_hashes leaves it out).
@@ -127,30 +136,53 @@ def report_communities(
         # because one child changed still leans on all its children (each with "id" and "members").
         written: dict[int, dict] = {r["id"]: r for r in store.list_reports(conn, tenant, level)}
     ordered = sorted(communities, key=lambda c: (-c.level, c.id))
-    for n, community in enumerate(ordered, start=1):
-        ents, rels = community_inputs(community, by_key, relationships)
-        members_claims = community_claims(community, claims or {})
-        digest = input_hash(ents, rels, members_claims, reporter.recipe)
-        sources = input_chunk_ids(ents, rels, members_claims)
-        kept = stored.get(community.id)
-        if kept and (kept.input_hash, kept.model) == (digest, reporter.model) and sources <= set(kept.input_chunk_ids):
-            report.reports_kept += 1
-        else:
+    n = 0
+    # One hierarchy level at a time, deepest first: a report leans only on its children's, one level
+    # deeper, so the reports of one level are written concurrently and stored in id order.
+    for _, tier in groupby(ordered, key=lambda c: c.level):
+        plans = []
+        for community in tier:
+            ents, rels = community_inputs(community, by_key, relationships)
+            members_claims = community_claims(community, claims or {})
+            digest = input_hash(ents, rels, members_claims, reporter.recipe)
+            sources = input_chunk_ids(ents, rels, members_claims)
+            kept = stored.get(community.id)
+            fresh = not (kept and (kept.input_hash, kept.model) == (digest, reporter.model)
+                         and sources <= set(kept.input_chunk_ids))
+            plans.append((community, ents, rels, members_claims, digest, sources, fresh))
+
+        def write(plan) -> dict:
+            community, ents, rels, members_claims = plan[:4]
             subs = [written[c] for c in community.children if c in written]
-            result = reporter.report(community, ents, rels, subs, members_claims)
-            written[community.id] = {**result, "id": community.id, "members": list(community.members)}
-            # A fallback (offline) report is stored as offline (model ""), so the next build retries the LLM.
-            model = "" if result.get("fallback") else reporter.model
-            if result.get("fallback"):
-                report.report_fallbacks += 1
-                report.record_failure("reports", f"community {community.id}: {result.get('error', 'LLM report failed')}",
-                                      refused=bool(result.get("refused")))
-            with db.connection() as conn:
-                store.upsert_report(conn, tenant, level, community.id, result, digest, model,
-                                    sorted(sources | set(result["source_chunk_ids"])))
-            report.reports_generated += 1
-        if progress:
-            progress("reports", n, len(ordered))
+            return reporter.report(community, ents, rels, subs, members_claims)
+
+        with step_pool(reporter, concurrency) as pool:  # with batches: one per hierarchy level
+            results = pool.map(write, [p for p in plans if p[-1]])
+            for community, ents, rels, members_claims, digest, sources, fresh in plans:
+                n += 1
+                _store_report(db, tenant, level, community, next(results) if fresh else None, digest, sources,
+                              reporter, written, report)
+                if progress:
+                    progress("reports", n, len(ordered))
+
+
+def _store_report(db: Database, tenant: str, level: str, community: Community, result: dict | None, digest: str,
+                  sources: set[int], reporter: Reporter, written: dict[int, dict], report: LevelReport) -> None:
+    """Record one community's report: `result` None when the stored one is kept."""
+    if result is None:
+        report.reports_kept += 1
+        return
+    written[community.id] = {**result, "id": community.id, "members": list(community.members)}
+    # A fallback (offline) report is stored as offline (model ""), so the next build retries the LLM.
+    model = "" if result.get("fallback") else reporter.model
+    if result.get("fallback"):
+        report.report_fallbacks += 1
+        report.record_failure("reports", f"community {community.id}: {result.get('error', 'LLM report failed')}",
+                              refused=bool(result.get("refused")))
+    with db.connection() as conn:
+        store.upsert_report(conn, tenant, level, community.id, result, digest, model,
+                            sorted(sources | set(result["source_chunk_ids"])))
+    report.reports_generated += 1
 
 
 def embed_reports(db: Database, tenant: str, level: str, embedder: Embedder) -> int:
@@ -162,6 +194,19 @@ def embed_reports(db: Database, tenant: str, level: str, embedder: Embedder) -> 
         with db.connection() as conn:
             store.save_report_embeddings(conn, tenant, level, embedder.model_id,
                                          {cid: v for (cid, _), v in zip(missing, vectors)})
+    return len(missing)
+
+
+def embed_entities(db: Database, tenant: str, level: str, embedder: Embedder) -> int:
+    """Vectors of the level's entities whose text is new or changed since their last vector; the
+    graph retrieval (graph/query/graph_search.py) links a question to entities by meaning with them."""
+    with db.connection() as conn:
+        store.reuse_entity_vectors(conn, tenant, level, embedder.model_id)
+        missing = store.entities_missing_vectors(conn, tenant, level, embedder.model_id)
+    vectors = embedder.embed_documents([text for _, text, _ in missing]) if missing else []
+    with db.connection() as conn:  # also run with nothing missing: it drops vectors of entities gone
+        store.save_entity_vectors(conn, tenant, level, embedder.model_id,
+                                  [(key, digest, v) for (key, _, digest), v in zip(missing, vectors)])
     return len(missing)
 
 
@@ -181,7 +226,7 @@ def build_level(
             _timed(report, "graph", started)
             return report
     report.chunks = len(chunks)
-    extractions = extract_missing(db, chunks, extractor, settings.concurrency, report, progress)
+    extractions = extract_missing(db, chunks, extractor, _workers(settings, extractor), report, progress)
     started = _timed(report, "extract", started)
 
     embed = embedder.embed_documents if embedder else None
@@ -190,7 +235,7 @@ def build_level(
     stage = "graph"
     if summarizer is not None:
         started, stage = _timed(report, "graph", started), "summaries"
-        entities, relationships = summarize_descriptions(db, graph, summarizer, settings.concurrency,
+        entities, relationships = summarize_descriptions(db, graph, summarizer, _workers(settings, summarizer),
                                                          settings.summary_min_chars, report, progress)
     with db.connection() as conn:
         store.replace_graph(conn, tenant, level.name, entities, relationships)
@@ -207,9 +252,10 @@ def build_level(
     started = _timed(report, "communities", started)
 
     report_communities(db, tenant, level.name, communities, entities, relationships, reporter, report, progress,
-                       graph.claims)
+                       graph.claims, _workers(settings, reporter))
     if embedder is not None:
         embed_reports(db, tenant, level.name, embedder)
+        embed_entities(db, tenant, level.name, embedder)
     _timed(report, "reports", started)
     return report
 
@@ -227,6 +273,8 @@ def create_build_job(db: Database, tenant: str, level_name: str | None, extracto
         params = {"level": level_name, "extractor": extractor.name, "model": extractor.model or reporter.model}
         if summarizer is not None:
             params["summarizer"] = summarizer.name
+        if isinstance(getattr(extractor, "llm", None), BatchLLM):
+            params["batch"] = True
         return jobs.create_job(conn, BUILD_KIND, tenant, params, db.job_lease_s)
 
 
@@ -243,6 +291,10 @@ def build_graph(
     so does finding its row no longer running (failed as abandoned meanwhile), without writing to it."""
     if job_id is None:
         job_id = create_build_job(db, tenant, level_name, extractor, reporter, summarizer)
+    batch = getattr(extractor, "llm", None)
+    batch = batch if isinstance(batch, BatchLLM) else None
+    if batch is not None:  # its waits stop on this job's cancel, and its batches are recorded as this job's
+        batch.job_id = job_id
     results, reports = [], []
     with jobs.heartbeat(db, job_id, every_s=db.job_lease_s / jobs.HEARTBEATS_PER_LEASE) as watch:
         tracked = JobProgress(db, job_id, progress, watch)
@@ -275,7 +327,10 @@ def build_graph(
     status = "partial" if errors else "done"
     with db.connection() as conn:
         jobs.update_job(conn, job_id, status=status, stage=status, errors=errors, usage=usage() if usage else {})
-        return jobs.get_job(conn, job_id, db.job_lease_s)
+        job = jobs.get_job(conn, job_id, db.job_lease_s)
+    if batch is not None:
+        batch.finish()
+    return job
 
 
 def failure_summary(tenant: str, report: LevelReport) -> dict:

@@ -15,7 +15,8 @@ from core.database import Database
 from core.llm import LLMError, RefusedError
 from graph import store
 from graph.build.contracts import LevelGraph, LevelReport
-from graph.build.job_progress import Progress, dropping_pool, not_cached
+from graph.build.job_progress import Progress, not_cached
+from graph.build.parts import step_pool
 from graph.build.summarize import DescriptionSummarizer, level_summary_requests
 from graph.types import GraphEntity, GraphRelationship
 
@@ -83,5 +84,5 @@ def _run(db: Database, pending: list, summarizer: DescriptionSummarizer, version
             store.save_summary(conn, request.content_hash, summarizer.name, version, summarizer.model, summary)
         return request, summary, None
 
-    with dropping_pool(max(1, concurrency)) as pool:
+    with step_pool(summarizer, max(1, concurrency)) as pool:
         yield from pool.map(one, pending)

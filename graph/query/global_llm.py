@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from core.citations import cited_numbers
 from core.llm import LLM, LLMError, RefusedError, Usage
+from core.llm_limiter import concurrency_of, map_ordered
 from core.prompting import MalformedReply, Tool, call_tool, complete_text
 from graph.query.global_search import (NO_ANSWER, NO_LEVEL, GlobalResult, Point, choose_level, extractive_answer,
                                  global_search)
@@ -83,30 +84,41 @@ class LLMGlobalSearch:
             result.trace["usage"] = _usage(usage)
             return result
 
-    def _ask_tool(self, usage: Usage, trace: dict, counter: str, system: str, tool: Tool, message: str):
-        """One structured call through the kernel; its calls (retries included) counted and summed."""
-        try:
-            reply = call_tool(self.llm, tool, task="fast", system=system, max_tokens=4096,
-                              messages=[{"role": "user", "content": message}])
-        except DROPPABLE:
-            trace[counter] += 1
-            raise
-        trace[counter] += reply.usage.calls
-        usage.add(reply.usage)
-        return reply.value
+    def _ask_all(self, usage: Usage, trace: dict, counter: str, system: str, tool: Tool,
+                 messages: list[str]) -> list:
+        """One structured call per message through the kernel, up to the LLM's concurrency at once; each
+        call's value, or the DROPPABLE error it raised, in the messages' order (never arrival order), its
+        calls (retries included) counted and summed here, in this thread. Any other LLMError raises."""
+
+        def ask(message: str):
+            return call_tool(self.llm, tool, task="fast", system=system, max_tokens=4096,
+                             messages=[{"role": "user", "content": message}])
+
+        out = []
+        for reply in map_ordered(ask, messages, concurrency_of(self.llm)):
+            if isinstance(reply, DROPPABLE):
+                trace[counter] += 1
+                out.append(reply)
+                continue
+            if isinstance(reply, BaseException):
+                raise reply
+            trace[counter] += reply.usage.calls
+            usage.add(reply.usage)
+            out.append(reply.value)
+        return out
 
     def _rate(self, reports: list[dict], question: str, usage: Usage, trace: dict) -> dict[int, float]:
         scores: dict[int, float] = {}
-        for batch in _batches(reports, brief_report, self.map_budget):
+        batches = _batches(reports, brief_report, self.map_budget)
+        messages = [reports_message(question, [t for _, t in batch], RATE_TOOL) for batch in batches]
+        for batch, reply in zip(batches, self._ask_all(usage, trace, "rating_calls", RATE_SYSTEM, RATING_TOOL,
+                                                        messages)):
             sent = {r["id"] for r, _ in batch}
-            message = reports_message(question, [t for _, t in batch], RATE_TOOL)
-            try:
-                ratings = self._ask_tool(usage, trace, "rating_calls", RATE_SYSTEM, RATING_TOOL, message).ratings
-            except DROPPABLE as err:  # unrated is not irrelevant here: the map phase judges them instead
-                trace.setdefault("rating_batches_dropped", []).append(str(err))
+            if isinstance(reply, DROPPABLE):  # unrated is not irrelevant here: the map phase judges them instead
+                trace.setdefault("rating_batches_dropped", []).append(str(reply))
                 scores.update(dict.fromkeys(sent, self.rate_threshold))
                 continue
-            for item in ratings:
+            for item in reply.ratings:
                 if item.report_id in sent:  # a rating for an id not sent cannot select anything
                     scores[item.report_id] = item.score
             scores.update({rid: scores.get(rid, 0.0) for rid in sent})  # unrated = irrelevant
@@ -127,25 +139,31 @@ class LLMGlobalSearch:
 
     def _map(self, reports: list[dict], question: str, usage: Usage, trace: dict) -> list[tuple[str, float, list[int]]]:
         points, dropped, batches = [], 0, _batches(reports, full_report, self.map_budget)
-        for n, batch in enumerate(batches):
+        wave = concurrency_of(self.llm)
+        n = 0
+        # In waves of as many calls as the LLM takes at once: the caps are checked before each wave (the
+        # cost cap can be passed by at most one wave), and the calls cap is never passed.
+        while n < len(batches):
             cap = self._cap_reached(usage, trace)
             if cap:
                 left = batches[n:]
                 trace["map_capped"] = (f"{cap}: {len(left)} of {len(batches)} map batches "
                                        f"({sum(len(b) for b in left)} reports, the lowest rated) were not read")
                 break
-            sent = {r["id"] for r, _ in batch}
-            message = reports_message(question, [t for _, t in batch], MAP_TOOL)
-            try:
-                mapped = self._ask_tool(usage, trace, "map_calls", MAP_SYSTEM, MAPPING_TOOL, message).points
-            except DROPPABLE as err:  # the other batches' points are paid for and kept
-                trace.setdefault("map_batches_dropped", []).append(str(err))
-                continue
-            for item in mapped:
-                if not (item.report_ids and set(item.report_ids) <= sent):
-                    dropped += 1  # a citation outside the batch is invented: the point cannot be traced
+            size = wave if self.max_map_calls is None else max(1, min(wave, self.max_map_calls - trace["map_calls"]))
+            chunk = batches[n:n + size]
+            n += len(chunk)
+            messages = [reports_message(question, [t for _, t in batch], MAP_TOOL) for batch in chunk]
+            for batch, reply in zip(chunk, self._ask_all(usage, trace, "map_calls", MAP_SYSTEM, MAPPING_TOOL, messages)):
+                if isinstance(reply, DROPPABLE):  # the other batches' points are paid for and kept
+                    trace.setdefault("map_batches_dropped", []).append(str(reply))
                     continue
-                points.append((item.description, item.score, list(dict.fromkeys(item.report_ids))))
+                sent = {r["id"] for r, _ in batch}
+                for item in reply.points:
+                    if not (item.report_ids and set(item.report_ids) <= sent):
+                        dropped += 1  # a citation outside the batch is invented: the point cannot be traced
+                        continue
+                    points.append((item.description, item.score, list(dict.fromkeys(item.report_ids))))
         trace["points_dropped"] = dropped
         if batches and len(trace.get("map_batches_dropped", ())) == len(batches):
             raise MalformedReply(f"every map batch failed, last: {trace['map_batches_dropped'][-1]}")
@@ -154,7 +172,7 @@ class LLMGlobalSearch:
     def _cap_reached(self, usage: Usage, trace: dict) -> str | None:
         if self.max_map_calls is not None and trace["map_calls"] >= self.max_map_calls:
             return f"the cap of {self.max_map_calls} map calls per question (CROSSROADS_GLOBAL_MAX_MAP_CALLS) was reached"
-        if self.max_cost_usd is not None and usage.cost_usd >= self.max_cost_usd:
+        if self.max_cost_usd is not None and usage.cost_usd is not None and usage.cost_usd >= self.max_cost_usd:
             return (f"the cap of ${self.max_cost_usd:g} per question (CROSSROADS_GLOBAL_MAX_COST_USD) was reached "
                     f"(${usage.cost_usd:.4f} spent)")
         return None
@@ -223,4 +241,4 @@ class LLMGlobalSearch:
 
 def _usage(u: Usage) -> dict:
     return {"calls": u.calls, "input_tokens": u.prompt_tokens, "output_tokens": u.output_tokens,
-            "cost_usd": round(u.cost_usd, 6)}
+            "cost_usd": None if u.cost_usd is None else round(u.cost_usd, 6)}

@@ -4,22 +4,27 @@
    of that level may read are ever considered.
 2. Select communities dynamically, as GraphRAG's dynamic selection does: rate the root-level
    reports against the question, descend into the children of relevant ones, keep the relevant.
-3. Map: each selected report yields points (its findings) scored 0-100 for the question.
-4. Reduce: drop zero-score points, sort, pack the best within a budget into an answer that cites
-   reports, and through their source chunks, documents.
+3. Map: each selected report becomes a theme: a label from the community's distinctive key phrases
+   (class-based TF-IDF over every report of the level), the sentence of the report most central to
+   those phrases and relevant to the question, and the chunks behind it.
+4. Reduce: rank the themes by relevance and by how widely they recur (their chunks), drop those a
+   better theme already says (the same label, or chunks mostly inside its chunks), and answer with
+   the best ones, each citing its report and, through its chunks, the documents.
 
-Offline (no LLM) the rating and the map are lexical + vector similarity and the answer is
-extractive, labelled offline. The LLM rating / map / reduce live in graph/query/global_llm.py.
+Offline (no LLM) the rating is lexical + vector similarity and the answer is the extractive list of
+themes, labelled offline. The LLM rating / map / reduce live in graph/query/global_llm.py.
 """
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
-from core.text.terms import normalise, stem
+from core.sentences import split_sentences
+from core.text.terms import STOPWORDS, normalise, stem
 from graph.levels import AccessLevel, choose_level
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -54,6 +59,17 @@ class Point:
 
 
 @dataclass
+class Theme:
+    """One theme of a corpus-wide answer: a community's distinctive key phrases as its label, the
+    sentence of its report most central to it and relevant to the question, the chunks behind it."""
+    report_id: int
+    label: str
+    summary: str
+    score: float  # 0-100, the report's relevance to the question
+    chunk_ids: list[int]
+
+
+@dataclass
 class GlobalResult:
     answer: str
     level: str | None
@@ -63,6 +79,7 @@ class GlobalResult:
     offline: bool = True
     trace: dict = field(default_factory=dict)
     degraded: bool = False  # the LLM path fell back (API error, bad citations): trace["degraded"] says why
+    themes: list[Theme] = field(default_factory=list)  # the offline answer's themes, best first
 
 
 NO_LEVEL = "No graph is available for your access groups, so this corpus-wide question cannot be answered."
@@ -100,27 +117,6 @@ def select_communities(reports: list[dict], scores: dict[int, float], threshold:
     return selected
 
 
-def map_points(query_stems: set[str], reports: Sequence[dict], report_scores: dict[int, float]) -> list[Point]:
-    points = []
-    for r in reports:
-        for f in r["findings"]:
-            text = f"{f['summary']}: {f['explanation']}"
-            score = 100 * (0.6 * lexical_score(query_stems, text) + 0.4 * report_scores[r["id"]])
-            points.append(Point(r["id"], text, round(score, 2), list(f.get("chunk_ids", []))))
-    return points
-
-
-def reduce_points(points: list[Point], budget_chars: int, max_points: int) -> list[Point]:
-    kept, used, seen = [], 0, set()
-    for p in sorted((p for p in points if p.score > 0), key=lambda p: (-p.score, p.report_id, p.text)):
-        if p.text in seen or used + len(p.text) > budget_chars or len(kept) >= max_points:
-            continue
-        kept.append(p)
-        seen.add(p.text)
-        used += len(p.text)
-    return kept
-
-
 def extractive_answer(points: list[Point], report_numbers: dict[int, int]) -> str:
     lines = ["Offline answer (extractive, no LLM): the most relevant points across the corpus's community reports."]
     for p in points:
@@ -136,10 +132,11 @@ def global_search(
     query_vec: np.ndarray | None,
     *,
     threshold: float = 0.15,
-    budget_chars: int = 4000,
-    max_points: int = 12,
+    max_themes: int = 6,
 ) -> GlobalResult:
-    """`load_reports(level_name)` returns the level's reports (graph/store.list_reports rows)."""
+    """`load_reports(level_name)` returns the level's reports (graph/store.list_reports rows). The
+    offline answer is a list of themes (`themes`), one per relevant community, each cited; the
+    points are the themes as text, for callers that read points."""
     level = choose_level(levels, user_groups)
     if level is None:
         return GlobalResult(NO_LEVEL, None, trace={"levels": [lvl.name for lvl in levels]})
@@ -147,15 +144,118 @@ def global_search(
     q = set(stems(question))
     scores = {r["id"]: relevance(q, query_vec, r) for r in reports}
     selected_ids = select_communities(reports, scores, threshold)
-    selected = [r for r in reports if r["id"] in set(selected_ids)]
-    points = reduce_points(map_points(q, selected, scores), budget_chars, max_points)
+    chosen = set(selected_ids)
+    themes = rank_themes(q, [r for r in reports if r["id"] in chosen], reports, scores, max_themes)
     trace = {"level": level.name, "reports": len(reports), "selected": selected_ids,
              "scores": {rid: round(s, 3) for rid, s in sorted(scores.items())}}
-    if not points:
+    if not themes:
         return GlobalResult(NO_ANSWER, level.name, selected=selected_ids, trace=trace)
-    order = list(dict.fromkeys(p.report_id for p in points))
-    numbers = {rid: n for n, rid in enumerate(order, start=1)}
+    numbers = {t.report_id: n for n, t in enumerate(themes, start=1)}
     by_id = {r["id"]: r for r in reports}
-    cited = [{"number": numbers[rid], "id": rid, "title": by_id[rid]["title"], "rating": by_id[rid]["rating"],
-              "chunk_ids": sorted({c for p in points if p.report_id == rid for c in p.chunk_ids})} for rid in order]
-    return GlobalResult(extractive_answer(points, numbers), level.name, points, cited, selected_ids, True, trace)
+    points = [Point(t.report_id, f"{t.label}: {t.summary}", t.score, t.chunk_ids) for t in themes]
+    cited = [{"number": numbers[t.report_id], "id": t.report_id, "title": by_id[t.report_id]["title"],
+              "rating": by_id[t.report_id]["rating"], "chunk_ids": sorted(t.chunk_ids)} for t in themes]
+    return GlobalResult(themes_answer(themes, numbers), level.name, points, cited, selected_ids, True, trace,
+                        themes=themes)
+
+
+# --- themes -------------------------------------------------------------------------------------------
+
+THEME_OVERLAP = 0.6  # a theme whose chunks lie this much inside a better one's says the same again
+LABEL_TERMS = 3
+MAX_SUMMARY_CHARS = 300  # a theme's one sentence; longer ones are headings and lists run together
+
+
+def _sentences(report: dict) -> list[str]:
+    """What a person reads in a report: its summary and its findings' explanations, sentence by sentence."""
+    texts = [report["summary"], *(f.get("explanation", "") for f in report["findings"])]
+    return list(dict.fromkeys(s.strip() for t in texts for s in split_sentences(t or "") if len(s.strip()) > 20))
+
+
+def _terms(sentence: str, surfaces: dict[str, Counter] | None = None) -> list[str]:
+    """Content terms of a sentence: stems of its common words and adjacent pairs of them, the phrases
+    a theme is named by ("rate limit"). Names, codes and numbers are left out: a theme is what its
+    incidents share, its entities are only examples of it."""
+    words = [w.lower() for w in _WORD.findall(sentence) if len(w) >= 4 and w.islower() and "_" not in w
+             and not any(c.isdigit() for c in w) and w not in _SCOPE_WORDS and w not in STOPWORDS]
+    keys = [stem(normalise(w)) for w in words]
+    if surfaces is not None:
+        for w, k in zip(words, keys):
+            surfaces[k][w] += 1
+        for (w1, w2), (k1, k2) in zip(zip(words, words[1:]), zip(keys, keys[1:])):
+            surfaces[f"{k1} {k2}"][f"{w1} {w2}"] += 1
+    return keys + [f"{a} {b}" for a, b in zip(keys, keys[1:])]
+
+
+def class_tfidf(classes: dict[int, list[str]]) -> dict[int, dict[str, float]]:
+    """Class-based TF-IDF (BERTopic's c-TF-IDF): a term weighs by its frequency in the class times
+    log(1 + A / f), A the average number of terms per class and f the term's frequency in all classes."""
+    counts = {c: Counter(terms) for c, terms in classes.items()}
+    total = Counter()
+    for cnt in counts.values():
+        total.update(cnt)
+    average = sum(len(t) for t in classes.values()) / max(1, len(classes))
+    return {c: {t: (n / max(1, len(classes[c]))) * math.log(1 + average / total[t]) for t, n in cnt.items()}
+            for c, cnt in counts.items()}
+
+
+def rank_themes(query_stems: set[str], selected: list[dict], every: list[dict], scores: dict[int, float],
+                max_themes: int) -> list[Theme]:
+    """The selected reports as themes, ranked by relevance to the question and how widely they recur
+    (their chunks), deduplicated: a theme whose chunks lie mostly inside a better theme's, or whose
+    label repeats one, is left out. Ties are broken by report id."""
+    surfaces: dict[str, Counter] = defaultdict(Counter)
+    sentences = {r["id"]: _sentences(r) for r in every}
+    weights = class_tfidf({rid: [t for s in ss for t in _terms(s, surfaces)] for rid, ss in sentences.items()})
+    ranked = sorted((r for r in selected if sentences[r["id"]]),
+                    key=lambda r: (-scores[r["id"]] * math.log2(2 + len(r["source_chunk_ids"])), r["id"]))
+    themes: list[Theme] = []
+    for r in ranked:
+        # a label term recurs: it is in two sentences of the report at least, not one sentence's word
+        # (a report of one sentence is labelled by its own terms)
+        spread = Counter(t for sentence in sentences[r["id"]] for t in set(_terms(sentence)))
+        w = {t: v for t, v in weights[r["id"]].items() if spread[t] >= 2} or weights[r["id"]]
+        label_terms = _label(w, surfaces)
+        if not label_terms:
+            continue
+        chunks = set(r["source_chunk_ids"])
+        label = ", ".join(label_terms)
+        if any(label == t.label or (chunks and len(chunks & set(t.chunk_ids)) >= THEME_OVERLAP * len(chunks))
+               for t in themes):
+            continue
+
+        def central(sentence: str) -> float:
+            terms = set(_terms(sentence))
+            return sum(w.get(t, 0.0) for t in terms) / math.sqrt(1 + len(terms)) * (
+                1 + lexical_score(query_stems, sentence))
+
+        readable = [x for x in sentences[r["id"]] if len(x) <= MAX_SUMMARY_CHARS] or sentences[r["id"]]
+        summary = max(readable, key=lambda x: (central(x), -readable.index(x)))
+        themes.append(Theme(r["id"], label, summary, round(100 * scores[r["id"]], 2), sorted(chunks)))
+        if len(themes) >= max_themes:
+            break
+    return themes
+
+
+def _label(weights: dict[str, float], surfaces: dict[str, Counter]) -> list[str]:
+    """The class's top terms, a phrase taking the place of its words, each in its most used form."""
+    chosen: list[str] = []
+    for term in sorted(weights, key=lambda t: (-weights[t], t)):
+        if " " not in term:  # a phrase holding the word, used at least half as much, says more ("config drift")
+            phrases = [t for t in weights if " " in t and term in t.split() and weights[t] >= 0.5 * weights[term]]
+            term = min(phrases, key=lambda t: (-weights[t], t), default=term)
+        parts = set(term.split())
+        if any(parts <= set(c.split()) or set(c.split()) <= parts for c in chosen):
+            continue
+        chosen.append(term)
+        if len(chosen) >= LABEL_TERMS:
+            break
+    return [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in chosen]
+
+
+def themes_answer(themes: list[Theme], numbers: dict[int, int]) -> str:
+    lines = ["Offline answer (extractive, no LLM): the themes of the corpus's community reports, "
+             "each named by its distinctive key phrases."]
+    for t in themes:
+        lines.append(f"- {t.label}: {t.summary} [{numbers[t.report_id]}]")
+    return "\n".join(lines)

@@ -35,6 +35,14 @@ The real API's habits on a bad day, scripted per call or drawn at random:
   instead of the handler's answer (drawn from a seeded generator: the same draws every run; which
   request gets which draw depends on arrival order when calls run concurrently). `api.misbehaved`
   lists (call number, habit) as they happened.
+
+Message Batches (POST /v1/messages/batches, GET .../{id}, GET .../{id}/results as JSONL, POST
+.../{id}/cancel), as `client.messages.batches` calls them: each request is answered as /v1/messages
+would answer it (scripts, handler, errors) when the batch is created, but the batch reports
+`in_progress` for its first `batch_polls` retrieves (and while `hold_batches` is set) before `ended`.
+An error reply becomes an `errored` entry, an `expired()` script an `expired` one. `batch_creates`
+counts the batches created, `paid` the entries that succeeded (what a batch bills), `batch_bodies`
+every request sent in a batch (`{custom_id, params}`).
 """
 from __future__ import annotations
 
@@ -78,6 +86,7 @@ class Script:
     output_tokens: int | None = None
     delay_s: float = 0.0
     thinking: str = ""  # a thinking block before the other content
+    expired: bool = False  # a batch entry that expired unprocessed (see `expired()`)
 
 
 def text(reply: str, *, stop_reason: str = "end_turn", input_tokens: int | None = None,
@@ -125,6 +134,11 @@ def error(status: int, message: str | None = None, *, type: str | None = None,
         hdrs["retry-after"] = retry_after
     etype = type or ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
     return Script(status=status, error_type=etype, error_message=message or f"fake {etype}", headers=hdrs)
+
+
+def expired() -> Script:
+    """A Message Batch entry left unprocessed when the batch expired (24 h); no meaning outside a batch."""
+    return Script(expired=True)
 
 
 HABITS = ("overloaded", "rate_limited", "refusal", "max_tokens", "thinking")
@@ -176,8 +190,20 @@ def estimate_tokens(s: str) -> int:
 class FakeAnthropic:
     def __init__(self, *scripted: Script, handler: Callable[[dict], Script] | None = None,
                  api_key: str | None = None, misbehave: Misbehave | None = None,
-                 forced_tool_rejected: tuple[str, ...] = (), context_window: int | None = None):
+                 forced_tool_rejected: tuple[str, ...] = (), context_window: int | None = None,
+                 latency_s: float = 0.0, batch_polls: int = 1):
         self.handler = handler
+        self.batch_polls = batch_polls  # retrieves answering in_progress before a batch has ended
+        self.hold_batches = False  # while set, every batch stays in_progress (a batch that takes hours)
+        self.batch_creates = 0
+        self.paid = 0
+        self.batch_bodies: list[dict] = []
+        self._batches: dict[str, dict] = {}
+        self.latency_s = latency_s  # every /v1/messages answer takes this long (throughput benches)
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most /v1/messages requests being answered at once
+        self.max_in_flight_by_kind: dict[str, int] = {}  # ... per kind: the tool offered, else "text"
+        self._kind_in_flight: dict[str, int] = {}
         self.api_key = api_key  # when set, any other key gets a 401
         self.misbehave = misbehave
         self.forced_tool_rejected = forced_tool_rejected
@@ -219,9 +245,29 @@ class FakeAnthropic:
 
     # --- server side -----------------------------------------------------------------------
     def _respond(self, req: Request) -> Reply:
+        if req.method == "POST" and req.path.split("?")[0] == "/v1/messages" and self.latency_s:
+            kind = _kind(req)
+            with self._lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                self._kind_in_flight[kind] = self._kind_in_flight.get(kind, 0) + 1
+                self.max_in_flight_by_kind[kind] = max(self.max_in_flight_by_kind.get(kind, 0),
+                                                       self._kind_in_flight[kind])
+            try:  # the latency is spent here, not in Reply.delay_s, so in-flight counts it
+                threading.Event().wait(self.latency_s)
+                return self._answer(req)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+                    self._kind_in_flight[kind] -= 1
+        return self._answer(req)
+
+    def _answer(self, req: Request) -> Reply:
         n = next(self._ids)
         rid = {"request-id": f"req_fake_{n:04d}"}
-        if req.method != "POST" or req.path.split("?")[0] != "/v1/messages":
+        path = req.path.split("?")[0]
+        batch = path.startswith("/v1/messages/batches")
+        if not batch and (req.method != "POST" or path != "/v1/messages"):
             return _error_reply(error(404, f"no route {req.method} {req.path}"), rid)
         # anthropic 2.x sends the key as `Authorization: Bearer`; older clients and curl use x-api-key
         key = req.headers.get("x-api-key") or req.headers.get("authorization", "").removeprefix("Bearer ")
@@ -229,11 +275,21 @@ class FakeAnthropic:
             return _error_reply(error(401, "invalid x-api-key"), rid)
         if "anthropic-version" not in req.headers:
             return _error_reply(error(400, "anthropic-version header is required"), rid)
+        if batch:
+            return self._batch_route(req, path, rid)
         try:
             body = req.json()
+        except ValueError as exc:
+            return _error_reply(error(400, f"malformed request: {exc}"), rid)
+        reply = self._message(body, n, rid)
+        return _error_reply(error(500, "expired() is a batch entry, not a reply"), rid) if reply is None else reply
+
+    def _message(self, body: Any, n: int, rid: dict[str, str]) -> Reply | None:
+        """The answer to one Messages request (sent alone or in a batch); None for an `expired()` script."""
+        try:
             problem = _validate(body)
         except (ValueError, TypeError, AttributeError) as exc:
-            body, problem = None, f"malformed request: {exc}"
+            problem = f"malformed request: {exc}"
         if problem:
             return _error_reply(error(400, problem), rid)
         forced = (body.get("tool_choice") or {}).get("type") in ("tool", "any")
@@ -252,6 +308,8 @@ class FakeAnthropic:
         if script is None:
             script = self.handler(body) if self.handler else text("ok")
             script = _habit(habit, script) if habit else script
+        if script.expired:
+            return None
         if script.status != 200:
             return _error_reply(script, rid)
 
@@ -281,7 +339,118 @@ class FakeAnthropic:
         message = {"id": f"msg_fake_{n:04d}", "type": "message", "role": "assistant", "model": body["model"],
                    "content": content, "stop_reason": script.stop_reason or "end_turn",
                    "stop_sequence": None, "usage": usage}
+        if body.get("stream"):
+            return Reply(200, _sse(message), {**rid, **script.headers, "Content-Type": "text/event-stream"},
+                         delay_s=script.delay_s)
         return Reply(200, message, {**rid, **script.headers}, delay_s=script.delay_s)
+
+    # --- Message Batches -------------------------------------------------------------------
+    def _batch_route(self, req: Request, path: str, rid: dict[str, str]) -> Reply:
+        parts = path.removeprefix("/v1/messages/batches").strip("/").split("/")
+        if req.method == "POST" and parts == [""]:
+            return self._create_batch(req, rid)
+        with self._lock:
+            batch = self._batches.get(parts[0])
+        if batch is None:
+            return _error_reply(error(404, f"no Message Batch {parts[0]!r}"), rid)
+        if req.method == "GET" and len(parts) == 1:
+            return Reply(200, self._batch_object(batch, poll=True), rid)
+        if req.method == "POST" and parts[1:] == ["cancel"]:
+            with self._lock:
+                batch["canceled"] = True
+            return Reply(200, self._batch_object(batch), rid)
+        if req.method == "GET" and parts[1:] == ["results"]:
+            if self._batch_object(batch)["processing_status"] != "ended":
+                return _error_reply(error(400, "the Message Batch is still in progress"), rid)
+            lines = [json.dumps({"custom_id": cid, "result": result}) for cid, result in batch["results"]]
+            return Reply(200, ("\n".join(lines) + "\n").encode(), {**rid, "Content-Type": "application/binary"})
+        return _error_reply(error(404, f"no route {req.method} {req.path}"), rid)
+
+    def _create_batch(self, req: Request, rid: dict[str, str]) -> Reply:
+        try:
+            requests = req.json()["requests"]
+            ids = [r["custom_id"] for r in requests]
+        except (ValueError, KeyError, TypeError) as exc:
+            return _error_reply(error(400, f"malformed batch: {exc}"), rid)
+        if not requests or len(set(ids)) != len(ids):
+            return _error_reply(error(400, "requests: custom_id values must be unique and at least one is needed"),
+                                rid)
+        results = []
+        for r in requests:
+            n = next(self._ids)
+            reply = self._message(r.get("params"), n, {"request-id": f"req_fake_{n:04d}"})
+            if reply is None:
+                results.append((r["custom_id"], {"type": "expired"}))
+            elif reply.status != 200:
+                results.append((r["custom_id"], {"type": "errored", "error": reply.body}))
+            else:
+                results.append((r["custom_id"], {"type": "succeeded", "message": reply.body}))
+        with self._lock:
+            self.batch_creates += 1
+            self.batch_bodies += requests
+            self.paid += sum(1 for _, result in results if result["type"] == "succeeded")
+            batch_id = f"msgbatch_fake_{self.batch_creates:04d}"
+            # the real API lists results in no particular order: reversed here, so order is never relied on
+            batch = self._batches[batch_id] = {"id": batch_id, "results": results[::-1], "polls": 0,
+                                               "canceled": False}
+        return Reply(200, self._batch_object(batch), rid)
+
+    def _batch_object(self, batch: dict, poll: bool = False) -> dict:
+        with self._lock:
+            if poll:
+                batch["polls"] += 1
+            ended = batch["canceled"] or (not self.hold_batches and batch["polls"] > self.batch_polls)
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        for _, result in batch["results"]:
+            counts[result["type"] if ended else "processing"] += 1
+        stamp = "2025-01-01T00:00:00Z"
+        return {"id": batch["id"], "type": "message_batch", "created_at": stamp, "expires_at": "2025-01-02T00:00:00Z",
+                "processing_status": "ended" if ended else "in_progress", "request_counts": counts,
+                "ended_at": stamp if ended else None, "archived_at": None, "cancel_initiated_at": None,
+                "results_url": f"{self.url}/v1/messages/batches/{batch['id']}/results" if ended else None}
+
+
+STREAM_PIECE_CHARS = 5  # text deltas this long, so a streamed answer arrives in many pieces
+
+
+def _sse(message: dict) -> str:
+    """The message as the streaming wire format: message_start, per block a start, deltas and a stop,
+    message_delta (stop_reason, output tokens), message_stop."""
+    def event(name: str, data: dict) -> str:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
+
+    usage = message["usage"]
+    head = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    frames = [event("message_start", {"message": head})]
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            frames.append(event("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}}))
+            text = block["text"]
+            frames += [event("content_block_delta", {"index": i, "delta": {"type": "text_delta",
+                                                                           "text": text[k:k + STREAM_PIECE_CHARS]}})
+                       for k in range(0, len(text), STREAM_PIECE_CHARS)]
+        elif block["type"] == "tool_use":
+            frames.append(event("content_block_start", {"index": i, "content_block": {**block, "input": {}}}))
+            frames.append(event("content_block_delta", {"index": i, "delta": {
+                "type": "input_json_delta", "partial_json": json.dumps(block["input"])}}))
+        else:  # thinking
+            frames.append(event("content_block_start", {"index": i, "content_block": {**block, "thinking": ""}}))
+            frames.append(event("content_block_delta", {"index": i, "delta": {"type": "thinking_delta",
+                                                                              "thinking": block["thinking"]}}))
+        frames.append(event("content_block_stop", {"index": i}))
+    frames.append(event("message_delta", {"delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                                          "usage": {"output_tokens": usage["output_tokens"]}}))
+    frames.append(event("message_stop", {}))
+    return "".join(frames)
+
+
+def _kind(req: Request) -> str:
+    """What a request asks for, for in-flight counts: the first tool offered, else "text"."""
+    try:
+        tools = req.json().get("tools") or []
+        return tools[0]["name"] if tools else "text"
+    except (ValueError, AttributeError, KeyError, IndexError, TypeError):
+        return "malformed"
 
 
 def _error_reply(script: Script, extra_headers: dict[str, str]) -> Reply:

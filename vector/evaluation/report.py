@@ -6,7 +6,7 @@ import re
 from typing import Mapping
 
 # The order configs are read in: single legs first, then what is built from them.
-CONFIG_ORDER = ("dense", "bm25", "hybrid", "hybrid+rerank")
+CONFIG_ORDER = ("dense", "bm25", "hybrid", "hybrid+rerank", "graph", "hybrid+graph", "agentic")
 _HEADING = re.compile(r"^(#{1,2})\s")  # a level-1 or level-2 heading ends the section
 _FENCE = re.compile(r"^\s*(```|~~~)")
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from core.llm import LLM, LLMError
+from core.llm_limiter import concurrency_of, map_ordered
 from core.prompting import MalformedReply, complete_text
 from vector.ingest.chunking import ChunkDraft
 from vector.ingest.location import document_location
@@ -112,17 +113,31 @@ class LLMContextualizer:
         self.max_tokens = max_tokens
 
     def contexts(self, doc: SourceDocument, drafts: Sequence[ChunkDraft]) -> list[ChunkContext]:
-        out = []
+        if not drafts:
+            return []
+        # The first chunk alone: its call writes the document to the prompt cache (and finds whether
+        # only an excerpt fits), so the others, sent concurrently after it, read the cache at 0.1x
+        # instead of each paying the cache write.
         excerpt: int | None = None  # characters sent around each chunk, once the whole is too long
-        for draft in drafts:
-            try:
-                text, excerpt = self._context(doc, draft, excerpt)
-                out.append(ChunkContext(text))
-            except LLMError as err:
-                if err.status in (401, 403, 404):
-                    raise  # the key or model is wrong: every chunk would fail alike, fix it first
-                out.append(ChunkContext(offline_context(doc), failed=str(err)))
+        first = self._guarded(doc, drafts[0], excerpt)
+        if isinstance(first, tuple):
+            first, excerpt = ChunkContext(first[0]), first[1]
+        rest = map_ordered(lambda draft: self._guarded(doc, draft, excerpt), drafts[1:], concurrency_of(self.llm))
+        out = [first]
+        for item in rest:
+            if isinstance(item, BaseException):
+                raise item
+            out.append(ChunkContext(item[0]) if isinstance(item, tuple) else item)
         return out
+
+    def _guarded(self, doc: SourceDocument, draft: ChunkDraft, excerpt: int | None):
+        """(context, excerpt), or the offline context flagged failed."""
+        try:
+            return self._context(doc, draft, excerpt)
+        except LLMError as err:
+            if err.status in (401, 403, 404):
+                raise  # the key or model is wrong: every chunk would fail alike, fix it first
+            return ChunkContext(offline_context(doc), failed=str(err))
 
     def _context(self, doc: SourceDocument, draft: ChunkDraft, excerpt: int | None) -> tuple[str, int | None]:
         asked_again = False

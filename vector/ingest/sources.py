@@ -1,4 +1,5 @@
-"""Reading source documents: a folder of Markdown / text files, or a JSONL corpus (`_id`, `title`, `text`).
+"""Reading source documents: a folder of Markdown / text files and PDF, DOCX, HTML, email and mbox
+files (converted to Markdown by vector.ingest.formats), or a JSONL corpus (`_id`, `title`, `text`).
 
 Bad input never stops a batch: each unreadable file or line becomes a `Skipped` entry naming where
 it is and why, and every other document still loads.
@@ -25,6 +26,7 @@ from typing import Callable, Iterable, Iterator
 
 from core.errors import BadDocument
 from core.text_safety import CONTROL, SURROGATE, printable
+from vector.ingest.formats import FORMAT_SUFFIXES, convert
 from vector.ingest.front_matter import front_matter_warnings, refuse_acl_lookalikes, split_front_matter, yaml_scalar_hint
 from core.text.language import detect_language
 
@@ -154,25 +156,27 @@ def _first_heading(body: str) -> str | None:
 
 def build_document(
     doc_id: str, body: str, meta: dict, default_acl: tuple[str, ...], source: str, fallback_title: str,
-    warnings: tuple[str, ...] = (),
+    warnings: tuple[str, ...] = (), meta_from: str = "front matter",
 ) -> SourceDocument:
+    """`meta_from` names where `meta` was read ("front matter", "JSONL"), for messages that say what to fix."""
     if problem := doc_id_problem(doc_id):
         raise BadDocument(f"document id '{printable(doc_id)}' {problem}: the HTTP API could not address it")
     acl = parse_acl(meta["acl"], "'acl'") if "acl" in meta else default_acl
     if not acl:
-        raise BadDocument("no access groups: add `acl: [group, ...]` to its front matter or pass --acl")
+        how = '"acl": ["group", ...] to its line' if meta_from == "JSONL" else "`acl: [group, ...]` to its front matter"
+        raise BadDocument(f"no access groups: add {how} or pass --acl")
     title = meta.get("title")
     if title is not None and not isinstance(title, (str, int, float)):
-        raise BadDocument("front matter 'title' must be text")
+        raise BadDocument(f"{meta_from} 'title' must be text")
     title = str(title).strip() if title is not None else (_first_heading(body) or fallback_title)
     lang = meta.get("lang")
     if lang is not None:
         if str(lang).lower() not in _LANG_ALIASES:
-            raise BadDocument(f"front matter 'lang' is {lang!r}; use one of ru, en, simple")
+            raise BadDocument(f"{meta_from} 'lang' is {lang!r}; use one of ru, en, simple")
         lang = _LANG_ALIASES[str(lang).lower()]
     body = body.replace("\ufeff", "")  # stray byte-order marks inside text (concatenated files) are noise
     if not body.strip():
-        raise BadDocument("no text after the front matter")
+        raise BadDocument("no text" + (" after the front matter" if meta_from == "front matter" else ""))
     _check_text("title", title)
     _check_text("text", body)
     return SourceDocument(doc_id, title, body, acl, lang or detect_language(title + "\n" + body), source, warnings)
@@ -204,12 +208,15 @@ def _not_regular_reason(mode: int) -> str:
 
 def _load(where: str, doc_id: str, name: str, read: Callable[[], bytes], default_acl: tuple[str, ...],
           max_bytes: int) -> SourceDocument | Skipped:
-    """One Markdown / text file, read by `read`, or the reason it cannot be indexed."""
+    """One Markdown / text file or one file of another format, read by `read`, or the reason it cannot be indexed."""
     suffix = PurePath(name).suffix.lower()
-    if suffix not in TEXT_SUFFIXES:
-        reason = f"unsupported file type '{suffix or '(none)'}': expected {', '.join(TEXT_SUFFIXES)}"
+    if suffix not in TEXT_SUFFIXES and suffix not in FORMAT_SUFFIXES:
+        reason = (f"unsupported file type '{suffix or '(none)'}': expected "
+                  f"{', '.join(TEXT_SUFFIXES + tuple(FORMAT_SUFFIXES))}")
         return Skipped(where, reason, doc_id)
     try:
+        if suffix in FORMAT_SUFFIXES:
+            return _load_converted(where, doc_id, name, read, default_acl, max_bytes)
         meta, body = split_front_matter(decode(read(), max_bytes))
         warnings = front_matter_warnings(meta)
         return build_document(doc_id, body, meta, default_acl, where, PurePath(name).stem, warnings)
@@ -217,6 +224,22 @@ def _load(where: str, doc_id: str, name: str, read: Callable[[], bytes], default
         return Skipped(where, str(exc), doc_id)
     except OSError as exc:
         return Skipped(where, f"cannot read: {exc.strerror or exc}", doc_id)
+
+
+def _load_converted(where: str, doc_id: str, name: str, read: Callable[[], bytes], default_acl: tuple[str, ...],
+                    max_bytes: int) -> SourceDocument:
+    """A PDF, DOCX, HTML or email file. These carry no front matter, so their groups are --acl's; without
+    any the file is skipped before it is parsed, as a Markdown file without groups is."""
+    kind = FORMAT_SUFFIXES[PurePath(name).suffix.lower()]
+    if not default_acl:
+        raise BadDocument(f"no access groups: a {kind} file has no front matter to name them; pass --acl "
+                          "(or convert it to Markdown with `acl:` in its front matter)")
+    data = read()
+    if not data.strip():
+        raise BadDocument("empty file")
+    converted = convert(name, data, max_bytes)
+    meta = {"title": converted.title} if converted.title else {}
+    return build_document(doc_id, converted.text, meta, default_acl, where, PurePath(name).stem, meta_from=kind)
 
 
 def load_file(path: Path, doc_id: str, default_acl: tuple[str, ...], max_bytes: int) -> SourceDocument | Skipped:
@@ -275,7 +298,8 @@ def _load_entry(root: Path, relative: str, dir_fd: int, entry: os.DirEntry, defa
 
 
 def load_folder(root: Path, default_acl: tuple[str, ...], max_bytes: int) -> tuple[list[SourceDocument], list[Skipped]]:
-    """Every Markdown / text file under `root` (hidden files skipped); doc_id = path relative to root.
+    """Every Markdown / text file and every file of a converted format (PDF, DOCX, ...) under `root`
+    (hidden files skipped); doc_id = path relative to root.
     `root` itself may be a link (the user named it); nothing inside it is followed."""
     documents, skipped = [], []
     try:
@@ -308,7 +332,7 @@ def _jsonl_document(record: object, where: str, default_acl: tuple[str, ...], se
     meta = {k: record[k] for k in ("title", "lang") if record.get(k) is not None}
     if "acl" in record:
         meta["acl"] = record["acl"]
-    return build_document(doc_id, text, meta, default_acl, where, doc_id)
+    return build_document(doc_id, text, meta, default_acl, where, doc_id, meta_from="JSONL")
 
 
 def load_jsonl(path: Path, default_acl: tuple[str, ...], max_bytes: int) -> tuple[list[SourceDocument], list[Skipped]]:
@@ -340,7 +364,7 @@ def _readable_id(record: object) -> str | None:
 
 
 def load_source(path: Path, default_acl: Iterable[str], max_bytes: int) -> tuple[list[SourceDocument], list[Skipped]]:
-    """A folder, one Markdown / text file, or a `.jsonl` corpus."""
+    """A folder, one Markdown / text / PDF / DOCX / HTML / email file, or a `.jsonl` corpus."""
     acl = parse_acl(list(default_acl))
     if path.is_dir():
         return load_folder(path, acl, max_bytes)

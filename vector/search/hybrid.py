@@ -257,9 +257,12 @@ class HybridSearcher:
                 legs["vector"] = Future()
                 legs["vector"].set_exception(exc)
         if mode != "bm25" and "vector" not in legs:
-            legs["vector"] = self._pool.submit(self._vector_leg, tenant, groups, query, timings, vector_text, vector)
+            # each leg in a copy of the caller's context: its reads go where the request's do (core.replicas)
+            legs["vector"] = self._pool.submit(contextvars.copy_context().run, self._vector_leg, tenant, groups, query,
+                                               timings, vector_text, vector)
         if mode != "dense":
-            legs["fts"] = self._pool.submit(self._fts_leg, tenant, groups, query, trace, timings)
+            legs["fts"] = self._pool.submit(contextvars.copy_context().run, self._fts_leg, tenant, groups, query, trace,
+                                            timings)
         results: dict[str, list[tuple[int, float]]] = {}
         failures: list[Exception] = []
         for name, future in legs.items():

@@ -228,7 +228,8 @@ class TransformingSearcher:
 
     def _multi(self, tenant, groups, queries, hyde, k, mode, reasons) -> tuple[SearchResult, list]:
         inner = "hybrid" if mode == "hybrid+rerank" else mode  # rerank once, on the fused list
-        futures = [self._pool.submit(self.searcher.search, tenant, groups, q, k, inner, hyde if i == 0 else None)
+        futures = [self._pool.submit(contextvars.copy_context().run, self.searcher.search, tenant, groups, q, k, inner,
+                                     hyde if i == 0 else None)
                    for i, q in enumerate(queries)]
         per_query: list[SearchResult | None] = [futures[0].result()]  # the question's own search: as plain search
         for q, future in zip(queries[1:], futures[1:]):

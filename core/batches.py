@@ -1,0 +1,227 @@
+"""Message Batches for bulk LLM work (`crossroads graph build --batch`): the same requests at half the
+price (core.pricing.BATCH_FACTOR), answered within 24 hours instead of at once.
+
+A step runs its items through `BatchLLM.map`. Each item's work runs with the `BatchLLM` as its LLM,
+which answers a request from the results collected so far, or notes the request and raises
+`Deferred`: the item stops before it has done anything (no cache write, no count), since a step's
+code only acts on a reply. The requests noted in a pass go out as one batch; once it has ended, its
+results are collected and the deferred items run again. An item that needs a further call (a
+gleaning round, a reply asked again after a malformed or cut one) defers again and goes into the
+next batch, so a step takes as many batches as its longest chain of calls: usually one. Re-running
+an item is cheap (no request is sent twice: the replies are in memory) and deterministic.
+
+A request's custom_id is the sha256 of its parameters: the same request has the same id in every
+process, and results are matched by it, never by their order. Submitted requests are recorded in
+`llm_batch_requests` (tenant, custom_id -> batch id), so a build that died (or was cancelled) while a
+batch was running is followed by one that finds its requests there and collects that batch rather
+than pay for them again. The rows of collected requests are deleted when the build ends (`finish`):
+their results are then in the build's caches. An errored, expired or canceled entry is a failed call
+(an `LLMError`: counted, not cached, the job ends `partial`); its row is deleted at once, so the next
+build sends it again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+import anthropic
+
+from core import jobs
+from core.database import Database
+from core.errors import CrossroadsError
+from core.llm import AnthropicLLM, LLMError, LLMResponse, Task, Usage
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# The API's error types, as the statuses they come with when sent alone: a 400 to a forced tool_choice
+# is then recognised by core.prompting and asked again with `auto`, as in an interactive build.
+_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
+           "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429, "api_error": 500,
+           "overloaded_error": 529}
+
+
+class Deferred(Exception):
+    """A request with no collected result yet. Not an `LLMError`: no step mistakes it for a failure."""
+
+
+def custom_id(params: dict[str, Any]) -> str:
+    """The request's id in a batch: the sha256 of its parameters (64 hex characters, the API's limit)."""
+    return hashlib.sha256(json.dumps(params, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class BatchLLM:
+    """`LLM` whose calls go out in Message Batches, through `llm`'s client, priced at the batch price.
+
+    `job_id`: the build's job, set before the build runs: its cancel request stops the wait for a batch,
+    and the rows of the requests it submits name it. `poll_s`: seconds between looks at a running batch."""
+
+    def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float):
+        self.llm, self.db, self.tenant, self.poll_s = llm, db, tenant, poll_s
+        self.models, self.concurrency = llm.models, llm.concurrency
+        self.job_id: int | None = None
+        self.batches = 0  # batches this build created
+        self._lock = threading.Lock()
+        self._answers: dict[str, Any] = {}  # custom_id -> the result's message, or an LLMError's (message, status)
+        self._replies: dict[str, LLMResponse] = {}  # custom_id -> its reply, metered once, when first used
+        self._wanted: dict[str, dict[str, Any]] = {}  # custom_id -> parameters, deferred in the current pass
+
+    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
+                 cached_prefix: str | None = None, tools: list[dict] | None = None,
+                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
+        params = self.llm.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
+                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
+                                  temperature=temperature)
+        cid = custom_id(params)
+        with self._lock:
+            if cid not in self._answers:
+                self._wanted[cid] = params
+                raise Deferred(cid)
+            answer, reply = self._answers[cid], self._replies.get(cid)
+        if isinstance(answer, tuple):
+            raise LLMError(answer[0], status=answer[1])
+        if reply is not None:  # an item deferred later on runs again: its earlier replies were paid for once
+            return LLMResponse(reply.text, reply.tool_input, reply.stop_reason, reply.model, Usage(calls=0))
+        reply = self.llm.reply(params, answer, batch=True)
+        with self._lock:
+            self._replies[cid] = reply
+        return reply
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """`fn` over `items`, their results in the items' order, as a thread pool's `map` (what steps use
+        without batches); an exception other than `Deferred` propagates. One batch per pass."""
+        items = list(items)
+        results: dict[int, R] = {}
+        todo = range(len(items))
+        while todo:
+            deferred = []
+            for i in todo:
+                try:
+                    results[i] = fn(items[i])
+                except Deferred:
+                    deferred.append(i)
+            if deferred:
+                with self._lock:
+                    wanted, self._wanted = self._wanted, {}
+                self._settle(wanted)
+            todo = deferred
+        return (results[i] for i in range(len(items)))
+
+    def finish(self) -> None:
+        """The build has ended: the results it collected are in its caches, so their rows go."""
+        with self._lock:
+            used = sorted(self._answers)
+        with self.db.connection() as conn:
+            conn.execute("DELETE FROM llm_batch_requests WHERE tenant_id = %s AND custom_id = ANY(%s)",
+                         (self.tenant, used))
+
+    # --- one pass's requests ----------------------------------------------------------------------
+    def _settle(self, wanted: dict[str, dict[str, Any]]) -> None:
+        """A result for every request in `wanted`: from batches an earlier build submitted, else from a new one."""
+        with self.db.connection() as conn:
+            known = dict(conn.execute("SELECT custom_id, batch_id FROM llm_batch_requests WHERE tenant_id = %s "
+                                      "AND custom_id = ANY(%s)", (self.tenant, sorted(wanted))).fetchall())
+        if known:
+            log.info("collecting %d requests from Message Batches sent earlier (%s), not sending them again",
+                     len(known), ", ".join(sorted(set(known.values()))))
+        for batch_id in sorted(set(known.values())):
+            self._collect(batch_id)
+        fresh = {cid: params for cid, params in wanted.items() if cid not in self._answers}
+        if fresh:
+            self._collect(self._submit(fresh))
+        for cid in wanted:
+            if cid not in self._answers:  # never expected: guards the passes against going round forever
+                self._answers[cid] = ("the Message Batch's results did not include this request; run the build "
+                                      "again to send it again", None)
+
+    def _submit(self, requests: dict[str, dict[str, Any]]) -> str:
+        model = next(iter(requests.values()))["model"]
+        batch = self._call(lambda: self.llm.client.messages.batches.create(
+            requests=[{"custom_id": cid, "params": params} for cid, params in sorted(requests.items())]), model,
+            "send a Message Batch")
+        # recorded at once: a build that dies from here on leaves the batch to the next one to collect
+        with self.db.connection() as conn, conn.cursor() as cur:
+            cur.executemany("INSERT INTO llm_batch_requests (tenant_id, custom_id, batch_id, job_id) "
+                            "VALUES (%s, %s, %s, %s) ON CONFLICT (tenant_id, custom_id) DO UPDATE "
+                            "SET batch_id = EXCLUDED.batch_id, job_id = EXCLUDED.job_id, submitted_at = now()",
+                            [(self.tenant, cid, batch.id, self.job_id) for cid in requests])
+        self.batches += 1
+        log.info("sent Message Batch %s with %d requests", batch.id, len(requests))
+        return batch.id
+
+    def _collect(self, batch_id: str) -> None:
+        """Wait for the batch to end and take in its results; one that is gone is forgotten (sent again)."""
+        model = self.llm.models["fast"]
+        try:
+            while True:
+                self._stop_if_cancelled()
+                batch = self._call(lambda: self.llm.client.messages.batches.retrieve(batch_id), model,
+                                   f"look at Message Batch {batch_id}")
+                if batch.processing_status == "ended":
+                    break
+                time.sleep(self.poll_s)
+            entries = self._call(lambda: list(self.llm.client.messages.batches.results(batch_id)), model,
+                                 f"download the results of Message Batch {batch_id}")
+        except CrossroadsError as exc:
+            if not isinstance(exc.__cause__, LLMError) or exc.__cause__.status != 404:
+                raise
+            # results are kept 29 days; a batch older than that (or of another API key) cannot be collected
+            log.warning("Message Batch %s is gone (%s); its requests are sent again", batch_id, exc)
+            with self.db.connection() as conn:
+                conn.execute("DELETE FROM llm_batch_requests WHERE tenant_id = %s AND batch_id = %s",
+                             (self.tenant, batch_id))
+            return
+        failed = []
+        with self._lock:
+            for entry in entries:
+                result = entry.result
+                if result.type == "succeeded":
+                    self._answers[entry.custom_id] = result.message
+                    continue
+                failed.append(entry.custom_id)
+                if result.type == "errored":
+                    problem = result.error.error
+                    self._answers[entry.custom_id] = (
+                        f"the request failed in Message Batch {batch_id}: {problem.type}: {problem.message}; "
+                        "not cached: the next build sends it again", _STATUS.get(problem.type))
+                else:  # expired (not processed within 24 hours) or canceled
+                    self._answers[entry.custom_id] = (
+                        f"the request {result.type} in Message Batch {batch_id} before it was processed; "
+                        "not cached: run the build again to send it again", None)
+        if failed:
+            with self.db.connection() as conn:
+                conn.execute("DELETE FROM llm_batch_requests WHERE tenant_id = %s AND custom_id = ANY(%s)",
+                             (self.tenant, failed))
+
+    def _call(self, call: Callable[[], T], model: str, what: str) -> T:
+        """A Batches API call with the LLM's retries; its final failure stops the build (nothing is lost:
+        what was submitted is recorded and collected by the next build)."""
+        try:
+            return self.llm._send(lambda headers: call(), model)
+        except LLMError as exc:
+            raise CrossroadsError(f"could not {what}: {exc}; run the build again: it collects the batches "
+                                  "already sent") from exc
+        except anthropic.AnthropicError as exc:  # not an API answer: a malformed result line, say
+            raise CrossroadsError(f"could not {what}: {exc}; run the build again") from exc
+
+    def _stop_if_cancelled(self) -> None:
+        """A wait for a batch may last hours: a cancel request ends it (the batch is collected next build)."""
+        if self.job_id is None:
+            return
+        watch = jobs.JobWatch(self.job_id)
+        with self.db.connection() as conn:
+            watch.note(jobs.update_job(conn, self.job_id))
+        watch.raise_if_stopped()
+
+
+def waiting(conn, tenant: str) -> list[dict]:
+    """The tenant's Message Batches whose requests no build has collected yet (`graph status`), oldest first."""
+    rows = conn.execute("SELECT batch_id, job_id, count(*), min(submitted_at) FROM llm_batch_requests "
+                        "WHERE tenant_id = %s GROUP BY batch_id, job_id ORDER BY 4, 1", (tenant,)).fetchall()
+    return [{"batch_id": b, "job_id": j, "requests": n, "submitted_at": at} for b, j, n, at in rows]

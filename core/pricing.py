@@ -1,0 +1,86 @@
+"""What LLM tokens cost: one price table, which settings can override, with batch and cache prices.
+
+A model is priced only when the table names it, or names it without a date suffix (a dated snapshot
+"claude-haiku-4-5-20251001" prices as "claude-haiku-4-5"). Anything else is unknown: warned once, and
+its cost is None (`cost_usd: null`), never a guess from a name that merely starts alike.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from typing import Mapping
+
+log = logging.getLogger(__name__)
+
+# Multipliers of the input price, as Anthropic bills them: cache writes with the default 5-minute TTL,
+# cache reads; the Message Batches API bills every token kind at half the price.
+CACHE_WRITE_FACTOR = 1.25
+CACHE_READ_FACTOR = 0.1
+BATCH_FACTOR = 0.5
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+
+    def cost(self, *, input_tokens: int = 0, output_tokens: int = 0, cache_read_tokens: int = 0,
+             cache_write_tokens: int = 0, batch: bool = False) -> float:
+        usd = (input_tokens * self.input + output_tokens * self.output
+               + cache_write_tokens * self.input * CACHE_WRITE_FACTOR
+               + cache_read_tokens * self.input * CACHE_READ_FACTOR) / 1_000_000
+        return usd * BATCH_FACTOR if batch else usd
+
+
+PRICES: dict[str, Price] = {
+    "claude-haiku-4-5": Price(1.0, 5.0),
+    "claude-sonnet-5": Price(2.0, 10.0),
+    "claude-opus-5": Price(5.0, 25.0),
+}
+
+# The shortest prefix (tokens) each model caches; a shorter one is sent uncached without an error, so
+# no saving may be counted for it. From the prompt-caching documentation.
+CACHE_MIN_TOKENS: dict[str, int] = {
+    "claude-haiku-4-5": 4096,
+    "claude-sonnet-5": 1024,
+    "claude-opus-5": 512,
+}
+
+_DATED = re.compile(r"^(?P<alias>.+)-\d{8}$")
+_overrides: dict[str, Price] = {}
+_warned: set[str] = set()
+_lock = threading.Lock()
+
+
+def set_overrides(prices: Mapping[str, tuple[float, float] | list[float]]) -> None:
+    """Prices from settings (`CROSSROADS_LLM_PRICES`), taking precedence over the table."""
+    with _lock:
+        _overrides.clear()
+        _overrides.update({model: Price(float(p[0]), float(p[1])) for model, p in prices.items()})
+
+
+def _lookup(table: Mapping[str, object], model: str):
+    if model in table:
+        return table[model]
+    dated = _DATED.match(model)
+    return table.get(dated.group("alias")) if dated else None
+
+
+def price_of(model: str) -> Price | None:
+    """The model's price, or None (warned once per model) when neither settings nor the table name it."""
+    with _lock:
+        found = _lookup(_overrides, model) or _lookup(PRICES, model)
+        if found is None and model not in _warned:
+            _warned.add(model)
+            log.warning("no price known for model %r: its cost is reported as null; set it in CROSSROADS_LLM_PRICES "
+                        "(JSON: {\"%s\": [input, output]} in USD per million tokens)", model, model)
+    return found
+
+
+def cache_min_tokens(model: str) -> int | None:
+    """The model's documented minimum cached prefix, or None when unknown (then no saving is counted)."""
+    return _lookup(CACHE_MIN_TOKENS, model)

@@ -1,0 +1,159 @@
+"""Graph retrieval with its I/O: link a question to the reader's level, walk it, return passages.
+
+The reader's level is chosen as for global search (graph.levels.choose_level: a level whose groups
+are all the reader's), so every entity, relationship and passage node of the walk comes from chunks
+the reader may read; an entity known only from a document the reader may not read is in no graph
+the reader is served from, so it can neither seed nor route the walk. The passages come back through
+SQL with the reader's ACL (graph.store.readable_chunks), as every search does, in case an ACL changed
+after the build.
+
+The level's graph matrix is cached in memory per (tenant, level, graph version): migration 019 bumps
+the version on every change of the level's entities or relationships (builds and withdrawals), so a
+question costs one primary-key read until the graph changes.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from core.database import Database
+from core.embeddings import Embedder
+from graph import store
+from graph.levels import AccessLevel, choose_level
+from graph.query.entity_link import DENSE_LINKS, Link, link_scores, meaning_links, name_links
+from graph.query.ppr import GraphMatrix, build_matrix, personalized_pagerank, rank_entities, rank_passages, reset_vector
+
+CACHED_LEVELS = 16  # graph matrices kept in memory (one per tenant level served recently)
+
+
+@dataclass(frozen=True)
+class GraphHit:
+    id: int  # chunk id
+    doc_id: str
+    title: str
+    heading: str
+    text: str
+    score: float  # PPR mass
+
+
+@dataclass
+class GraphResult:
+    hits: list[GraphHit]
+    level: str | None
+    links: list[Link] = field(default_factory=list)
+    bridges: list[tuple[str, float]] = field(default_factory=list)  # entities with the most mass
+    trace: dict = field(default_factory=dict)
+
+
+class _MatrixCache:
+    def __init__(self, size: int):
+        self.size, self._lock, self._items = size, threading.Lock(), OrderedDict()
+
+    def get(self, key: tuple) -> GraphMatrix | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, matrix: GraphMatrix) -> None:
+        with self._lock:
+            # an older version of the same level is never asked for again
+            for stale in [k for k in self._items if k[:-1] == key[:-1]]:
+                del self._items[stale]
+            self._items[key] = matrix
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+class GraphSearcher:
+    """Personalized PageRank retrieval for one database; the embedder links by meaning and may be None."""
+
+    def __init__(self, db: Database, embedder: Embedder | None = None, cache_size: int = CACHED_LEVELS):
+        self.db, self.embedder = db, embedder
+        self._cache = _MatrixCache(cache_size)
+
+    def level(self, tenant: str, groups: Sequence[str]) -> AccessLevel | None:
+        with self.db.connection() as conn:
+            return choose_level(store.list_levels(conn, tenant), set(groups))
+
+    def matrix(self, tenant: str, level: str) -> tuple[GraphMatrix, bool]:
+        """The level's matrix and whether it came from the cache."""
+        with self.db.connection() as conn:
+            version = store.graph_version(conn, tenant, level)
+            key = (id(self.db), tenant, level, version)
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached, True
+            entities = [(e.key, e.chunk_ids) for e in store.load_entities(conn, tenant, level)]
+            relationships = [(r.source_key, r.target_key, r.weight) for r in store.load_relationships(conn, tenant, level)]
+        matrix = build_matrix(entities, relationships)
+        self._cache.put(key, matrix)
+        return matrix, False
+
+    def link(self, tenant: str, level: str, matrix: GraphMatrix, question: str, vector=None) -> list[Link]:
+        named = name_links(question, matrix.entity_index)
+        links = list(named)
+        if self.embedder is None:
+            return links
+        with self.db.connection() as conn:
+            # a level built without an embedder has no entity vectors: no question embedding for nothing
+            if not store.has_entity_vectors(conn, tenant, level, self.embedder.model_id):
+                return links
+            if vector is None:
+                vector = self.embedder.embed_query(question)
+            nearest = store.nearest_entities(conn, tenant, level, self.embedder.model_id, vector, DENSE_LINKS)
+        return links + meaning_links(nearest, {link.key for link in named})
+
+    def search(self, tenant: str, groups: Sequence[str], question: str, k: int = 10, *,
+               passage_scores: Mapping[int, float] | None = None, vector=None,
+               level: AccessLevel | None | bool = True) -> GraphResult:
+        """The top-k passages by PPR mass. `passage_scores`: chunk id -> dense score of the passages
+        a search of the same reader found (the walk's passage seeds); `vector`: the question's
+        embedding when the caller has it; `level`: the reader's level (`self.level`) when the caller
+        chose it already (one choice per question, not per search), True to choose it here.
+        No level, no graph or nothing linked: no hits."""
+        started = time.perf_counter()
+        groups = sorted({g for g in groups if g})
+        trace: dict = {"k": k}
+        if level is True:
+            level = self.level(tenant, groups) if groups else None
+        if level is None:
+            return GraphResult([], None, trace=trace | {"empty_reason": "no access level fits the reader"})
+        matrix, cached = self.matrix(tenant, level.name)
+        trace |= {"level": level.name, "nodes": matrix.nodes, "edges": matrix.edges, "cached": cached,
+                  "matrix_bytes": matrix.nbytes}
+        t0 = time.perf_counter()
+        links = self.link(tenant, level.name, matrix, question, vector)
+        trace["link_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        reset = reset_vector(matrix, link_scores(links), passage_scores)
+        if reset is None:
+            return GraphResult([], level.name, links, trace=trace | {"empty_reason": "nothing linked"})
+        t0 = time.perf_counter()
+        scores = personalized_pagerank(matrix, reset)
+        trace["ppr_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        # more than k: a cited chunk the reader may no longer read is dropped below
+        ranked = rank_passages(matrix, scores, 3 * k)
+        with self.db.connection() as conn:
+            rows = {r[0]: r for r in store.readable_chunks(conn, tenant, groups, [c for c, _ in ranked])}
+        hits = [GraphHit(*rows[c], score=mass) for c, mass in ranked if c in rows][:k]
+        trace["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        trace["links"] = [{"key": link.key, "score": round(link.score, 3), "how": link.how} for link in links]
+        return GraphResult(hits, level.name, links, rank_entities(matrix, scores, 5), trace)
+
+
+def ensure_offline_graph(db: Database, tenant: str, embedder: Embedder | None) -> dict | None:
+    """Build the tenant's graph offline (labelled: offline extractor and reporter) when no level has
+    one yet, for evaluating graph retrieval on a dataset; None when a graph exists already."""
+    from graph.build.contracts import BuildSettings, OfflineReporter
+    from graph.build.extract_offline import OfflineExtractor
+    from graph.build.runner import build_graph
+
+    with db.connection() as conn:
+        built = conn.execute("SELECT 1 FROM graph_entities WHERE tenant_id = %s LIMIT 1", (tenant,)).fetchone()
+    if built:
+        return None
+    return build_graph(db, tenant, None, OfflineExtractor(), OfflineReporter(), embedder, BuildSettings())

@@ -1,0 +1,168 @@
+"""Graph retrieval: entity linking, personalized PageRank, the cached matrix, ACLs, the graph leg.
+
+Pure parts on tiny hand-made graphs; the rest over the fixtures corpus and its offline graph
+(`demo_tenant`: level `staff` = public + staff, level `all` = every group). "Project Sandpiper" is
+named only in hr documents: a reader without hr is served from `staff`, where it does not exist.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.text.names import entity_key
+from graph import store
+from graph.query.entity_link import meaning_links, name_links
+from graph.query.graph_search import GraphSearcher
+from graph.query.local_context import local_context
+from graph.query.ppr import build_matrix, personalized_pagerank, rank_passages, reset_vector
+from router.graph_leg import HybridGraphSearcher, rrf
+from router.question_cues import asks_relation
+from router.service import Router
+from vector.evaluation.datasets import Dataset, EvalQuery
+from vector.evaluation.runner import CHUNKS_PER_DOC_SLACK, evaluate
+from vector.search.factory import make_searcher
+
+STAFF = ["public", "staff"]
+EVERYONE = ["finance", "hr", "public", "staff"]
+SANDPIPER = "How is Project Sandpiper related to the Routing team?"
+
+# A bridge: passage 10 names Alice and Acme; passage 20 names Acme and Berlin; passage 30 only Zed.
+ENTITIES = [("alice", [10]), ("acme", [10, 20]), ("berlin", [20]), ("zed", [30])]
+RELATIONSHIPS = [("acme", "alice", 2.0), ("acme", "berlin", 1.0)]
+
+
+def test_ppr_reaches_the_bridge_passage_and_never_a_disconnected_one():
+    matrix = build_matrix(ENTITIES, RELATIONSHIPS)
+    assert matrix.nodes == 7 and list(matrix.chunk_ids) == [10, 20, 30]
+    # column-stochastic: every node with edges hands on all its mass
+    assert np.allclose(np.asarray(matrix.walk.sum(axis=0)).ravel(), 1.0)
+    scores = personalized_pagerank(matrix, reset_vector(matrix, {"alice": 1.0}))
+    assert abs(scores.sum() - 1.0) < 1e-6
+    ranked = rank_passages(matrix, scores, 3)
+    assert [c for c, _ in ranked] == [10, 20]  # the second hop is found through Acme; Zed's passage never
+
+
+def test_reset_vector_weights_specific_entities_and_keeps_the_passage_share():
+    matrix = build_matrix(ENTITIES, RELATIONSHIPS)
+    assert reset_vector(matrix, {"nobody": 1.0}) is None  # nothing of the question in the graph: no walk
+    reset = reset_vector(matrix, {"alice": 1.0, "acme": 1.0})
+    assert reset[0] == pytest.approx(2 * reset[1])  # acme is in two passages: half as specific
+    with_passages = reset_vector(matrix, {"alice": 1.0}, {20: 0.9, 30: 0.5}, passage_weight=0.05)
+    entity_share = with_passages[:4].sum()
+    assert entity_share == pytest.approx(1 / (1 + 0.05 + 0.05 * 0.01))
+
+
+def test_name_links_follow_russian_inflection_and_prefer_the_longest_name():
+    keys = {entity_key("команда Маршрутизации"), entity_key("New York Times"), entity_key("York")}
+    links = name_links("Кто руководит командой Маршрутизации?", keys)
+    assert [link.key for link in links] == [entity_key("команда Маршрутизации")]
+    links = name_links("What did the New York Times write about York?", keys)
+    assert {link.key for link in links} == {entity_key("New York Times"), entity_key("York")}
+    assert name_links("what is the of the", {"the", "of"}) == []  # stop words name nothing
+
+
+def test_meaning_links_scale_by_rank_band_and_leave_named_entities_alone():
+    links = meaning_links([("a", 0.91), ("b", 0.88), ("c", 0.85)], named={"b"})
+    assert [(link.key, round(link.score, 2)) for link in links] == [("a", 0.5)]
+
+
+def test_rrf_fuses_and_keeps_the_first_rankings_order_on_ties():
+    assert rrf([[1, 2, 3], [3, 4]]) == [3, 1, 2, 4]
+    assert rrf([[1, 2], [2, 1]]) == [1, 2]
+
+
+def test_graph_search_never_seeds_or_returns_what_the_reader_may_not_read(db, local_embedder, demo_tenant):
+    graph = GraphSearcher(db, local_embedder)
+    sandpiper = entity_key("Project Sandpiper")
+    everyone = graph.search(demo_tenant, EVERYONE, SANDPIPER, 10)
+    assert everyone.level == "all" and sandpiper in {link.key for link in everyone.links}
+    assert any(h.doc_id.startswith("hr/") for h in everyone.hits)
+    staff = graph.search(demo_tenant, STAFF, SANDPIPER, 10)
+    assert staff.level == "staff" and staff.hits
+    assert sandpiper not in {link.key for link in staff.links} | {key for key, _ in staff.bridges}
+    assert not any(h.doc_id.startswith("hr/") for h in staff.hits)
+    assert "Sandpiper" not in " ".join(h.text for h in staff.hits)
+    assert graph.search(demo_tenant, ["nobody"], SANDPIPER, 10).hits == []  # no level fits: no walk
+
+
+def test_entity_vectors_link_by_meaning_and_follow_the_build(db, local_embedder, demo_tenant):
+    with db.connection() as conn:
+        assert not store.entities_missing_vectors(conn, demo_tenant, "staff", local_embedder.model_id)
+        vector = local_embedder.embed_query("Кто руководит командой Маршрутизации?")
+        nearest = store.nearest_entities(conn, demo_tenant, "staff", local_embedder.model_id, vector, 5)
+    assert len(nearest) == 5 and nearest[0][1] >= nearest[-1][1]
+
+
+def test_matrix_is_cached_per_graph_version(db, local_embedder, demo_tenant):
+    graph = GraphSearcher(db, local_embedder)
+    first, cached = graph.matrix(demo_tenant, "staff")
+    again, cached_again = graph.matrix(demo_tenant, "staff")
+    assert not cached and cached_again and again is first
+    with db.connection() as conn:
+        before = store.graph_version(conn, demo_tenant, "staff")
+        # any change of the level's rows (here a no-op update) bumps its version: the next read reloads
+        conn.execute("UPDATE graph_relationships SET weight = weight WHERE tenant_id = %s AND access_level = 'staff'",
+                     (demo_tenant,))
+        assert store.graph_version(conn, demo_tenant, "staff") > before
+    reloaded, cached = graph.matrix(demo_tenant, "staff")
+    assert not cached and reloaded is not first and reloaded.nodes == first.nodes
+
+
+def test_hybrid_graph_search_fuses_both_legs_for_the_reader_only(db, settings, local_embedder, demo_tenant):
+    graph = GraphSearcher(db, local_embedder)
+    with make_searcher(db, settings, embedder=local_embedder, threshold=False) as searcher:
+        fused = HybridGraphSearcher(searcher, graph, demo_tenant, STAFF)
+        passages = fused.search(SANDPIPER, 8)
+        only_graph = HybridGraphSearcher(searcher, graph, demo_tenant, STAFF, graph_only=True).search(SANDPIPER, 8)
+    assert passages and only_graph and len(passages) <= 8
+    assert not any(p.doc_id.startswith("hr/") for p in passages + only_graph)
+    walked = fused.graph_trace()[-1]
+    assert walked["hits"] and set(walked["hits"]) & {p.id for p in passages}
+
+
+def test_relation_cue_takes_only_explicit_relation_questions():
+    assert asks_relation("How is Project Sandpiper related to the Routing team?")
+    assert asks_relation("What connects Berlin and Moscow?")
+    assert asks_relation("Кто связан с командой Маршрутизации?")
+    assert asks_relation("Как команда Маршрутизации связана с Geomesh?")
+    assert not asks_relation("Who directed Inception and Tenet?")
+    assert not asks_relation("What is the retry limit for error 429?")
+
+
+def test_local_context_for_a_relation_question_stays_in_the_readers_level(db, local_embedder, demo_tenant):
+    graph = GraphSearcher(db, local_embedder)
+    context = local_context(graph, demo_tenant, EVERYONE, SANDPIPER)
+    assert context.level == "all" and entity_key("Project Sandpiper") in context.trace["linked"]
+    assert context.relationships and context.passages and context.report
+    assert any(p.doc_id.startswith("hr/") for p in context.passages)
+    staff = local_context(graph, demo_tenant, STAFF, SANDPIPER)
+    assert staff.level == "staff" and entity_key("Project Sandpiper") not in staff.trace.get("linked", [])
+    shown = " ".join([p.text for p in staff.passages] + [r["description"] for r in staff.relationships]
+                     + [e["description"] for e in staff.entities] + [str(staff.report)])
+    assert "Sandpiper" not in shown and not any(p.doc_id.startswith("hr/") for p in staff.passages)
+
+
+def test_eval_scores_configs_made_above_vector_through_their_search_functions(tmp_path):
+    dataset = Dataset("toy", tmp_path, [EvalQuery("q1", "who?", {"a": 1, "b": 1}, multi_gold=True)], labelled=True)
+    asked = []
+
+    def graph(question: str, n: int) -> list[str]:
+        asked.append((question, n))
+        return ["b", "x", "a"]
+
+    results = evaluate(None, dataset, ["graph"], 10, extra={"graph": graph})
+    assert asked == [("who?", 10 * CHUNKS_PER_DOC_SLACK)]  # never reaches the hybrid searcher (None here)
+    assert results["graph"]["evidence_recall"] == 1.0 and results["graph"]["recall"] == 1.0
+
+
+def test_local_route_answers_relation_questions_from_the_graph_local_context(db, settings, local_embedder, demo_tenant):
+    with Router(db, settings, embedder=local_embedder, use_llm=False) as router:
+        everyone = router.ask(demo_tenant, EVERYONE, SANDPIPER, route="local")
+        staff = router.ask(demo_tenant, STAFF, SANDPIPER, route="local")
+    assert entity_key("Project Sandpiper") in everyone.trace["graph_local"]["linked"]
+    graph_passages = everyone.trace["graph_local"]["passages"]
+    shown = [p["id"] for p in everyone.trace["passages"]]  # at most answer_passages, the graph's first
+    assert graph_passages and shown == (graph_passages + shown[len(graph_passages):])[:len(shown)]
+    # the question names Sandpiper; nothing the staff reader is shown may
+    visible = str([staff.answer, staff.citations, staff.trace["graph_local"], staff.trace["passages"]])
+    assert "Sandpiper" not in visible and "hr/" not in visible
