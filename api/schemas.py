@@ -133,13 +133,16 @@ class BatchResponse(BaseModel):
     errors: int
 
 
-class DocumentInfo(BaseModel):
+class DocumentFields(BaseModel):
     doc_id: str
     title: str
     lang: str
     acl: list[str]
     version: int
     updated_at: datetime
+
+
+class DocumentInfo(DocumentFields):
     chunks: int
 
 
@@ -157,13 +160,7 @@ class ChunkInfo(BaseModel):
     text: str
 
 
-class DocumentDetail(BaseModel):
-    doc_id: str
-    title: str
-    lang: str
-    acl: list[str]
-    version: int
-    updated_at: datetime
+class DocumentDetail(DocumentFields):
     chunks: list[ChunkInfo]  # the indexed text, in order (neighbouring chunks overlap by a sentence or two)
 
 

@@ -20,6 +20,7 @@ from graph.build.estimate import estimate_build
 from graph.build import parts as build_parts
 from graph.build.parts import GraphPipeline
 from graph.build.runner import build_graph
+from graph.levels import levels_to_build
 from vector import store
 from vector.ingest.contextualize import make_contextualizer
 from vector.ingest.runner import IngestReport, drop_emptied_graphs, ingest_documents
@@ -130,11 +131,10 @@ def plan_graph_build(db: Database, settings: Settings, tenant: str, level: str |
     level, Message Batches without a key, a model without a price, or an estimate over `max_cost_usd`."""
     with db.connection() as conn:
         levels = graph_store.list_levels(conn, tenant)
-    chosen = [lvl for lvl in levels if level in (None, lvl.name)]
-    if not chosen:
-        names = ", ".join(lvl.name for lvl in levels) or "none"
-        raise BuildRefused("level", f"no access level {level!r} in tenant {tenant!r} (levels: {names}); create it "
-                                    "with `crossroads levels set`")
+    try:
+        chosen = levels_to_build(levels, level, tenant)
+    except CrossroadsError as exc:
+        raise BuildRefused("level", str(exc)) from None
     meter = UsageMeter()
     try:
         pipeline = build_parts.make_pipeline(settings, make_llm(settings, meter), claims=claims,

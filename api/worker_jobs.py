@@ -34,14 +34,11 @@ def enqueue_graph_build(db: Database, tenant: str, level: str | None, pipeline, 
     """Queue a build of the tenant (one level, or all); raises CrossroadsError for an unknown level,
     JobRunningError / JobQueuedError while a build of the tenant runs or waits."""
     from graph import store
+    from graph.levels import levels_to_build
     from graph.status import BUILD_KIND
 
     with db.connection() as conn:
-        levels = store.list_levels(conn, tenant)
-        if not any(level in (None, lvl.name) for lvl in levels):
-            names = ", ".join(lvl.name for lvl in levels)
-            raise CrossroadsError(f"no access level {level!r} in tenant {tenant!r} (levels: {names}); "
-                                  "create it with `crossroads levels set`")
+        levels_to_build(store.list_levels(conn, tenant), level, tenant)
         return jobs.enqueue_job(conn, BUILD_KIND, tenant, build_params(level, pipeline, claims), db.job_lease_s)
 
 

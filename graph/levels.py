@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.errors import CrossroadsError
+
 DEFAULT_LEVEL = "all"
 
 
@@ -28,3 +30,13 @@ def choose_level(levels: list[AccessLevel], user_groups: set[str]) -> AccessLeve
     if not fitting:
         return None
     return min(fitting, key=lambda lvl: (-lvl.chunks, lvl.name))
+
+
+def levels_to_build(levels: list[AccessLevel], name: str | None, tenant: str) -> list[AccessLevel]:
+    """The levels a build of `name` covers (None: every level); an unknown name raises, naming the levels."""
+    chosen = [lvl for lvl in levels if name in (None, lvl.name)]
+    if not chosen:
+        names = ", ".join(lvl.name for lvl in levels) or "none"
+        raise CrossroadsError(f"no access level {name!r} in tenant {tenant!r} (levels: {names}); "
+                              "create it with `crossroads levels set`")
+    return chosen

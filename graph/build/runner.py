@@ -22,7 +22,7 @@ from core import jobs
 from core.batches import BatchLLM
 from core.database import Database
 from core.embeddings import Embedder
-from core.errors import CrossroadsError, JobStoppedError
+from core.errors import JobStoppedError
 from core.llm_limiter import concurrency_of
 from graph import store
 from graph.build.assemble import assemble_with_descriptions, drop_entities, gather_claims
@@ -31,7 +31,7 @@ from graph.build.extract_offline import prune_entities
 from graph.build.contracts import BuildSettings, LevelGraph, LevelReport, Reporter
 from graph.build.job_progress import JobProgress, Progress, not_cached
 from graph.build.parts import step_pool
-from graph.levels import AccessLevel
+from graph.levels import AccessLevel, levels_to_build
 from graph.status import BUILD_KIND
 from graph.build.reports import community_claims, community_inputs, input_chunk_ids, input_hash
 from graph.build.resolve import merge_descriptions, merge_relationship_descriptions, resolve
@@ -265,11 +265,7 @@ def create_build_job(db: Database, tenant: str, level_name: str | None, extracto
     """The job row of a build about to run (checked first: an unknown level raises, leaving no row).
     Raises `JobRunningError` while another build of the tenant is alive, in any process."""
     with db.connection() as conn:
-        levels = store.list_levels(conn, tenant)
-        if not any(level_name in (None, lvl.name) for lvl in levels):
-            names = ", ".join(lvl.name for lvl in levels)
-            raise CrossroadsError(f"no access level {level_name!r} in tenant {tenant!r} (levels: {names}); "
-                                  "create it with `crossroads levels set`")
+        levels_to_build(store.list_levels(conn, tenant), level_name, tenant)
         params = {"level": level_name, "extractor": extractor.name, "model": extractor.model or reporter.model}
         if summarizer is not None:
             params["summarizer"] = summarizer.name
