@@ -241,6 +241,10 @@ class Settings(BaseSettings):
         0.93, gt=0, le=1,
         description="Entity resolution: near-duplicate names of one type merge when the cosine of their "
         "\"name: description\" embeddings reaches this.")
+    graph_entity_vectors: bool = Field(
+        False,
+        description="Embed every entity at build time, so questions link to the graph by meaning as well as by name; "
+        "one embedding per entity (minutes per thousand with the local model).")
     graph_summary_min_chars: int = Field(
         200, ge=0,
         description="With an LLM, an entity's descriptions are summarised once they join longer than this.")

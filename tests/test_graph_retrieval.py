@@ -85,12 +85,26 @@ def test_graph_search_never_seeds_or_returns_what_the_reader_may_not_read(db, lo
     assert graph.search(demo_tenant, ["nobody"], SANDPIPER, 10).hits == []  # no level fits: no walk
 
 
-def test_entity_vectors_link_by_meaning_and_follow_the_build(db, local_embedder, demo_tenant):
+def test_entity_vectors_link_by_meaning_and_follow_the_build(db, settings, local_embedder):
+    from graph.build.contracts import BuildSettings, OfflineReporter
+    from graph.build.extract_offline import OfflineExtractor
+    from graph.build.runner import build_graph
+    from vector.ingest.runner import ingest_documents
+    from vector.ingest.sources import SourceDocument
+
+    tenant = "entity_vectors"
+    docs = [SourceDocument("team.md", "Routing", "Анна Кириллова руководит командой Маршрутизации в Екатеринбурге.",
+                           ("staff",), "russian", "test"),
+            SourceDocument("gw.md", "Gateway", "The Payments Gateway is owned by the Billing team in Austin.",
+                           ("staff",), "english", "test")]
+    ingest_documents(db, local_embedder, settings, tenant, docs, [])
+    build_graph(db, tenant, None, OfflineExtractor(), OfflineReporter(), local_embedder,
+                BuildSettings(entity_vectors=True))
     with db.connection() as conn:
-        assert not store.entities_missing_vectors(conn, demo_tenant, "staff", local_embedder.model_id)
+        assert not store.entities_missing_vectors(conn, tenant, "all", local_embedder.model_id)
         vector = local_embedder.embed_query("Кто руководит командой Маршрутизации?")
-        nearest = store.nearest_entities(conn, demo_tenant, "staff", local_embedder.model_id, vector, 5)
-    assert len(nearest) == 5 and nearest[0][1] >= nearest[-1][1]
+        nearest = store.nearest_entities(conn, tenant, "all", local_embedder.model_id, vector, 3)
+    assert len(nearest) == 3 and nearest[0][1] >= nearest[-1][1]
 
 
 def test_matrix_is_cached_per_graph_version(db, local_embedder, demo_tenant):

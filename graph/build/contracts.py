@@ -47,6 +47,8 @@ class BuildSettings:
     concurrency: int | None = None  # LLM calls at once; None: the LLM's own (CROSSROADS_LLM_CONCURRENCY)
     # an entity is summarised (with a summarizer) from >= 2 distinct descriptions joined longer than this
     summary_min_chars: int = SUMMARY_MIN_CHARS
+    # embed entities for linking questions by meaning (graph/query/entity_link.py); names link without it
+    entity_vectors: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "BuildSettings":
@@ -54,7 +56,8 @@ class BuildSettings:
         return cls(max_cluster_size=settings.graph_max_cluster_size, seed=settings.graph_leiden_seed,
                    iterations=settings.graph_leiden_iterations,
                    resolution_threshold=settings.graph_resolution_threshold,
-                   summary_min_chars=settings.graph_summary_min_chars)
+                   summary_min_chars=settings.graph_summary_min_chars,
+                   entity_vectors=settings.graph_entity_vectors)
 
 
 @dataclass

@@ -255,7 +255,8 @@ def build_level(
                        graph.claims, _workers(settings, reporter))
     if embedder is not None:
         embed_reports(db, tenant, level.name, embedder)
-        embed_entities(db, tenant, level.name, embedder)
+        if settings.entity_vectors:
+            embed_entities(db, tenant, level.name, embedder)
     _timed(report, "reports", started)
     return report
 
