@@ -58,7 +58,7 @@ def create_app(settings: Settings | None = None, db: Database | None = None, *, 
     app.add_middleware(problems.BodyLimitMiddleware, max_bytes=settings.api_max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=shared.metrics)
     for module in (routes_query, routes_documents, routes_graph, routes_jobs, routes_ops):
-        app.include_router(module.router)
+        app.include_router(module.routes)
     from api.web import mount_web
 
     mount_web(app)  # the analysts' page at `/`

@@ -32,13 +32,13 @@ def ask(
     local: hybrid search + rerank; global: map-reduce over the graph's community reports;
     multihop: an agentic search loop. Without ANTHROPIC_API_KEY answers are extractive (labelled offline).
     """
-    from router.service import Router
+    from router.service import QuestionRouter
 
     settings = get_settings()
     try:
         with database(settings) as db:
             require_tenant(db, tenant)
-            with Router(db, settings, use_llm=False if offline else None) as router:
+            with QuestionRouter(db, settings, use_llm=False if offline else None) as router:
                 if json_out:
                     print_json(router.ask(tenant, parse_groups(groups), question, route).to_dict())
                     return

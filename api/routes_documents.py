@@ -33,7 +33,7 @@ from vector.ingest.sources import SourceDocument, build_document, parse_acl
 
 log = logging.getLogger("crossroads.api")
 
-router = APIRouter(prefix="/v1", tags=["documents"])
+routes = APIRouter(prefix="/v1", tags=["documents"])
 
 ACTIONS = ("added", "changed", "metadata_updated", "unchanged")
 
@@ -83,7 +83,7 @@ def _echoable(raw_id) -> str | None:
     return raw_id
 
 
-@router.put("/documents/{doc_id:path}", response_model=DocumentResult, status_code=200,
+@routes.put("/documents/{doc_id:path}", response_model=DocumentResult, status_code=200,
             responses={**ERRORS, 201: {"description": "Created", "model": DocumentResult}},
             summary="Create or replace one document (only changed chunks are re-embedded)")
 def put_document(doc_id: str, body: DocumentBody, response: Response, principal: Principal = Depends(writer),
@@ -114,7 +114,7 @@ def put_document(doc_id: str, body: DocumentBody, response: Response, principal:
             "embeddings_computed": report.embeddings_computed}
 
 
-@router.post("/documents:batch", response_model=BatchResponse, responses=ERRORS,
+@routes.post("/documents:batch", response_model=BatchResponse, responses=ERRORS,
              summary="Create or replace many documents; a bad item is reported by its index and the rest still land")
 def batch_documents(body: BatchRequest, principal: Principal = Depends(writer), svc: Services = Depends(services)):
     limit = svc.settings.api_max_batch_documents
@@ -175,7 +175,7 @@ def batch_documents(body: BatchRequest, principal: Principal = Depends(writer), 
             "errors": sum(1 for r in results if r["status"] != "indexed")}
 
 
-@router.delete("/documents/{doc_id:path}", response_model=Deleted, responses=ERRORS,
+@routes.delete("/documents/{doc_id:path}", response_model=Deleted, responses=ERRORS,
                summary="Remove a document and all its chunks")
 def delete_document(doc_id: str, background: BackgroundTasks, principal: Principal = Depends(writer),
                     svc: Services = Depends(services)):
@@ -189,7 +189,7 @@ def delete_document(doc_id: str, background: BackgroundTasks, principal: Princip
     return {"doc_id": doc_id, "chunks_deleted": deletion.chunks_deleted}
 
 
-@router.patch("/documents/{doc_id:path}/acl", response_model=AclResult, responses=ERRORS,
+@routes.patch("/documents/{doc_id:path}/acl", response_model=AclResult, responses=ERRORS,
               summary="Replace a document's groups (nothing is re-embedded)")
 def set_document_acl(doc_id: str, body: AclRequest, principal: Principal = Depends(writer),
                      svc: Services = Depends(services)):
@@ -204,7 +204,7 @@ def set_document_acl(doc_id: str, body: AclRequest, principal: Principal = Depen
     return {"doc_id": doc_id, "acl": groups}
 
 
-@router.get("/documents", response_model=DocumentList, responses=ERRORS,
+@routes.get("/documents", response_model=DocumentList, responses=ERRORS,
             summary="Documents the caller's groups can read")
 def list_documents(limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=10_000_000),
                    principal: Principal = Depends(reader), svc: Services = Depends(services)):
@@ -214,7 +214,7 @@ def list_documents(limit: int = Query(100, ge=1, le=1000), offset: int = Query(0
     return {"documents": rows, "total": total, "limit": limit, "offset": offset}
 
 
-@router.get("/documents/{doc_id:path}", response_model=DocumentDetail, responses=ERRORS,
+@routes.get("/documents/{doc_id:path}", response_model=DocumentDetail, responses=ERRORS,
             summary="One document the caller's groups can read, with its indexed text chunk by chunk")
 def get_document(doc_id: str, principal: Principal = Depends(reader), svc: Services = Depends(services)):
     check_doc_id(doc_id)
@@ -225,7 +225,7 @@ def get_document(doc_id: str, principal: Principal = Depends(reader), svc: Servi
     return document
 
 
-@router.get("/chunks/{chunk_id}", response_model=ChunkDetail, responses=ERRORS,
+@routes.get("/chunks/{chunk_id}", response_model=ChunkDetail, responses=ERRORS,
             summary="One passage (what a citation's chunk id names), if the caller's groups can read it")
 def get_chunk(chunk_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal = Depends(reader),
               svc: Services = Depends(services)):

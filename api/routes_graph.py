@@ -21,14 +21,14 @@ from graph import store
 from graph.levels import choose_level
 from graph.status import level_statuses, recent_builds
 
-router = APIRouter(prefix="/v1", tags=["graph"])
+routes = APIRouter(prefix="/v1", tags=["graph"])
 
 
 def _level(conn, principal: Principal):
     return choose_level(store.list_levels(conn, principal.tenant), set(principal.groups))
 
 
-@router.get("/communities", response_model=CommunityList, responses=ERRORS,
+@routes.get("/communities", response_model=CommunityList, responses=ERRORS,
             summary="Communities (with report titles) of the caller's access level")
 def list_communities(level: int | None = Query(None, ge=0, le=100, description="Only this hierarchy level (0 = root)."),
                      principal: Principal = Depends(reader), svc: Services = Depends(services)):
@@ -41,7 +41,7 @@ def list_communities(level: int | None = Query(None, ge=0, le=100, description="
     return {"access_level": access.name if access else None, "communities": rows}
 
 
-@router.get("/communities/{community_id}", response_model=CommunityDetail, responses=ERRORS,
+@routes.get("/communities/{community_id}", response_model=CommunityDetail, responses=ERRORS,
             summary="One community's report, member entities and the relationships among them")
 def get_community(community_id: int = Path(..., ge=0, le=2**31 - 1), principal: Principal = Depends(reader),
                   svc: Services = Depends(services)):
@@ -63,7 +63,7 @@ def get_community(community_id: int = Path(..., ge=0, le=2**31 - 1), principal: 
             "model": report["model"], "members": members, "relationships": relationships, "documents": documents}
 
 
-@router.get("/entities", response_model=EntityList, responses=ERRORS,
+@routes.get("/entities", response_model=EntityList, responses=ERRORS,
             summary="Entities of the caller's access level whose name contains `q`")
 def list_entities(q: str | None = Query(None, max_length=200, description="Part of the name (case-insensitive)."),
                   limit: int = Query(50, ge=1, le=500), principal: Principal = Depends(reader),
@@ -76,7 +76,7 @@ def list_entities(q: str | None = Query(None, max_length=200, description="Part 
     return {"access_level": access.name if access else None, "entities": entities}
 
 
-@router.get("/graph/status", response_model=GraphStatus, responses=ERRORS,
+@routes.get("/graph/status", response_model=GraphStatus, responses=ERRORS,
             summary="Per access level: groups, chunks, communities, served and withdrawn text, whether a build is due")
 def graph_status(principal: Principal = Depends(reader), svc: Services = Depends(services)):
     """A reader (or writer) sees only the level its groups are served from; an admin sees every level

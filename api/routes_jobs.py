@@ -28,9 +28,9 @@ from core.errors import JobEndedError, JobNotFoundError, JobQueuedError, JobRunn
 
 log = logging.getLogger("crossroads.api")
 
-router = APIRouter(prefix="/v1", tags=["jobs"])
+routes = APIRouter(prefix="/v1", tags=["jobs"])
 
-@router.post("/jobs/graph-build", response_model=JobAccepted, status_code=202,
+@routes.post("/jobs/graph-build", response_model=JobAccepted, status_code=202,
              responses={**ERRORS, 409: {"description": "A build of this tenant is running",
                                         "content": {"application/problem+json": {}}}},
              summary="Start building the entity graph, communities and reports (all levels, or one)")
@@ -125,7 +125,7 @@ def _build_running(job_id: int | None) -> ApiProblem:
 
 # admin only, as starting one is: a build's params, stage and counts name every access level and its
 # groups, which a reader must not learn beyond the level it is served from (GET /v1/graph/status)
-@router.get("/jobs/{job_id}", response_model=Job, responses=ERRORS,
+@routes.get("/jobs/{job_id}", response_model=Job, responses=ERRORS,
             summary="A job's status, stage, progress, counts and LLM usage (admin)")
 def get_job(job_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal = Depends(admin),
             svc: Services = Depends(services)):
@@ -138,7 +138,7 @@ def get_job(job_id: int = Path(..., ge=1, le=2**63 - 1), principal: Principal = 
     return job
 
 
-@router.post("/jobs/{job_id}/cancel", response_model=Job, status_code=202,
+@routes.post("/jobs/{job_id}/cancel", response_model=Job, status_code=202,
              responses={**ERRORS, 409: {"description": "The job has already ended",
                                         "content": {"application/problem+json": {}}}},
              summary="Stop a running job, in whichever process runs it (admin)")

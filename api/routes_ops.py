@@ -18,7 +18,7 @@ from core.database import load_migrations
 
 log = logging.getLogger("crossroads.api")
 
-router = APIRouter(tags=["operations"])
+routes = APIRouter(tags=["operations"])
 
 READY_TIMEOUT_S = 1.0
 # half the budget each to get a connection and to run the queries: a table locked by a migration
@@ -26,7 +26,7 @@ READY_TIMEOUT_S = 1.0
 READY_WAIT_S, READY_STATEMENT_TIMEOUT_MS = READY_TIMEOUT_S / 2, int(READY_TIMEOUT_S * 500)
 
 
-@router.get("/healthz", summary="Liveness: the process answers")
+@routes.get("/healthz", summary="Liveness: the process answers")
 async def healthz():
     return {"status": "ok"}
 
@@ -42,7 +42,7 @@ def _not_ready(request: Request, detail: str, **checks: str):
                             headers={"Retry-After": RETRY_AFTER_S})
 
 
-@router.get("/readyz", summary="Readiness: the database answers and every migration is applied",
+@routes.get("/readyz", summary="Readiness: the database answers and every migration is applied",
             responses={503: {"description": "Not ready", "content": {"application/problem+json": {}}}})
 async def readyz(request: Request, svc: Services = Depends(services)):
     expected = sorted(m.version for m in load_migrations())
@@ -62,7 +62,7 @@ async def readyz(request: Request, svc: Services = Depends(services)):
     return {"status": "ready", "checks": {"database": "ok", "migrations": "ok"}, "schema_version": max(expected)}
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response,
+@routes.get("/metrics", summary="Prometheus metrics", response_class=Response,
             responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text exposition"}})
 async def metrics(svc: Services = Depends(services)):
     content, media_type = svc.metrics.exposition()

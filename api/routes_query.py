@@ -18,7 +18,7 @@ from api.schemas import AskRequest, RouteRequest, RouteResponse, SearchRequest, 
 
 log = logging.getLogger("crossroads.api")
 
-router = APIRouter(prefix="/v1", tags=["query"])
+routes = APIRouter(prefix="/v1", tags=["query"])
 
 ERRORS = {code: {"description": text, "content": {"application/problem+json": {}}} for code, text in (
     (401, "Missing or invalid bearer token"), (403, "The token's role is too low"),
@@ -69,7 +69,7 @@ def _finite(x) -> float:
     return x if math.isfinite(x) else 0.0
 
 
-@router.post("/search", response_model=SearchResponse, responses=ERRORS,
+@routes.post("/search", response_model=SearchResponse, responses=ERRORS,
              summary="Hybrid search (vector + full text, z-score fusion, rerank) over what the caller may read")
 def search(body: SearchRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
     check_text("query", body.query, svc.settings.api_max_query_chars)
@@ -80,7 +80,7 @@ def search(body: SearchRequest, principal: Principal = Depends(reader), svc: Ser
     return {"hits": result.hits, "degraded": result.degraded, "degraded_reason": public_reason(result.degraded_reason)}
 
 
-@router.post("/route", response_model=RouteResponse, responses=ERRORS,
+@routes.post("/route", response_model=RouteResponse, responses=ERRORS,
              summary="Which route a question would take, and why")
 def route(body: RouteRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
     check_text("question", body.question, svc.settings.api_max_question_chars)
@@ -94,7 +94,7 @@ def route(body: RouteRequest, principal: Principal = Depends(reader), svc: Servi
             "low_confidence": bool(decision.features.get("low_confidence"))}
 
 
-@router.post("/ask", response_model=None, summary="Answer a question with citations (JSON, or server-sent events)",
+@routes.post("/ask", response_model=None, summary="Answer a question with citations (JSON, or server-sent events)",
              responses={**ERRORS, 200: {"description": "The answer; with `stream`: `text/event-stream` frames "
                                                       "`route`, `token`..., `citations`, `usage`, `done` (or `error`)",
                                         "model": AskAnswer,

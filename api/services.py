@@ -78,9 +78,9 @@ class Services:
         if self._router is None:
             with self._lock:
                 if self._router is None:
-                    from router.service import Router
+                    from router.service import QuestionRouter
 
-                    self._router = Router(self.db().reads(), self.settings, searcher=self.searcher())
+                    self._router = QuestionRouter(self.db().reads(), self.settings, searcher=self.searcher())
         return self._router
 
     def close(self) -> None:

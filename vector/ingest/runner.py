@@ -188,7 +188,7 @@ def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, t
     run, so a no-op re-ingest builds one an earlier run could not. The documents have landed either
     way: a failed build is a note, and search keeps the shared graph meanwhile."""
     if report.chunks["deleted"]:
-        report.notes.extend(drop_emptied_graphs(db, tenant))
+        report.notes.extend(drop_emptied_indexes(db, tenant))
     try:
         built = hnsw_index.ensure(db, tenant, embedder.model_id, embedder.dimension,
                                     settings.tenant_vector_index_min_rows)
@@ -201,7 +201,7 @@ def _ensure_tenant_graph(db: Database, embedder: Embedder, settings: Settings, t
         report.notes.append(f"built the tenant's own HNSW graph {built['index']} over {built['rows']} chunks")
 
 
-def drop_emptied_graphs(db: Database, tenant: str) -> list[str]:
+def drop_emptied_indexes(db: Database, tenant: str) -> list[str]:
     """After deletes (a pruning ingest, the CLI, the API): drop the tenant's own HNSW graph of each
     model none of its chunks use any more. Notes for the operator; a drop that fails is logged and
     retried by the next delete, the deletes themselves have landed."""
