@@ -9,7 +9,7 @@ fixtures  - the golden questions of fixtures/questions.jsonl on the `demo` tenan
             share of the expected themes the answer names.
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
 
-Every answer's confidence is kept, so the no-answer threshold (router/extractive.MIN_CONFIDENCE, a
+Every answer's confidence is kept, so the no-answer threshold (router/answer_units.MIN_CONFIDENCE, a
 fixed majority rule) is reported leave-one-dataset-out: for each dataset, the share of its right
 answers the threshold withholds, next to the threshold the other datasets would pick (the highest
 that withholds at most 5% of their right answers).
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from bench.common import SHARED_DATA
-from router.extractive import MIN_CONFIDENCE
+from router.answer_units import MIN_CONFIDENCE
 from core.database import open_database
 from core.settings import Settings
 from router.service import QuestionRouter

@@ -12,7 +12,7 @@ from typing import Iterable
 
 from core.text.mentions import mentioned_names
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
-from router.extractive import MAX_HOPS, chain_answer
+from router.chain_answer import MAX_HOPS, chain_answer
 from router.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
                                   PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, question_mentions,
                                   stem_of, stems_of, title_core, words_of)
@@ -170,7 +170,7 @@ class OfflinePlanner:
         uncovered = [m for m in mentions if not any(covers(p, m) for p in evidence)]
         new = [p for p in evidence if p.id not in state.explored]
         state.explored.update(p.id for p in new)
-        # The chain the evidence holds so far (router/extractive.py): when it ends at what the question
+        # The chain the evidence holds so far (router/chain_answer.py): when it ends at what the question
         # asks for (a place, a person, a date) the loop is done; when it stops short, its last entity is
         # the next bridge, so a 3- or 4-hop question goes on past the first bridge.
         chain = chain_answer(question, evidence) if evidence else None

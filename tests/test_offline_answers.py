@@ -8,8 +8,9 @@ import json
 import pytest
 
 from graph.query.global_search import class_tfidf, rank_themes
-from router.extractive import (MIN_CONFIDENCE, chain_answer, least_hops, local_answer, question_kind, skeleton,
-                               units)
+from router.answer_units import MIN_CONFIDENCE, question_kind, skeleton, units
+from router.chain_answer import chain_answer, least_hops
+from router.local_answer import local_answer
 from router.types import Passage
 from tests.conftest import FIXTURES
 

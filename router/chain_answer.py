@@ -1,0 +1,268 @@
+"""The offline multi-hop answer (`chain_answer`): from the entities the question names, each hop is a unit
+that links the current entity to a new one; a beam search keeps the best few chains, and the one that
+reaches what the question asks for, after as many hops as its form needs (`least_hops`), answers.
+The rules in router/extractive.py's docstring.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from core.text.language import detect_language
+from core.text.terms import content_stems, normalise
+from router.answer_units import (CYRILLIC, NAME_TYPE, NUMBER, VALUE_KINDS, WORD, YEAR, Extracted, Focus, Scorer, Unit,
+                                 cite, display, entity_key, skeleton, skeleton_match, skeletons, typed_names, units)
+from router.local_answer import local_answer
+from router.question_text import title_core
+from router.types import Passage
+
+MAX_HOPS = 4
+
+BEAM = 3  # candidate hops kept at each step: a plausible first hop may lead nowhere
+
+
+@dataclass
+class _Chain:
+    hops: list[tuple[Unit, tuple[str, str, str], float]]
+    start: str
+    known: frozenset[str]
+    used: frozenset[str]
+    reached: bool = False
+
+    @property
+    def score(self) -> float:
+        return sum(s for _, _, s in self.hops)
+
+
+def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_HOPS) -> Extracted:
+    """The chain from the question's named entities to the asked one, one cited unit per hop; the
+    local answer when the question names nothing or no unit links its names to anything new.
+
+    A beam search: each chain grows by its BEAM best next hops; the answer is the chain that reached
+    what the question asks for (a place, a person, a date) in the fewest hops the question's form
+    allows, else the best-scoring one. Ties are broken by passage and unit order."""
+    focus = Focus.of(question)
+    every = units(passages)
+    names = _extend_names(question, focus.names, passages)
+    if not names or not every:
+        return local_answer(question, passages)
+    scorer = Scorer(focus, passages, every)
+    relation = [s for s in focus.terms.stems if s not in focus.name_stems]
+    subjects = [_subject(p) for p in passages]
+    least = min(max_hops, least_hops(question))
+    seed = _Chain([], names[0], frozenset(entity_key(n) for n in names), frozenset())
+    finished: list[_Chain] = []
+    beam = [seed]
+    for _ in range(max_hops):
+        grown: list[_Chain] = []
+        for chain in beam:
+            frontier = ([(e[0], e[1]) for _, e, _ in chain.hops[-1:]] or [(entity_key(n), n) for n in names])
+            steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least)
+            for score, u, entity, linked in steps[:BEAM]:
+                hop = _Chain(chain.hops + [(u, entity, score)], chain.start if chain.hops else linked,
+                             chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
+                             chain.used | _related(relation, u.stems))
+                hop.reached = len(hop.hops) >= least and (entity[2] == "value" or _is_wanted(entity, focus.kind))
+                (finished if hop.reached else grown).append(hop)
+        finished += [c for c in beam if c.hops and c not in finished]
+        beam = sorted(grown, key=lambda c: -c.score)[:BEAM]
+        if not beam:
+            break
+    finished += beam
+    if not finished:
+        return local_answer(question, passages)
+    best = min(finished, key=lambda c: (not c.reached, -c.score / len(c.hops) if c.reached else -c.score,
+                                        [(u.passage, u.position) for u, _, _ in c.hops]))
+    hops = best.hops
+    chain = [best.start, *(e[1] for _, e, _ in hops)]
+    # a chain that reached the asked type through as many hops as the question's form needs was
+    # checked link by link; otherwise it is as sure as the share of the question its hops cover
+    confidence = 1.0 if best.reached and len(hops) >= least else scorer.confidence([u for u, _, _ in hops])
+    steps_text = " ".join(f"{display(u)} [{u.passage}]" for u, _, _ in hops)
+    text = f"{chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps_text}"
+    scores = {id(u): s for u, _, s in hops}
+    return Extracted(text, cite([u for u, _, _ in hops], scores), round(confidence, 4), chain,
+                     best.reached or focus.kind not in NAME_TYPE and focus.kind not in VALUE_KINDS)
+
+
+def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Scorer, relation: list[str],
+               focus: Focus, least: int) -> list[tuple[float, Unit, tuple[str, str, str], str]]:
+    """(score, unit, entity it leads to, the frontier name it links) for every unit that links the
+    chain's last entity to a new one, best first."""
+    taken = {id(u) for u, _, _ in chain.hops}
+    out = []
+    for u in every:
+        if id(u) in taken:
+            continue
+        subject = subjects[u.passage - 1]
+        link = _links(u, subject, frontier, scorer)
+        if not link:
+            continue
+        value = bool(chain.hops) and focus.kind in VALUE_KINDS and scorer.typed(u)
+        fresh = [e for e in _entities(u, subject) if e[0] not in chain.known and not scorer.in_question(e[1])
+                 and not _alias(u.text, e[1])]
+        if not fresh and not value:
+            continue
+        # each hop states a relation of its own: words an earlier hop stated count no more
+        own = _related(relation, u.stems) - chain.used
+        heading = _related(relation, scorer.title_stems[u.passage - 1]) - chain.used - own
+        # what the unit itself states counts fully, what its title or heading says half
+        rel = sum(scorer.weight(s) for s in own) + 0.5 * sum(scorer.weight(s) for s in heading)
+        rel /= sum(scorer.weight(s) for s in relation) or 1.0
+        # the asked type ends the chain only once the question's relations have had their hops
+        final = len(chain.hops) + 1 >= least
+        wanted = sorted((e for e in fresh if _is_wanted(e, focus.kind)), key=lambda e: e is not subject) \
+            if final else []  # the page's own subject first: the Berlin office page answers "Berlin"
+        if value and final:  # a date or a number ends the chain; never on the first hop
+            wanted = [(f"value:{u.passage}:{u.position}", _value(u, scorer), "value")]
+        if not own and not wanted and not (link[0] == "text" and any(e[2] in _BRIDGE_TYPES for e in fresh)):
+            # a bridge states one of the question's relations, or at least names the current entity
+            # next to a person, team, service or place ("led by" is no stem of "lead")
+            continue
+        score = rel + (0.3 if wanted else 0.0) + (0.05 if link[0] == "text" else 0.0) + 0.05 / u.passage
+        out.append((score, u, wanted[0] if wanted else _bridge(fresh, subject, link, u.text), link[1]))
+    out.sort(key=lambda x: (-x[0], x[1].passage, x[1].position))
+    return out
+
+
+def _extend_names(question: str, names: list[str], passages: list[Passage]) -> list[str]:
+    """A question's names, each extended by the words after it while a passage title still names the
+    longer phrase: Russian names go on in lower case ("Сервис уведомлений"), which capitals miss."""
+    titles = [frozenset(content_stems(title_core(p.title))) for p in passages if p.title]
+    out = []
+    for name in names:
+        at = question.find(name)
+        rest = WORD.findall(question[at + len(name):]) if at >= 0 else []
+        for extra in range(1, 3):
+            longer = " ".join([name, *rest[:extra]])
+            want = set(content_stems(longer))
+            if len(rest) < extra or len(want) <= len(set(content_stems(name))) or not any(want <= t for t in titles):
+                break
+            name = longer
+        out.append(name)
+    return out
+
+
+_BRIDGE_TYPES = ("person", "team", "organization", "service", "location")
+# Each relative clause or possessive links one more entity: "the lead of the team that owns X" is
+# X -> team -> lead -> the asked office, at least three hops.
+_RELATIVE = re.compile(r"(?<=\w)\s*,?\s+(that|which|who|whom|whose|where)\b|'s\b|’s\b|\bof the\b|"
+                       r"\b(котор\w+|чей|чья|чьё|чьи|где)\b", re.IGNORECASE)
+
+
+def least_hops(question: str) -> int:
+    """The fewest hops the question's form allows: one, plus one per relative clause or possessive."""
+    words = list(WORD.finditer(question))
+    opening = words[1].end() if len(words) > 1 else 0  # "In which office ...": the question's own word
+    return 1 + sum(1 for m in _RELATIVE.finditer(question) if m.start() >= opening)
+
+
+def _related(relation: list[str], stems: frozenset[str]) -> set[str]:
+    """The relation stems a text holds, a stem also matching a word it begins with a suffix of at
+    most two letters (four in Russian, whose agent suffixes are longer), which Snowball leaves on agent
+    nouns (own / owner, руковод / руководител)."""
+    return {r for r in relation if r in stems or (len(r) >= 3 and any(
+        s.startswith(r) and len(s) - len(r) <= (4 if CYRILLIC.match(r) else 2) for s in stems))}
+
+
+def _bridge(fresh: list, subject, link: tuple[str, str], text: str) -> tuple[str, str, str]:
+    """The entity a hop leads to: the passage's subject when the unit names the current entity (the
+    Billing team's page listing the Payments Gateway leads to the Billing team) unless the subject is
+    a mere topic and the unit names a team, person, service or place; else the unit's typed name
+    nearest to the current entity ("команда Маршрутизации для Оптимизатора маршрутов или команда
+    Billing для Платёжного шлюза": the first), else its nearest name that is not a code."""
+    typed = [e for e in fresh if e[2] in _BRIDGE_TYPES and e is not subject]
+    if link[0] == "text" and subject in fresh and (subject[2] in _BRIDGE_TYPES or not typed):
+        return subject
+    folded = normalise(text)
+    anchor = _position(folded, link[1])
+    anchor_end = anchor + len(link[1])
+
+    def distance(e) -> int:  # the gap between the two names, whichever comes first
+        at = folded.find(normalise(e[1]))
+        if at < 0 or anchor < 0:
+            return len(folded)
+        return max(0, anchor - (at + len(e[1])), at - anchor_end)
+
+    others = [e for e in fresh if e[2] != "code" and e is not subject]
+    return min(typed or others or fresh, key=lambda e: (distance(e), e[0]))
+
+
+def _position(folded: str, name: str) -> int:
+    """Where the unit names `name` (by its first word's stem when inflected), -1 if it does not."""
+    at = folded.find(normalise(name))
+    if at < 0 and WORD.findall(name):
+        word = content_stems(WORD.findall(name)[0])
+        at = folded.find(word[0]) if word else -1
+    return at
+
+
+def _alias(text: str, name: str) -> bool:
+    """A name in brackets right after another one is that one's other name: "Команда Маршрутизации
+    (Routing team)" names one team, so the bracketed name leads nowhere new."""
+    return bool(re.search(r"[\w*»\"'`]\s*\(\s*" + re.escape(name) + r"\b", text))
+
+
+def _chain_label(question: str) -> str:
+    return "Цепочка" if detect_language(question) == "russian" else "Chain"
+
+
+def _subject(p: Passage) -> tuple[str, str, str] | None:
+    """The entity a passage is about: its title, typed as the passage's own names type it."""
+    title = title_core(p.title)
+    if not title:
+        return None
+    key = entity_key(title)
+    typed = {k: t for k, _, t in typed_names(p)}
+    kind = typed.get(key) or next((t for k, t in typed.items() if k and (k in key or key in k)), "concept")
+    if any(w in normalise(title) for w in ("office", "офис")):
+        kind = "location"  # an office page is about a place
+    return key, title, kind
+
+
+def _entities(u: Unit, subject) -> list[tuple[str, str, str]]:
+    out = list(u.names)
+    if subject and subject[0] not in {k for k, _, _ in out}:
+        out.append(subject)
+    return out
+
+
+def _links(u: Unit, subject, frontier, scorer: Scorer) -> tuple[str, str] | None:
+    """("text", name) when the unit names a frontier entity, ("subject", name) when its passage is about one."""
+    for key, name in frontier:
+        if _names(name, u.text, u.stems, u.skeletons, scorer):
+            return "text", name
+        if subject and (subject[0] == key or _names(name, subject[1], frozenset(content_stems(subject[1])),
+                                                      skeletons(subject[1]), scorer)):
+            return "subject", name
+    return None
+
+
+def _names(name: str, text: str, stems: frozenset[str], skeletons: frozenset[str], scorer: Scorer) -> bool:
+    """Whether `text` names `name`: the same merge key inside, all its content stems, or (across
+    scripts) the skeletons of its capitalised words."""
+    if entity_key(name) and entity_key(name) in entity_key(text):
+        return True
+    want = set(content_stems(name))
+    if want and want <= stems:
+        return True
+    name_sk = [skeleton(w) for w in WORD.findall(name) if w[:1].isupper() and len(skeleton(w)) >= 3]
+    return bool(name_sk) and all(any(skeleton_match(a, b) for b in skeletons) for a in name_sk)
+
+
+
+
+def _value(u: Unit, scorer: Scorer) -> str:
+    """The first value of the asked type in the unit that the question does not hold."""
+    pattern = YEAR if scorer.focus.kind == "date" else NUMBER
+    for m in pattern.finditer(u.text):
+        if normalise(m.group()).strip(".,") not in scorer.focus.question_tokens:
+            return m.group().strip(".,")
+    return display(u)
+
+
+def _is_wanted(entity: tuple[str, str, str], kind: str | None) -> bool:
+    return kind in NAME_TYPE and entity[2] in NAME_TYPE[kind]
+
+

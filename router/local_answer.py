@@ -1,0 +1,62 @@
+"""The offline local answer (`local_answer`): the unit that best answers the question, its block's
+follow-ups, and units answering what it left open. The rules in router/extractive.py's docstring.
+"""
+from __future__ import annotations
+
+from router.answer_units import Extracted, Focus, Scorer, Unit, cite, display, units
+from router.types import Passage
+
+# Another unit joins the answer when it scores at least half the best one's and its own words cover
+# a tenth of the question the answer did not yet cover (paraphrased questions spread over sentences).
+EXTRA_SHARE = 0.5
+EXTRA_GAIN = 0.1
+
+def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700) -> Extracted:
+    """The best unit for the question, its block's follow-ups, and units answering what it left open."""
+    focus = Focus.of(question)
+    every = units(passages)
+    if not focus.terms.stems or not every:
+        return Extracted("", [], 0.0)
+    scorer = Scorer(focus, passages, every)
+    candidates = [u for u in every if scorer.covered(u) or (focus.kind and scorer.typed(u))]
+    if not candidates:
+        return Extracted("", [], 0.0)
+    scores = {id(u): scorer.score(u) for u in candidates}
+    first = min(candidates, key=lambda u: (-scores[id(u)], u.passage, u.position))
+    chosen = _with_block(first, every, max_chars)
+    covered = set().union(*(scorer.covered(u) for u in chosen))
+    used = sum(len(u.text) for u in chosen)
+    for u in sorted(candidates, key=lambda u: (-scores[id(u)], u.passage, u.position)):
+        if len(chosen) >= max_units:
+            break
+        new = scorer.covered(u, with_title=False) - covered  # its own words must add to the answer
+        if (u in chosen or u.anaphoric or used + len(u.text) > max_chars or not new
+                or scores[id(u)] < EXTRA_SHARE * scores[id(first)] or scorer.coverage(new) < EXTRA_GAIN
+                or (focus.kind and not scorer.typed(u))  # a "when" question's extra fact is a date too
+                or (focus.name_stems and not scorer.covered(u) & focus.name_stems)):  # and about what it names
+            continue
+        chosen.append(u)
+        covered |= scorer.covered(u)
+        used += len(u.text)
+    chosen.sort(key=lambda u: (u.passage, u.position))
+    confidence = scorer.confidence(chosen)
+    text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
+    return Extracted(text, cite(chosen, scores), round(confidence, 4))
+
+
+def _with_block(first: Unit, every: list[Unit], max_chars: int) -> list[Unit]:
+    """The unit with what its block says around it: the sentence it refers back to, then the next
+    ones of its list item (an item's sentences all describe its subject) or paragraph (the sentence
+    after the one matching the question's words often holds the answer) within half the budget,
+    and past that the ones that refer back."""
+    same = [u for u in every if u.passage == first.passage and u.block == first.block]
+    i = same.index(first)
+    chosen = [first]
+    if first.anaphoric and i > 0:
+        chosen.insert(0, same[i - 1])
+    for u in same[i + 1:]:
+        length = sum(len(c.text) for c in chosen) + len(u.text)
+        if length > max_chars or not (length <= max_chars // 2 or u.anaphoric):
+            break
+        chosen.append(u)
+    return chosen
