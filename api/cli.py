@@ -17,7 +17,8 @@ from rich.text import Text
 
 from api import usecases
 # Command groups defined in their own modules register themselves on `app` when imported.
-from api import cli_ask, cli_embeddings, cli_graph, cli_llm, cli_search, cli_serve, cli_worker  # noqa: F401
+from api import (cli_ask, cli_embeddings, cli_graph, cli_levels, cli_llm, cli_search, cli_serve,  # noqa: F401
+                 cli_worker)
 from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, out, parse_groups,
                             print_json, progress_bar, tenant_connection)
 from core import embedded

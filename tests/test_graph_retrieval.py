@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core.text.names import entity_key
-from graph import store
+from graph import retrieval_store
 from graph.query.entity_link import meaning_links, name_links
 from graph.query.graph_search import GraphSearcher
 from graph.query.local_context import local_context
@@ -101,9 +101,9 @@ def test_entity_vectors_link_by_meaning_and_follow_the_build(db, settings, local
     build_graph(db, tenant, None, OfflineExtractor(), OfflineReporter(), local_embedder,
                 BuildSettings(entity_vectors=True))
     with db.connection() as conn:
-        assert not store.entities_missing_vectors(conn, tenant, "all", local_embedder.model_id)
+        assert not retrieval_store.entities_missing_vectors(conn, tenant, "all", local_embedder.model_id)
         vector = local_embedder.embed_query("Кто руководит командой Маршрутизации?")
-        nearest = store.nearest_entities(conn, tenant, "all", local_embedder.model_id, vector, 3)
+        nearest = retrieval_store.nearest_entities(conn, tenant, "all", local_embedder.model_id, vector, 3)
     assert len(nearest) == 3 and nearest[0][1] >= nearest[-1][1]
 
 
@@ -113,11 +113,11 @@ def test_matrix_is_cached_per_graph_version(db, local_embedder, demo_tenant):
     again, cached_again = graph.matrix(demo_tenant, "staff")
     assert not cached and cached_again and again is first
     with db.connection() as conn:
-        before = store.graph_version(conn, demo_tenant, "staff")
+        before = retrieval_store.graph_version(conn, demo_tenant, "staff")
         # any change of the level's rows (here a no-op update) bumps its version: the next read reloads
         conn.execute("UPDATE graph_relationships SET weight = weight WHERE tenant_id = %s AND access_level = 'staff'",
                      (demo_tenant,))
-        assert store.graph_version(conn, demo_tenant, "staff") > before
+        assert retrieval_store.graph_version(conn, demo_tenant, "staff") > before
     reloaded, cached = graph.matrix(demo_tenant, "staff")
     assert not cached and reloaded is not first and reloaded.nodes == first.nodes
 

@@ -24,7 +24,7 @@ from core.database import Database
 from core.embeddings import Embedder
 from core.errors import JobStoppedError
 from core.llm_limiter import concurrency_of
-from graph import store
+from graph import retrieval_store, store
 from graph.build.assemble import assemble_with_descriptions, drop_entities, gather_claims
 from graph.build.communities import Community, detect_communities, match_communities, membership_hash, relabel
 from graph.build.extract_offline import prune_entities
@@ -201,11 +201,11 @@ def embed_entities(db: Database, tenant: str, level: str, embedder: Embedder) ->
     """Vectors of the level's entities whose text is new or changed since their last vector; the
     graph retrieval (graph/query/graph_search.py) links a question to entities by meaning with them."""
     with db.connection() as conn:
-        store.reuse_entity_vectors(conn, tenant, level, embedder.model_id)
-        missing = store.entities_missing_vectors(conn, tenant, level, embedder.model_id)
+        retrieval_store.reuse_entity_vectors(conn, tenant, level, embedder.model_id)
+        missing = retrieval_store.entities_missing_vectors(conn, tenant, level, embedder.model_id)
     vectors = embedder.embed_documents([text for _, text, _ in missing]) if missing else []
     with db.connection() as conn:  # also run with nothing missing: it drops vectors of entities gone
-        store.save_entity_vectors(conn, tenant, level, embedder.model_id,
+        retrieval_store.save_entity_vectors(conn, tenant, level, embedder.model_id,
                                   [(key, digest, v) for (key, _, digest), v in zip(missing, vectors)])
     return len(missing)
 

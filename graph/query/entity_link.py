@@ -6,7 +6,7 @@ Two signals, as GraphRAG's local search and HippoRAG link a query:
   Маршрутизации" in a question finds the entity a chunk wrote as "команда Маршрутизации". Longer runs
   win over the runs inside them ("New York Times" over "York"); a run of stop words names nothing.
 - meaning: the entities whose embedded "name (type): description start" is nearest to the question vector
-  (graph/store.nearest_entities), for questions that paraphrase a name or name none.
+  (graph/retrieval_store.nearest_entities), for questions that paraphrase a name or name none.
 
 Scores: a name in the question is the strongest evidence (1.0; 0.5 for an all-lowercase run, which
 is as often a common word as a name); a nearest entity adds at most DENSE_WEIGHT, scaled by how far

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 from core.database import Database
 from core.embeddings import Embedder
-from graph import store
+from graph import retrieval_store, store
 from graph.levels import AccessLevel, choose_level
 from graph.query.entity_link import DENSE_LINKS, Link, link_scores, meaning_links, name_links
 from graph.query.ppr import GraphMatrix, build_matrix, personalized_pagerank, rank_entities, rank_passages, reset_vector
@@ -83,7 +83,7 @@ class GraphSearcher:
     def matrix(self, tenant: str, level: str) -> tuple[GraphMatrix, bool]:
         """The level's matrix and whether it came from the cache."""
         with self.db.connection() as conn:
-            version = store.graph_version(conn, tenant, level)
+            version = retrieval_store.graph_version(conn, tenant, level)
             key = (id(self.db), tenant, level, version)
             cached = self._cache.get(key)
             if cached is not None:
@@ -101,11 +101,11 @@ class GraphSearcher:
             return links
         with self.db.connection() as conn:
             # a level built without an embedder has no entity vectors: no question embedding for nothing
-            if not store.has_entity_vectors(conn, tenant, level, self.embedder.model_id):
+            if not retrieval_store.has_entity_vectors(conn, tenant, level, self.embedder.model_id):
                 return links
             if vector is None:
                 vector = self.embedder.embed_query(question)
-            nearest = store.nearest_entities(conn, tenant, level, self.embedder.model_id, vector, DENSE_LINKS)
+            nearest = retrieval_store.nearest_entities(conn, tenant, level, self.embedder.model_id, vector, DENSE_LINKS)
         return links + meaning_links(nearest, {link.key for link in named})
 
     def search(self, tenant: str, groups: Sequence[str], question: str, k: int = 10, *,
@@ -138,7 +138,7 @@ class GraphSearcher:
         # more than k: a cited chunk the reader may no longer read is dropped below
         ranked = rank_passages(matrix, scores, 3 * k)
         with self.db.connection() as conn:
-            rows = {r[0]: r for r in store.readable_chunks(conn, tenant, groups, [c for c, _ in ranked])}
+            rows = {r[0]: r for r in retrieval_store.readable_chunks(conn, tenant, groups, [c for c, _ in ranked])}
         hits = [GraphHit(*rows[c], score=mass) for c, mass in ranked if c in rows][:k]
         trace["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
         trace["links"] = [{"key": link.key, "score": round(link.score, 3), "how": link.how} for link in links]

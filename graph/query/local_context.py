@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from graph import store
+from graph import retrieval_store, store
 from graph.query.graph_search import GraphHit, GraphSearcher
 
 MAX_ENTITIES = 5  # linked entities kept, best linked first
@@ -75,10 +75,10 @@ def local_context(graph: GraphSearcher, tenant: str, groups: Sequence[str], ques
     db = graph.db
     with db.connection() as conn:
         entities = store.entities_by_key(conn, tenant, level.name, linked)
-        relationships = store.relationships_of(conn, tenant, level.name, linked, MAX_RELATIONSHIPS)
-        chunks_of = store.entity_chunk_ids(conn, tenant, level.name, linked)
+        relationships = retrieval_store.relationships_of(conn, tenant, level.name, linked, MAX_RELATIONSHIPS)
+        chunks_of = retrieval_store.entity_chunk_ids(conn, tenant, level.name, linked)
         ranked = rank_sources(relationships, chunks_of, linked)[: 3 * MAX_PASSAGES]
-        rows = {r[0]: r for r in store.readable_chunks(conn, tenant, groups, ranked)}
+        rows = {r[0]: r for r in retrieval_store.readable_chunks(conn, tenant, groups, ranked)}
         community = covering_community(store.load_communities(conn, tenant, level.name), linked)
         reports = store.list_reports(conn, tenant, level.name, community) if community is not None else []
     context = LocalContext(level.name, trace={"linked": linked})
