@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test test-unit eval eval-router eval-answers eval-agentic bench-ingest bench-search bench-graph bench-ppr bench-api bench-llm readme-config db-stop clean
+.PHONY: install demo test test-unit eval eval-router eval-router-blind eval-answers eval-agentic bench-ingest bench-search bench-partitions bench-graph bench-ppr bench-api bench-llm readme-config db-stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ eval: install
 eval-router: install
 	$(BIN)/python -m bench.router_eval
 
+eval-router-blind: install
+	$(BIN)/python -m bench.router_blind
+
 eval-answers: install
 	$(BIN)/python -m bench.answer_eval
 
@@ -50,6 +53,9 @@ bench-ingest: install
 
 bench-search: install
 	$(BIN)/python -m bench.search
+
+bench-partitions: install
+	$(BIN)/python -m bench.partitions $(ARGS)
 
 bench-graph: install
 	$(BIN)/python -m bench.graph

@@ -24,7 +24,7 @@ log = logging.getLogger("crossroads.api")
 
 def create_app(settings: Settings | None = None, db: Database | None = None, *, embedder=None, router=None) -> FastAPI:
     """The API. `db`, `embedder` and `router` default to what `settings` configures (tests pass their own)."""
-    from api import routes_documents, routes_graph, routes_jobs, routes_ops, routes_query
+    from api import routes_chat, routes_documents, routes_graph, routes_jobs, routes_ops, routes_query
 
     settings = settings or get_settings()
     shared = Services(settings, db, embedder=embedder, router=router)
@@ -41,8 +41,11 @@ def create_app(settings: Settings | None = None, db: Database | None = None, *, 
         description="Every `/v1` call needs `Authorization: Bearer <token>` (`crossroads token create`). "
         "Errors are RFC 9457 problem details (`application/problem+json`).",
         lifespan=lifespan,
+        docs_url=None,  # api/web.py serves /docs and /redoc from vendored files (FastAPI's load from a CDN)
+        redoc_url=None,
         openapi_tags=[
             {"name": "query", "description": "Ask, route and search (reader)."},
+            {"name": "chat", "description": "OpenAI-compatible chat completions over /v1/ask (reader; the same tokens)."},
             {"name": "documents", "description": "Index and permission documents (writer; listing: reader)."},
             {"name": "graph", "description": "Communities, entities and graph status of the caller's access level "
              "(reader; status of every level: admin)."},
@@ -57,7 +60,7 @@ def create_app(settings: Settings | None = None, db: Database | None = None, *, 
     app.add_middleware(ReadRoutingMiddleware, services=shared)  # outside the catch-all: a replica's 500 is retried
     app.add_middleware(problems.BodyLimitMiddleware, max_bytes=settings.api_max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=shared.metrics)
-    for module in (routes_query, routes_documents, routes_graph, routes_jobs, routes_ops):
+    for module in (routes_query, routes_chat, routes_documents, routes_graph, routes_jobs, routes_ops):
         app.include_router(module.routes)
     from api.web import mount_web
 

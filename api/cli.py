@@ -19,8 +19,9 @@ from api import usecases
 # Command groups defined in their own modules register themselves on `app` when imported.
 from api import (cli_ask, cli_embeddings, cli_graph, cli_levels, cli_llm, cli_search, cli_serve,  # noqa: F401
                  cli_worker)
-from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, out, parse_groups,
-                            print_json, progress_bar, tenant_connection)
+from api import cli_partitions
+from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, interrupted, out,
+                            parse_groups, print_json, progress_bar, tenant_connection)
 from core import embedded
 from core.embeddings import make_embedder
 from core.errors import CrossroadsError
@@ -89,6 +90,9 @@ def db_status(json_out: bool = JsonOption) -> None:
         out.print("note: DATABASE_URL is set, so Crossroads uses that server, not the embedded one")
 
 
+db_app.command("partition-chunks")(cli_partitions.partition_chunks)
+
+
 # --- ingest ------------------------------------------------------------------------------------
 
 
@@ -98,28 +102,46 @@ def ingest(
     tenant: str = TenantOption,
     acl: Optional[str] = typer.Option(None, "--acl", help="Groups for documents without `acl` in their front matter, e.g. staff,hr."),
     prune: bool = typer.Option(False, "--prune", metavar="", help="Delete indexed documents of this tenant that the source no longer has."),
+    yes: bool = typer.Option(False, "--yes", "-y", metavar="", help="Create the tenant without asking when it is new."),
+    queue: bool = typer.Option(False, "--queue", metavar="", help="Queue it for `crossroads worker` (PATH on storage the workers mount)."),
     json_out: bool = JsonOption,
 ) -> None:
-    """Index documents as a sync: unchanged text costs nothing, changed text re-embeds only changed chunks."""
+    """Index documents as a sync: unchanged text costs nothing, changed text re-embeds only changed chunks.
+    Interrupted (Ctrl-C), it keeps the documents written: run it again to resume."""
     from core.llm import UsageMeter
+    from vector.ingest.runner import STAGE_UNITS, IngestInterrupted
     from vector.ingest.sources import load_source
 
     settings = get_settings()
+    if queue:
+        from api.cli_worker import queued
+        from api.worker_jobs import enqueue_reindex
+
+        queued(settings, lambda db: enqueue_reindex(db, tenant, path, parse_groups(acl), prune), json_out)
+        return
     try:
         documents, skipped = load_source(path, parse_groups(acl), settings.max_document_bytes)
     except FileNotFoundError as exc:
         fail(exc)
     meter = UsageMeter()
-    with database(settings) as db, progress_bar(f"indexing {path}") as progress:
-        try:
-            indexed = usecases.index_documents(db, make_embedder(settings), settings, tenant, documents, skipped,
-                                               prune=prune, progress=progress, meter=meter)
-        except CrossroadsError as exc:
-            fail(exc)
+    with database(settings) as db:
+        created = _confirm_new_tenant(db, tenant, yes)
+        with progress_bar("ingest", STAGE_UNITS) as progress:
+            try:
+                indexed = usecases.index_documents(db, make_embedder(settings), settings, tenant, documents, skipped,
+                                                   prune=prune, progress=progress, meter=meter)
+            except CrossroadsError as exc:
+                fail(exc)
+            except IngestInterrupted as exc:
+                where = progress.describe(with_eta=False)
+                interrupted(f"{exc.saved} of {exc.documents} documents saved (stopped at {where}); run the same "
+                            "command again to resume: it skips the saved ones")
+            except KeyboardInterrupt:  # before the ingest began: reading the model, opening the database
+                interrupted("nothing was saved; run the same command again")
     report = indexed.report
     llm = meter.summary() | {"contexts": indexed.contexts}
     if json_out:
-        print_json(report.to_dict() | {"llm": llm})
+        print_json(report.to_dict() | {"llm": llm, "tenant_created": created})
     else:
         _print_ingest(report, tenant)
         if llm["llm_calls"]:
@@ -127,6 +149,29 @@ def ingest(
                       + ("cost unknown" if llm['cost_usd'] is None else f"${llm['cost_usd']:.4f}"))
     if not report.clean:
         raise typer.Exit(EXIT_PARTIAL)
+
+
+def _confirm_new_tenant(db, tenant: str, yes: bool) -> bool:
+    """Whether this ingest creates `tenant`; on a terminal, a new tenant is confirmed first (--yes skips).
+
+    A typo in --tenant would otherwise fill a stray tenant that nobody reads. Only a person at a terminal
+    is asked: a script, CI or `make demo` (stdin no terminal) is not stopped, since a script that must pass
+    --yes always passes it, and then the question protects no one; it gets a note on stderr instead, and
+    `tenant_created` in the JSON."""
+    from core.tenants import tenants
+
+    with db.connection() as conn:
+        known = [t.tenant for t in tenants(conn)]
+    if tenant in known:
+        return False
+    if not yes and sys.stdin.isatty():
+        others = f" (tenants: {', '.join(known[:20])})" if known else ""
+        if not typer.confirm(f"tenant {tenant!r} does not exist yet{others}; create it?", default=False, err=True):
+            err.print("nothing ingested; name an existing tenant with --tenant (`crossroads tenants list`)")
+            raise typer.Exit(1)
+    elif not yes:
+        err.print(Text.assemble(("note:", "yellow"), f" tenant {tenant!r} is new: this ingest creates it"))
+    return True
 
 
 def _print_ingest(report, tenant: str) -> None:

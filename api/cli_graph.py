@@ -8,10 +8,11 @@ from rich.table import Table
 from rich.text import Text
 
 from api import usecases
-from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, out, print_json,
-                            progress_bar, require_tenant, tenant_connection)
+from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, interrupted, out,
+                            print_json, progress_bar, require_tenant, tenant_connection)
 from core.errors import CrossroadsError, JobNotFoundError, JobRunningError
 from core.settings import get_settings
+from graph.build.contracts import STAGE_UNITS
 
 graph_app = typer.Typer(help="Build the entity graph, its communities and reports, per access level.", no_args_is_help=True)
 communities_app = typer.Typer(help="Browse communities and their reports.", no_args_is_help=True)
@@ -34,6 +35,8 @@ def graph_build(
     batch: bool = typer.Option(False, "--batch", metavar="",
                                help="Send extraction, summaries and reports as Message Batches: half the price, "
                                     "answered within 24 h; a build stopped meanwhile is collected by the next."),
+    dry_run: bool = typer.Option(False, "--dry-run", metavar="",
+                                 help="Print the estimate, each figure with its range, and stop: no LLM call, no job."),
     json_out: bool = JsonOption,
 ) -> None:
     """Extract entities (cached per chunk), summarise merged descriptions, cluster with Leiden, write
@@ -41,30 +44,41 @@ def graph_build(
     reports, after printing an estimate (stops above --max-cost); without, offline methods do (no
     summaries: the most central sentences)."""
     from core.embeddings import make_embedder
+    from core.pricing import BATCH_FACTOR
 
     settings = get_settings()
     with database(settings) as db:
         require_tenant(db, tenant)
         try:
-            plan = usecases.plan_graph_build(db, settings, tenant, level, max_cost_usd=max_cost, claims=claims,
-                                             batch=batch)
+            plan = usecases.plan_graph_build(db, settings, tenant, level, max_cost_usd=None if dry_run else max_cost,
+                                             claims=claims, batch=batch)
         except usecases.BuildRefused as exc:
             fail(exc)
         _print_estimate(plan.estimate, plan.pipeline)
-        if batch:
-            err.print(f"estimate: sent as Message Batches, billed at the batch price: ~${plan.cost_usd:.4f}")
+        if batch and plan.cost_usd is not None:
+            low, high = (round(usd * BATCH_FACTOR, 4) for usd in plan.estimate["cost_usd_range"])
+            err.print(f"estimate: sent as Message Batches, billed at the batch price: ~${plan.cost_usd:.4f} "
+                      f"(${low}-${high})", markup=False)
+        if dry_run:
+            if json_out:
+                print_json({"estimate": plan.estimate, "cost_usd": plan.cost_usd, "batch": batch})
+            return
         if queue if queue is not None else settings.jobs_run_in == "worker":
             _queue_build(db, tenant, level, plan.pipeline, claims, json_out)
             return
 
-        with progress_bar("graph build") as progress:
+        with progress_bar("graph build", STAGE_UNITS) as progress:
             try:
-                job = usecases.run_graph_build(db, make_embedder(settings), tenant, plan,
-                                               progress=lambda stage, done, total: progress(done, total))
+                job = usecases.run_graph_build(db, make_embedder(settings), tenant, plan, progress=progress)
             except JobRunningError as exc:
                 fail(CrossroadsError(f"{exc}. Follow it with `crossroads graph status --tenant {tenant}`"))
             except CrossroadsError as exc:
                 fail(exc)
+            except KeyboardInterrupt:
+                # Each extraction, description summary and report is saved as it is made, keyed by its inputs:
+                # the next build finds them and does only the rest.
+                interrupted(f"graph build stopped at {progress.describe(with_eta=False)}; the extractions, summaries "
+                            "and reports made so far are saved: run the same command again to resume")
     job["estimate"] = plan.estimate
     pipeline = plan.pipeline
     if json_out:
@@ -117,18 +131,32 @@ def _usd(stage: dict) -> str:
     return f"~${stage['cost_usd']} (${low}-${high})"
 
 
+def _tokens(stage: dict) -> str:
+    """A stage's tokens with their ranges, and what they come from: the tenant's measured calls or the defaults."""
+    (in_low, in_high), (out_low, out_high) = stage["input_tokens_range"], stage["output_tokens_range"]
+    measured = stage["measured_calls"]
+    basis = (f"measured on {max(measured.values()):,} earlier calls" if measured
+             else "default sizes, not yet measured on this tenant")
+    thinking = f" + up to {stage['thinking_tokens']:,} thinking" if stage["thinking_tokens"] else ""
+    return (f"~{stage['input_tokens']:,} ({in_low:,}-{in_high:,}) input / {stage['output_tokens']:,} "
+            f"({out_low:,}-{out_high:,}){thinking} output tokens [{basis}]")
+
+
 def _print_estimate(estimate: dict, pipeline) -> None:
     err.print(f"estimate: {estimate['to_extract']} of {estimate['chunks']} chunks to extract, "
-              f"{estimate['calls']} LLM calls, ~{estimate['input_tokens']:,} input / {estimate['output_tokens']:,} "
-              f"output tokens, {_usd(estimate)} ({estimate['model'] or 'offline extractor, no LLM'})")
+              f"{estimate['calls']} LLM calls, {_tokens(estimate)}, "
+              f"{_usd({'cost_usd': estimate['extraction_cost_usd'], 'cost_usd_range': estimate['extraction_cost_usd_range']})} "
+              f"({estimate['model'] or 'offline extractor, no LLM'})", markup=False)
     summaries, reports = estimate["summaries"], estimate["reports"]
     if pipeline.summarizer is not None:
         err.print(f"estimate: ~{summaries['calls']} description summary LLM calls ({summaries['cached']} cached), "
-                  f"~{summaries['input_tokens']:,} input / {summaries['output_tokens']:,} output tokens, "
-                  f"{_usd(summaries)} ({summaries['model']}; an estimate, not a bound)")
-    err.print(f"estimate: up to {reports['calls']} report LLM calls, ~{reports['input_tokens']:,} input / "
-              f"{reports['output_tokens']:,} output tokens, {_usd(reports)} "
-              f"({reports['model'] or 'offline reports, no LLM'})")
+                  f"{_tokens(summaries)}, {_usd(summaries)} ({summaries['model']}; an estimate, not a bound)",
+                  markup=False)
+    err.print(f"estimate: up to {reports['calls']} report LLM calls, {_tokens(reports)}, {_usd(reports)} "
+              f"({reports['model'] or 'offline reports, no LLM'})", markup=False)
+    if estimate["cost_usd"] is not None:
+        low, high = estimate["cost_usd_range"]
+        err.print(f"estimate: ~${estimate['cost_usd']} in all (${low}-${high})", markup=False)
 
 
 def _status_line(lvl: dict) -> str:
@@ -174,13 +202,23 @@ def _usage_text(usage: dict | None) -> str:
 def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> None:
     """The last graph builds of a tenant, and per level (groups, chunks) what its graph serves and what it
     has withdrawn (text whose source chunks were deleted or narrowed since the build) until the next build."""
-    from core.batches import waiting
+    from core.batches import collect_finished, waiting
+    from core.llm import AnthropicLLM, make_llm
     from graph import store
     from graph.status import level_statuses, recent_builds
 
-    with database(get_settings()) as db, tenant_connection(db, tenant) as conn:
-        builds = recent_builds(conn, tenant, db.job_lease_s)
-        batches = waiting(conn, tenant)
+    settings = get_settings()
+    with database(settings) as db:
+        require_tenant(db, tenant)  # an unknown tenant fails here, before any call to the API
+        llm = make_llm(settings)
+        if isinstance(llm, AnthropicLLM):  # finished Message Batches are downloaded now, kept for the next build
+            try:
+                collect_finished(llm, db, tenant)
+            except CrossroadsError as exc:
+                err.print(f"could not collect Message Batches: {exc}", markup=False)
+        with tenant_connection(db, tenant) as conn:
+            builds = recent_builds(conn, tenant, db.job_lease_s)
+            batches = waiting(conn, tenant)
         levels = level_statuses(conn, tenant, store.list_levels(conn, tenant),
                                 lambda level: f"crossroads graph build --tenant {tenant} --level {level}")
     if json_out:
@@ -193,9 +231,11 @@ def graph_status(tenant: str = TenantOption, json_out: bool = JsonOption) -> Non
     for lvl in levels:
         out.print(_status_line(lvl), markup=False)
     for b in batches:
+        state = ("ended, results collected" if b["collected"] == b["requests"]
+                 else "still running (or not looked at: no ANTHROPIC_API_KEY)")
         out.print(f"Message Batch {b['batch_id']} (job {b['job_id']}, sent {b['submitted_at']:%Y-%m-%d %H:%M}): "
-                  f"{b['requests']} requests not collected yet; the next `crossroads graph build --tenant {tenant} "
-                  "--batch` collects them without paying again", markup=False)
+                  f"{b['requests']} requests, {state}; the next `crossroads graph build --tenant {tenant}` uses them "
+                  "without paying again", markup=False)
 
 
 @graph_app.command("cancel")

@@ -28,17 +28,25 @@ def _level(conn, principal: Principal):
     return choose_level(store.list_levels(conn, principal.tenant), set(principal.groups))
 
 
+# every list pages the same way: `limit` bounded (422 above), `offset`, and the whole list's `total`
+MAX_OFFSET = 10_000_000
+
+
 @routes.get("/communities", response_model=CommunityList, responses=ERRORS,
-            summary="Communities (with report titles) of the caller's access level")
+            summary="Communities (with report titles) of the caller's access level, a page at a time")
 def list_communities(level: int | None = Query(None, ge=0, le=100, description="Only this hierarchy level (0 = root)."),
+                     limit: int = Query(100, ge=1, le=1000, description="Communities per page (1..1000)."),
+                     offset: int = Query(0, ge=0, le=MAX_OFFSET, description="Communities to skip."),
                      principal: Principal = Depends(reader), svc: Services = Depends(services)):
     with svc.db().connection() as conn:
         access = _level(conn, principal)
         reports = store.list_reports(conn, principal.tenant, access.name) if access else []
+    # list_reports orders by hierarchy level, then id: a stable order for paging
     rows = [{"id": r["id"], "level": r["level"], "parent": r["parent"], "title": r["title"],
              "rating": float(r["rating"]), "summary": r["summary"], "size": len(r["members"])}
             for r in reports if level is None or r["level"] == level]
-    return {"access_level": access.name if access else None, "communities": rows}
+    return {"access_level": access.name if access else None, "communities": rows[offset:offset + limit],
+            "total": len(rows), "limit": limit, "offset": offset}
 
 
 @routes.get("/communities/{community_id}", response_model=CommunityDetail, responses=ERRORS,
@@ -64,16 +72,21 @@ def get_community(community_id: int = Path(..., ge=0, le=2**31 - 1), principal: 
 
 
 @routes.get("/entities", response_model=EntityList, responses=ERRORS,
-            summary="Entities of the caller's access level whose name contains `q`")
+            summary="Entities of the caller's access level whose name contains `q`, a page at a time")
 def list_entities(q: str | None = Query(None, max_length=200, description="Part of the name (case-insensitive)."),
-                  limit: int = Query(50, ge=1, le=500), principal: Principal = Depends(reader),
-                  svc: Services = Depends(services)):
+                  limit: int = Query(50, ge=1, le=500, description="Entities per page (1..500)."),
+                  offset: int = Query(0, ge=0, le=MAX_OFFSET, description="Entities to skip."),
+                  principal: Principal = Depends(reader), svc: Services = Depends(services)):
     if q is not None and "\x00" in q:
         q = q.replace("\x00", "")
+    entities, total = [], 0
     with svc.db().connection() as conn:
         access = _level(conn, principal)
-        entities = store.find_entities(conn, principal.tenant, access.name, q, limit) if access else []
-    return {"access_level": access.name if access else None, "entities": entities}
+        if access is not None:
+            entities = store.find_entities(conn, principal.tenant, access.name, q, limit, offset)
+            total = store.count_entities(conn, principal.tenant, access.name, q)
+    return {"access_level": access.name if access else None, "entities": entities, "total": total, "limit": limit,
+            "offset": offset}
 
 
 @routes.get("/graph/status", response_model=GraphStatus, responses=ERRORS,

@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 
-from fastapi import APIRouter, Body, Depends, Path, Response
+from fastapi import APIRouter, Body, Depends, Path, Query, Response
 
 from api import usecases
 from api.services import RunningBuild, Services, services
 from api.auth import Principal, admin
 from api.problems import ApiProblem, validation_problem
 from api.routes_query import ERRORS
-from api.schemas import GraphBuildRequest, Job, JobAccepted
+from api.schemas import GraphBuildRequest, Job, JobAccepted, JobList
 from core import jobs
 from core.errors import JobEndedError, JobNotFoundError, JobQueuedError, JobRunningError, JobStoppedError
 
@@ -121,6 +121,19 @@ def _build_running(job_id: int | None) -> ApiProblem:
                       f"A graph build of this tenant is running (job {job_id}, started through this API, another "
                       f"replica or the CLI); follow it with GET /v1/jobs/{job_id} and retry when it is done.",
                       job_id=job_id)
+
+
+@routes.get("/jobs", response_model=JobList, responses=ERRORS, summary="The tenant's jobs, newest first (admin)")
+def list_jobs(limit: int = Query(20, ge=1, le=200, description="Jobs per page (1..200)."),
+              offset: int = Query(0, ge=0, le=10_000_000, description="Jobs to skip."),
+              principal: Principal = Depends(admin), svc: Services = Depends(services)):
+    """Admin only, as each job is: a build's params, stage and counts name every access level."""
+    db = svc.db()
+    with db.connection() as conn:
+        page, total = jobs.list_jobs(conn, principal.tenant, db.job_lease_s, limit, offset)
+    for job in page:
+        job.pop("tenant")
+    return {"jobs": page, "total": total, "limit": limit, "offset": offset}
 
 
 # admin only, as starting one is: a build's params, stage and counts name every access level and its

@@ -8,7 +8,7 @@ import re
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from api import usecases
 from api.services import Services, services
@@ -39,6 +39,8 @@ class AskAnswer(BaseModel):
     no_answer: bool
     usage: dict
     latency_ms: float
+    conversation: dict = Field(description="asked (as sent), question (what was routed: standalone when rewritten "
+                                           "from `history`), turns, rewritten, reason (why not rewritten)")
 
 
 def _default(value):
@@ -73,11 +75,15 @@ def _finite(x) -> float:
              summary="Hybrid search (vector + full text, z-score fusion, rerank) over what the caller may read")
 def search(body: SearchRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
     check_text("query", body.query, svc.settings.api_max_query_chars)
-    result = usecases.search(svc.query_searcher(), principal.tenant, principal.groups, body.query, body.k)
+    # absent and null differ: absent is the calibrated threshold, null none at all
+    min_score = body.min_score if "min_score" in body.model_fields_set else usecases.CALIBRATED
+    result = usecases.search(svc.query_searcher(), principal.tenant, principal.groups, body.query, body.k,
+                             min_score=min_score, group_by=body.group_by)
     if result.degraded:
         log.warning("degraded search: %s", result.degraded_reason)
     svc.metrics.result("search", empty=not result.hits, degraded=result.degraded)
-    return {"hits": result.hits, "degraded": result.degraded, "degraded_reason": public_reason(result.degraded_reason)}
+    return {"hits": result.hits, "degraded": result.degraded, "degraded_reason": public_reason(result.degraded_reason),
+            "group_by": result.group_by, "threshold": result.threshold}
 
 
 @routes.post("/route", response_model=RouteResponse, responses=ERRORS,
@@ -103,16 +109,27 @@ def ask(body: AskRequest, principal: Principal = Depends(reader), svc: Services 
     check_text("question", body.question, svc.settings.api_max_question_chars)
     router_ = svc.router()
     groups = list(principal.groups)
+    history = [turn.model_dump() for turn in body.history]
     if body.stream:
-        return StreamingResponse(_events(svc, router_, principal.tenant, groups, body.question, body.route),
+        return StreamingResponse(_events(svc, router_, principal.tenant, groups, body.question, body.route, history),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return JSONResponse(json.loads(to_json(answer_question(svc, router_, principal.tenant, groups, body.question,
+                                                           body.route, history))))
+
+
+def answer_question(svc: Services, router_, tenant: str, groups: list[str], question: str, route: str,
+                    history: list[dict], field: str = "question") -> dict:
+    """The answer as /v1/ask returns it (and /v1/chat/completions wraps it); a 422 naming `field` (where the
+    question came from) for a question the router refuses."""
+    conversation = usecases.standalone_question(getattr(router_, "llm", None), question, history)
     try:
-        answer = router_.ask(principal.tenant, groups, body.question, route=body.route)
+        answer = router_.ask(tenant, groups, conversation.question, route=route)
     except ValueError as exc:
-        raise validation_problem([{"loc": ("body", "question"), "msg": str(exc), "type": "value_error"}]) from None
-    _record(svc, answer.to_dict())
-    return JSONResponse(json.loads(to_json(answer.to_dict())))
+        raise validation_problem([{"loc": ("body", *field.split(".")), "msg": str(exc), "type": "value_error"}]) from None
+    answered = usecases.with_conversation(answer.to_dict(), conversation)
+    _record(svc, answered)
+    return answered
 
 
 def _record(svc: Services, answer: dict) -> None:
@@ -124,11 +141,23 @@ def _frame(name: str, data) -> str:
     return f"event: {name}\ndata: {to_json(data)}\n\n"
 
 
-def _events(svc: Services, router_, tenant: str, groups: list[str], question: str, route: str):
+def answer_events(svc: Services, router_, tenant: str, groups: list[str], question: str, route: str,
+                  history: list[dict]):
+    """The router's answer events (router.service.QuestionRouter.ask_events), asked as the standalone question
+    when there is history; `usage` and `done` count the rewrite, and `done` says what was asked."""
+    conversation = usecases.standalone_question(getattr(router_, "llm", None), question, history)
+    for name, data in router_.ask_events(tenant, groups, conversation.question, route=route):
+        if name == "done":
+            data = usecases.with_conversation(data, conversation)
+            _record(svc, data)
+        elif name == "usage" and conversation.usage is not None:
+            data = usecases.add_usage(data, conversation.usage)
+        yield name, data
+
+
+def _events(svc: Services, router_, tenant: str, groups: list[str], question: str, route: str, history: list[dict]):
     try:
-        for name, data in router_.ask_events(tenant, groups, question, route=route):
-            if name == "done":
-                _record(svc, data)
+        for name, data in answer_events(svc, router_, tenant, groups, question, route, history):
             yield _frame(name, data)
     except Exception:  # noqa: BLE001 - the status line is sent: report the failure as an event
         log.exception("streaming answer failed")

@@ -33,19 +33,50 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Query(BaseModel):
-    """Query bodies ignore unknown fields: clients built for other search APIs send extras, and a
-    `groups` or `tenant` sent here must be ignored, never used (they come from the token only)."""
-    model_config = ConfigDict(extra="ignore")
+class Query(Strict):
+    """Query bodies reject unknown fields (422 naming them): a misspelt option (`"mode": "bm25"`,
+    `"min_scor"`) silently answered with the defaults is a wrong answer the caller cannot see. A
+    `groups` or `tenant` sent here is refused the same way: they come from the token only."""
+
+
+class Page(BaseModel):
+    total: int = Field(description="Items in the whole list (what the caller may see).")
+    limit: int
+    offset: int
 
 
 # --- query ------------------------------------------------------------------------------------------
+
+
+MAX_HISTORY_TURNS = 50  # the rewrite reads only the last few (vector.search.transforms); more is a client bug
+MAX_TURN_CHARS = 20_000
+MAX_HISTORY_CHARS = 100_000  # all turns together: far below the body limit, and a bounded rewrite prompt
+
+
+class Turn(Strict):
+    """One earlier turn of the conversation."""
+    role: Literal["user", "assistant"]
+    content: Text = Field(..., max_length=MAX_TURN_CHARS)
+
+
+def _bounded_history(turns: list[Turn]) -> list[Turn]:
+    size = sum(len(t.content) for t in turns)
+    if size > MAX_HISTORY_CHARS:
+        raise ValueError(f"is {size:,} characters in all; the limit is {MAX_HISTORY_CHARS:,} (send the last turns only)")
+    return turns
+
+
+History = Annotated[list[Turn], Field(max_length=MAX_HISTORY_TURNS), AfterValidator(_bounded_history)]
 
 
 class AskRequest(Query):
     question: Text = Field(..., min_length=1, description="The question, in Russian or English.")
     route: Route = Field("auto", description="`auto` lets the router classify; the others force a route.")
     stream: bool = Field(False, description="Answer as server-sent events: route, token..., citations, usage, done.")
+    history: History = Field(
+        default_factory=list, description="Earlier turns, oldest first (at most 50, 100,000 characters in all). With an "
+        "LLM configured, a follow-up (\"and what about its price?\") is rewritten into a standalone question from "
+        "the last turns before routing; the response's `conversation` says what was asked.")
 
 
 class RouteRequest(Query):
@@ -58,8 +89,9 @@ class RouteResponse(BaseModel):
     reason: str
     classifier: str
     probabilities: dict[Literal["local", "global", "multihop"], float] | None = Field(
-        None, description="The learned router's calibrated probability of each route; null when another "
-        "classifier decided (LLM, cue table, forced).")
+        None, description="The learned offline router's calibrated probability of each route, also when the "
+        "LLM decided (`classifier` says which decided); null when the learned router did not run (cue table, "
+        "forced route).")
     low_confidence: bool = Field(
         False, description="No route was likely enough, so the router took local search, the cheapest to be "
         "wrong; an app may offer the other routes (see `probabilities`).")
@@ -67,7 +99,16 @@ class RouteResponse(BaseModel):
 
 class SearchRequest(Query):
     query: Text = Field(..., min_length=1)
-    k: int = Field(10, ge=1, le=100, description="Hits to return (1..100).")
+    k: int = Field(10, ge=1, le=100, description="Hits to return (1..100): passages, or documents with `group_by`.")
+    min_score: float | None = Field(
+        None, ge=-1e6, le=1e6, description="Drop reranked passages scoring below this. Absent: the reranker's calibrated "
+        "threshold (the one /v1/ask's local route uses); `null`: no threshold, k hits whatever their score. The "
+        "response's `threshold` says whether and where it cut.",
+        # absent and null differ (calibrated vs none): no default in the schema, or a client would send null
+        json_schema_extra=lambda schema: schema.pop("default", None))
+    group_by: Literal["chunk", "document"] = Field(
+        "chunk", description="`document`: k distinct documents, each with its best passage (chosen among 3k "
+        "reranked passages, as `crossroads eval` measures).")
 
 
 class Hit(BaseModel):
@@ -79,10 +120,23 @@ class Hit(BaseModel):
     score: float
 
 
+class Threshold(BaseModel):
+    min_score: float | None = Field(description="The score a passage needed (null: none applied).")
+    source: Literal["calibrated", "request", "none"] = Field(
+        description="calibrated: the reranker's fitted threshold (min_score absent); request: the body's min_score; "
+                    "none: min_score null, or no calibrated threshold for this reranker and embedder.")
+    applied: bool = Field(description="False when the reranker gave no scores (it failed or is off): a threshold on "
+                                      "fused scores would mean nothing, so none was applied.")
+    cut: int = Field(description="Reranked passages dropped for scoring below min_score.")
+    cut_at_rank: int | None = Field(description="The rank (from 1) of the best passage dropped; null when none was.")
+
+
 class SearchResponse(BaseModel):
     hits: list[Hit]
     degraded: bool
     degraded_reason: str | None = None
+    group_by: Literal["chunk", "document"] = "chunk"
+    threshold: Threshold
 
 
 # --- documents ----------------------------------------------------------------------------------------
@@ -146,11 +200,8 @@ class DocumentInfo(DocumentFields):
     chunks: int
 
 
-class DocumentList(BaseModel):
+class DocumentList(Page):
     documents: list[DocumentInfo]
-    total: int  # documents the caller may read
-    limit: int
-    offset: int
 
 
 class ChunkInfo(BaseModel):
@@ -192,9 +243,9 @@ class CommunitySummary(BaseModel):
     size: int
 
 
-class CommunityList(BaseModel):
+class CommunityList(Page):
     access_level: str | None
-    communities: list[CommunitySummary]
+    communities: list[CommunitySummary] = Field(description="By hierarchy level (roots first), then id.")
 
 
 class Entity(BaseModel):
@@ -228,9 +279,9 @@ class CommunityDetail(BaseModel):
     documents: list[dict]
 
 
-class EntityList(BaseModel):
+class EntityList(Page):
     access_level: str | None
-    entities: list[Entity]
+    entities: list[Entity] = Field(description="Best connected first, ties by key.")
 
 
 class GraphBuildRequest(Strict):
@@ -265,6 +316,10 @@ class Job(BaseModel):
     queued_at: datetime | None = None  # queued for a worker (CROSSROADS_JOBS_RUN_IN=worker)
     worker: str | None = None  # the process holding it: host:pid:random (core.jobs.worker_name)
     attempts: int = 0  # starts by workers; a job whose workers keep dying fails after a few
+
+
+class JobList(Page):
+    jobs: list[Job] = Field(description="Newest first (by id).")
 
 
 class GraphTextCounts(BaseModel):

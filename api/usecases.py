@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 from core.database import Database
 from core.errors import CrossroadsError
-from core.llm import UsageMeter, make_llm
+from core.llm import Usage, UsageMeter, make_llm
 from core.pricing import BATCH_FACTOR
 from core.settings import Settings
 from graph import store as graph_store
@@ -25,6 +25,7 @@ from vector import store
 from vector.ingest.contextualize import make_contextualizer
 from vector.ingest.runner import IngestReport, drop_emptied_indexes, ingest_documents
 from vector.ingest.sources import SourceDocument
+from vector.search.transforms import rewrite_conversational
 
 
 @dataclass
@@ -85,25 +86,111 @@ def change_acl(db: Database, tenant: str, doc_id: str, groups: Sequence[str], *,
         return store.set_acl(conn, tenant, doc_id, list(groups))
 
 
+CALIBRATED = "calibrated"  # min_score not given: the reranker's calibrated threshold, as the answer routes use
+GROUP_BY_POOL = 3  # group_by document: k documents chosen among 3k reranked passages, as `crossroads eval` ranks
+
+
 @dataclass
 class SearchOutcome:
     hits: list[dict]  # id, doc_id, title, heading, text, score (rounded)
     degraded: bool
     degraded_reason: str | None
     trace: dict
+    threshold: dict  # min_score, source, applied, cut, cut_at_rank (api/schemas.py Threshold)
+    group_by: str = "chunk"
 
 
-def search(searcher, tenant: str, groups: Sequence[str], query: str, k: int, mode: str = "hybrid+rerank") -> SearchOutcome:
-    """Hybrid search as `groups` see the corpus (ACL applied in SQL); `crossroads search` and POST /v1/search."""
-    result = searcher.search(tenant, list(groups), query, k=k, mode=mode)
-    hits = [{"id": h.id, "doc_id": h.doc_id, "title": h.title, "heading": h.heading, "text": h.text,
-             "score": round(_finite(h.score), 6)} for h in result.hits]
-    return SearchOutcome(hits, result.degraded, result.degraded_reason, result.trace)
+def search(searcher, tenant: str, groups: Sequence[str], query: str, k: int, mode: str = "hybrid+rerank", *,
+           min_score: float | None | str = CALIBRATED, group_by: str = "chunk") -> SearchOutcome:
+    """Hybrid search as `groups` see the corpus (ACL applied in SQL); `crossroads search` and POST /v1/search.
+
+    `min_score`: CALIBRATED (the searcher's own threshold), a number, or None (no threshold). The cut is
+    made here from the reranker's full top list (the trace's `rerank` stage, recorded before the searcher's
+    own threshold), so every choice costs one search and the response can say what was cut and where.
+    `group_by="document"`: k distinct documents, each with its best passage, from GROUP_BY_POOL * k passages."""
+    pool = k * GROUP_BY_POOL if group_by == "document" else k
+    result = searcher.search(tenant, list(groups), query, k=pool, mode=mode)
+    reranked = result.trace.get("stages", {}).get("rerank")  # [] when the reranker failed; absent when off
+    calibrated = result.trace.get("rerank_threshold")
+    cutoff = calibrated if min_score == CALIBRATED else min_score
+    source = "none" if cutoff is None else ("calibrated" if min_score == CALIBRATED else "request")
+    cut, cut_at = 0, None
+    if reranked:
+        by_id = {c.id: c for c in result.candidates}
+        ranked = []
+        for rank, entry in enumerate(reranked, start=1):
+            if entry["id"] not in by_id:
+                continue
+            if cutoff is not None and entry["score"] < cutoff:
+                cut += 1
+                cut_at = cut_at or rank
+                continue
+            ranked.append((by_id[entry["id"]], entry["score"]))
+    else:  # fused or leg scores: a threshold calibrated on reranker scores does not apply to them
+        ranked = [(h, h.score) for h in result.hits]
+    if group_by == "document":
+        best: dict[str, tuple] = {}
+        for chunk, score in ranked:  # best first: the first passage of a document is its best
+            best.setdefault(chunk.doc_id, (chunk, score))
+        ranked = list(best.values())
+    hits = [{"id": c.id, "doc_id": c.doc_id, "title": c.title, "heading": c.heading, "text": c.text,
+             "score": round(_finite(score), 6)} for c, score in ranked[:k]]
+    threshold = {"min_score": cutoff if reranked else None, "source": source if reranked else "none",
+                 "applied": bool(reranked) and cutoff is not None, "cut": cut, "cut_at_rank": cut_at}
+    return SearchOutcome(hits, result.degraded, result.degraded_reason, result.trace, threshold, group_by)
 
 
 def _finite(x: float) -> float:
     """NaN or inf (a reranker's bad output) would make the response invalid JSON: 0.0 instead."""
     return x if x == x and abs(x) != float("inf") else 0.0
+
+
+@dataclass
+class Conversation:
+    """What a question with history became before routing (the response's `conversation`)."""
+    asked: str  # the question as sent
+    question: str  # what was routed and answered: standalone when rewritten
+    turns: int  # earlier turns sent
+    rewritten: bool
+    reason: str | None = None  # why it was not rewritten (no LLM, the rewrite failed)
+    degraded: bool = False  # the rewrite failed: the follow-up was answered as asked
+    usage: Usage | None = None  # the rewrite's LLM call
+
+    def to_dict(self) -> dict:
+        return {"asked": self.asked, "question": self.question, "turns": self.turns, "rewritten": self.rewritten,
+                "reason": self.reason}
+
+
+def standalone_question(llm, question: str, history: Sequence[dict]) -> Conversation:
+    """A follow-up ("and what about its price?") rewritten from the earlier turns into a question that
+    routes and searches on its own (vector.search.transforms.rewrite_conversational); never raises."""
+    if not history:
+        return Conversation(question, question, 0, False)
+    if llm is None:
+        return Conversation(question, question, len(history), False,
+                            "no LLM is configured, so the question was answered as asked, without the earlier turns")
+    rewrite = rewrite_conversational(llm, question, history)
+    text = rewrite.text if rewrite.text.strip() else question
+    return Conversation(question, text, len(history), not rewrite.degraded and text != question, rewrite.reason,
+                        rewrite.degraded, rewrite.usage)
+
+
+def with_conversation(answer: dict, conversation: Conversation) -> dict:
+    """The answer as /v1/ask returns it: the conversation said, and the rewrite's degradation and cost counted."""
+    answer = {**answer, "conversation": conversation.to_dict()}
+    if conversation.degraded:
+        answer["degraded"] = True
+        answer["degraded_reasons"] = [*answer.get("degraded_reasons", []), conversation.reason]
+    if conversation.usage is not None:
+        answer["usage"] = add_usage(answer.get("usage") or {}, conversation.usage)
+    return answer
+
+
+def add_usage(summary: dict, extra: Usage) -> dict:
+    """A `Usage.as_dict()` summary with another call's usage added."""
+    base = Usage(summary.get("input_tokens", 0), summary.get("output_tokens", 0), summary.get("cache_read_tokens", 0),
+                 summary.get("cache_write_tokens", 0), summary.get("cost_usd", 0.0), summary.get("llm_calls", 0))
+    return {**summary, **(base + extra).as_dict()}
 
 
 class BuildRefused(CrossroadsError):
@@ -121,14 +208,16 @@ class BuildPlan:
     pipeline: GraphPipeline
     settings: BuildSettings
     estimate: dict
-    cost_usd: float  # the estimate at the price it will be billed (the batch price with Message Batches)
+    cost_usd: float | None  # the estimate at the price it will be billed (the batch price with Message Batches);
+    # None only for an estimate without a cost limit (a model without a price)
     meter: UsageMeter  # counts the build's LLM usage
 
 
-def plan_graph_build(db: Database, settings: Settings, tenant: str, level: str | None, *, max_cost_usd: float,
+def plan_graph_build(db: Database, settings: Settings, tenant: str, level: str | None, *, max_cost_usd: float | None,
                      claims: bool | None = None, batch: bool = False) -> BuildPlan:
     """Choose the build's parts as the settings say, estimate it, and refuse it (BuildRefused) for an unknown
-    level, Message Batches without a key, a model without a price, or an estimate over `max_cost_usd`."""
+    level, Message Batches without a key, a model without a price, or an estimate over `max_cost_usd`
+    (None: no limit, for an estimate only: `graph build --dry-run`)."""
     with db.connection() as conn:
         levels = graph_store.list_levels(conn, tenant)
     try:
@@ -138,17 +227,18 @@ def plan_graph_build(db: Database, settings: Settings, tenant: str, level: str |
     meter = UsageMeter()
     try:
         pipeline = build_parts.make_pipeline(settings, make_llm(settings, meter), claims=claims,
-                                             batch_for=(db, tenant) if batch else None)
+                                             batch_for=(db, tenant) if batch else None,
+                                             collect_for=None if batch else (db, tenant))
     except CrossroadsError as exc:  # Message Batches without an API key
         raise BuildRefused("batch", str(exc)) from None
     build_settings = BuildSettings.from_settings(settings)
     estimate = estimate_build(db, tenant, chosen, pipeline.extractor, pipeline.reporter, pipeline.summarizer,
                               build_settings.summary_min_chars)
-    if estimate["cost_usd"] is None:
+    if estimate["cost_usd"] is None and max_cost_usd is not None:
         raise BuildRefused("max_cost", "a model's price is unknown, so the cost limit cannot be checked; set its price "
                                        'in CROSSROADS_LLM_PRICES (JSON: {"model": [input, output]} USD per million tokens)')
-    cost = estimate["cost_usd"] * (BATCH_FACTOR if batch else 1)
-    if cost > max_cost_usd:
+    cost = None if estimate["cost_usd"] is None else estimate["cost_usd"] * (BATCH_FACTOR if batch else 1)
+    if max_cost_usd is not None and cost > max_cost_usd:
         raise BuildRefused("max_cost", f"the build is estimated at ${cost:.4f}, over the limit of ${max_cost_usd}; "
                                        "raise the limit (--max-cost, or max_cost in the API) to proceed")
     return BuildPlan(level, pipeline, build_settings, estimate, cost, meter)

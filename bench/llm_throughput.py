@@ -4,7 +4,9 @@ Indexes fixtures/corpus into a scratch database (title contexts, the local embed
 `all` with the LLM extractor, summarizer and reporter twice from an empty cache: one call at a time
 (CROSSROADS_LLM_CONCURRENCY=1, what a build did before: reports one after another) and at the default
 concurrency. Prints wall time, calls, the most calls in flight at once, and per stage the estimate
-printed before the build against the usage the fake reported. The fake estimates tokens as chars / 4.
+printed before the build (with its range) against the usage the fake reported. The fake counts tokens as
+chars / 4. The first build is estimated with the defaults; the second with what the first measured
+(graph.build.calibration), once a stage made enough calls (calibration.MIN_CALLS).
 """
 from __future__ import annotations
 
@@ -29,7 +31,15 @@ from vector.ingest.sources import load_source
 ROOT = Path(__file__).resolve().parent.parent
 TENANT = "bench_llm"
 LATENCY_S = 0.3
-STAGES = {"record_graph": "extraction", "text": "summaries", "write_report": "reports"}
+STAGES = ("extraction", "summaries", "reports")
+
+
+def measured(db) -> dict[str, dict]:
+    """Calls and tokens per stage recorded in llm_call_stats for the bench's tenant, so far."""
+    with db.connection() as conn:
+        rows = conn.execute("SELECT stage, sum(calls), sum(input_tokens), sum(output_tokens) FROM llm_call_stats "
+                            "WHERE tenant_id = %s GROUP BY 1", (TENANT,)).fetchall()
+    return {stage: {"calls": int(c), "input_tokens": int(i), "output_tokens": int(o)} for stage, c, i, o in rows}
 
 
 def run(db, settings: Settings, concurrency: int) -> dict:
@@ -40,31 +50,29 @@ def run(db, settings: Settings, concurrency: int) -> dict:
     with FakeAnthropic(handler=healthy, latency_s=LATENCY_S) as api:
         keyed = settings.model_copy(update={"anthropic_base_url": api.url, "llm_concurrency": concurrency})
         meter = UsageMeter()
-        llm = make_llm(keyed, meter, record_calls=True)
+        llm = make_llm(keyed, meter)
         pipeline = make_pipeline(keyed, llm, claims=False)
         estimate = estimate_build(db, TENANT, levels, pipeline.extractor, pipeline.reporter, pipeline.summarizer)
+        before = measured(db)
         started = time.perf_counter()
         job = build_graph(db, TENANT, "all", pipeline.extractor, pipeline.reporter, None, BuildSettings(),
                           usage=meter.summary, summarizer=pipeline.summarizer)
         wall = time.perf_counter() - started
-    actual: dict = {}
-    for call in llm.calls:
-        stage = actual.setdefault(STAGES.get(call.kind, call.kind), {"calls": 0, "input_tokens": 0, "output_tokens": 0})
-        stage["calls"] += 1
-        stage["input_tokens"] += call.usage.prompt_tokens
-        stage["output_tokens"] += call.usage.output_tokens
+    after = measured(db)
+    actual = {stage: {k: v - before.get(stage, {}).get(k, 0) for k, v in sums.items()} for stage, sums in after.items()}
     planned = {"extraction": estimate, "summaries": estimate["summaries"], "reports": estimate["reports"]}
-    stages = {name: {"estimate": {k: planned[name][k] for k in ("calls", "input_tokens", "output_tokens")},
-                     "actual": actual.get(name, {})} for name in planned}
-    return {"concurrency": concurrency, "wall_s": round(wall, 1), "status": job["status"], "calls": len(llm.calls),
-            "max_in_flight": api.max_in_flight, "max_in_flight_by_kind": api.max_in_flight_by_kind,
-            "usage": meter.summary(), "stages": stages}
+    keys = ("calls", "input_tokens", "input_tokens_range", "output_tokens", "output_tokens_range", "measured_calls")
+    stages = {name: {"estimate": {k: planned[name][k] for k in keys}, "actual": actual.get(name, {})}
+              for name in STAGES}
+    return {"concurrency": concurrency, "wall_s": round(wall, 1), "status": job["status"],
+            "calls": meter.summary()["llm_calls"], "max_in_flight": api.max_in_flight,
+            "max_in_flight_by_kind": api.max_in_flight_by_kind, "usage": meter.summary(), "stages": stages}
 
 
 def main() -> None:
     settings = Settings(anthropic_api_key="bench-key", llm_model_fast="claude-haiku-4-5",
                         llm_model_answer="claude-sonnet-5", llm_max_retries=0, contextual_retrieval="title")
-    with scratch_database(settings) as db:
+    with scratch_database(settings) as db:  # fresh: the first build is estimated with the defaults
         docs, skipped = load_source(ROOT / "fixtures" / "corpus", [], settings.max_document_bytes)
         ingest_documents(db, make_embedder(settings), settings, TENANT, docs, skipped)
         results = [run(db, settings, 1), run(db, settings, settings.llm_concurrency)]
@@ -73,8 +81,11 @@ def main() -> None:
               f"at most {r['max_in_flight']} in flight {r['max_in_flight_by_kind']}, {r['status']}")
         for name, s in r["stages"].items():
             e, a = s["estimate"], s["actual"]
-            print(f"  {name:>10}: estimate {e['calls']} calls {e['input_tokens']:,} in {e['output_tokens']:,} out; "
-                  f"fake reported {a.get('calls', 0)} calls {a.get('input_tokens', 0):,} in {a.get('output_tokens', 0):,} out")
+            (il, ih), (ol, oh) = e["input_tokens_range"], e["output_tokens_range"]
+            basis = f"measured on {max(e['measured_calls'].values())} calls" if e["measured_calls"] else "defaults"
+            print(f"  {name:>10}: estimate {e['calls']} calls {e['input_tokens']:,} ({il:,}-{ih:,}) in "
+                  f"{e['output_tokens']:,} ({ol:,}-{oh:,}) out [{basis}]; fake reported {a.get('calls', 0)} calls "
+                  f"{a.get('input_tokens', 0):,} in {a.get('output_tokens', 0):,} out")
     print(json.dumps(results, indent=1))
 
 

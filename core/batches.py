@@ -18,6 +18,11 @@ than pay for them again. The rows of collected requests are deleted when the bui
 their results are then in the build's caches. An errored, expired or canceled entry is a failed call
 (an `LLMError`: counted, not cached, the job ends `partial`); its row is deleted at once, so the next
 build sends it again.
+
+Collected results are kept on their rows (`result`) until a build uses them, so a batch is downloaded
+once, whoever collects it: a batch build, a build without `--batch` (`CollectingLLM`: it answers the
+requests an earlier batch build sent from that batch, waiting for it if it is still running, and sends
+only the others one by one), or `graph status` (`collect_finished`: the batches that have ended, no wait).
 """
 from __future__ import annotations
 
@@ -29,6 +34,8 @@ import time
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import anthropic
+from anthropic.types import Message
+from psycopg.types.json import Jsonb
 
 from core import jobs
 from core.database import Database
@@ -56,8 +63,9 @@ def custom_id(params: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-class BatchLLM:
-    """`LLM` whose calls go out in Message Batches, through `llm`'s client, priced at the batch price.
+class Collector:
+    """What `BatchLLM` and `CollectingLLM` share: the results of Message Batches, collected once (from their
+    rows when already downloaded, else from the API), answering requests by custom_id.
 
     `job_id`: the build's job, set before the build runs: its cancel request stops the wait for a batch,
     and the rows of the requests it submits name it. `poll_s`: seconds between looks at a running batch."""
@@ -66,97 +74,55 @@ class BatchLLM:
         self.llm, self.db, self.tenant, self.poll_s = llm, db, tenant, poll_s
         self.models, self.concurrency = llm.models, llm.concurrency
         self.job_id: int | None = None
-        self.batches = 0  # batches this build created
         self._lock = threading.Lock()
         self._answers: dict[str, Any] = {}  # custom_id -> the result's message, or an LLMError's (message, status)
         self._replies: dict[str, LLMResponse] = {}  # custom_id -> its reply, metered once, when first used
-        self._wanted: dict[str, dict[str, Any]] = {}  # custom_id -> parameters, deferred in the current pass
 
-    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
-                 cached_prefix: str | None = None, tools: list[dict] | None = None,
-                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
-        params = self.llm.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
-                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
-                                  temperature=temperature)
-        cid = custom_id(params)
-        with self._lock:
-            if cid not in self._answers:
-                self._wanted[cid] = params
-                raise Deferred(cid)
-            answer, reply = self._answers[cid], self._replies.get(cid)
-        if isinstance(answer, tuple):
-            raise LLMError(answer[0], status=answer[1])
-        if reply is not None:  # an item deferred later on runs again: its earlier replies were paid for once
-            return LLMResponse(reply.text, reply.tool_input, reply.stop_reason, reply.model, Usage(calls=0))
-        reply = self.llm.reply(params, answer, batch=True)
-        with self._lock:
-            self._replies[cid] = reply
-        return reply
+    @property
+    def stats(self):
+        """What the calls measured (core.llm.CallStats), as the wrapped LLM's."""
+        return self.llm.stats
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        """`fn` over `items`, their results in the items' order, as a thread pool's `map` (what steps use
-        without batches); an exception other than `Deferred` propagates. One batch per pass."""
-        items = list(items)
-        results: dict[int, R] = {}
-        todo = range(len(items))
-        while todo:
-            deferred = []
-            for i in todo:
-                try:
-                    results[i] = fn(items[i])
-                except Deferred:
-                    deferred.append(i)
-            if deferred:
-                with self._lock:
-                    wanted, self._wanted = self._wanted, {}
-                self._settle(wanted)
-            todo = deferred
-        return (results[i] for i in range(len(items)))
+    def thinking_budget(self, stage: str, model: str) -> int:
+        return self.llm.thinking_budget(stage, model)
 
     def finish(self) -> None:
-        """The build has ended: the results it collected are in its caches, so their rows go."""
+        """The build has ended: the results it used are in its caches, so their rows go."""
         with self._lock:
             used = sorted(self._answers)
         with self.db.connection() as conn:
             conn.execute("DELETE FROM llm_batch_requests WHERE tenant_id = %s AND custom_id = ANY(%s)",
                          (self.tenant, used))
 
-    # --- one pass's requests ----------------------------------------------------------------------
-    def _settle(self, wanted: dict[str, dict[str, Any]]) -> None:
-        """A result for every request in `wanted`: from batches an earlier build submitted, else from a new one."""
+    def _answered(self, task: Task, params: dict[str, Any], cid: str) -> LLMResponse:
+        """The reply to a request whose result was collected (`cid` in `_answers`)."""
+        with self._lock:
+            answer, reply = self._answers[cid], self._replies.get(cid)
+        if isinstance(answer, tuple):
+            raise LLMError(answer[0], status=answer[1])
+        if reply is not None:  # an item deferred later on runs again: its earlier replies were paid for once
+            return LLMResponse(reply.text, reply.tool_input, reply.stop_reason, reply.model, Usage(calls=0))
+        reply = self.llm.reply(params, answer, task=task, batch=True)
+        with self._lock:
+            self._replies[cid] = reply
+        return reply
+
+    def _gather(self, batch_id: str) -> None:
+        """Take in a batch's results: those kept on its rows, and, when some are not there yet, the API's
+        (waiting for the batch to end)."""
         with self.db.connection() as conn:
-            known = dict(conn.execute("SELECT custom_id, batch_id FROM llm_batch_requests WHERE tenant_id = %s "
-                                      "AND custom_id = ANY(%s)", (self.tenant, sorted(wanted))).fetchall())
-        if known:
-            log.info("collecting %d requests from Message Batches sent earlier (%s), not sending them again",
-                     len(known), ", ".join(sorted(set(known.values()))))
-        for batch_id in sorted(set(known.values())):
+            rows = conn.execute("SELECT custom_id, result FROM llm_batch_requests WHERE tenant_id = %s "
+                                "AND batch_id = %s", (self.tenant, batch_id)).fetchall()
+        with self._lock:
+            for cid, result in rows:
+                if result is not None:
+                    self._answers[cid] = Message.model_validate(result)
+        if any(result is None for _, result in rows):
             self._collect(batch_id)
-        fresh = {cid: params for cid, params in wanted.items() if cid not in self._answers}
-        if fresh:
-            self._collect(self._submit(fresh))
-        for cid in wanted:
-            if cid not in self._answers:  # never expected: guards the passes against going round forever
-                self._answers[cid] = ("the Message Batch's results did not include this request; run the build "
-                                      "again to send it again", None)
 
-    def _submit(self, requests: dict[str, dict[str, Any]]) -> str:
-        model = next(iter(requests.values()))["model"]
-        batch = self._call(lambda: self.llm.client.messages.batches.create(
-            requests=[{"custom_id": cid, "params": params} for cid, params in sorted(requests.items())]), model,
-            "send a Message Batch")
-        # recorded at once: a build that dies from here on leaves the batch to the next one to collect
-        with self.db.connection() as conn, conn.cursor() as cur:
-            cur.executemany("INSERT INTO llm_batch_requests (tenant_id, custom_id, batch_id, job_id) "
-                            "VALUES (%s, %s, %s, %s) ON CONFLICT (tenant_id, custom_id) DO UPDATE "
-                            "SET batch_id = EXCLUDED.batch_id, job_id = EXCLUDED.job_id, submitted_at = now()",
-                            [(self.tenant, cid, batch.id, self.job_id) for cid in requests])
-        self.batches += 1
-        log.info("sent Message Batch %s with %d requests", batch.id, len(requests))
-        return batch.id
-
-    def _collect(self, batch_id: str) -> None:
-        """Wait for the batch to end and take in its results; one that is gone is forgotten (sent again)."""
+    def _collect(self, batch_id: str, *, wait: bool = True) -> bool:
+        """Wait for the batch to end (or look once, without `wait`) and take in its results, keeping the
+        succeeded ones on their rows; one that is gone is forgotten (sent again). False: not ended yet."""
         model = self.llm.models["fast"]
         try:
             while True:
@@ -165,6 +131,8 @@ class BatchLLM:
                                    f"look at Message Batch {batch_id}")
                 if batch.processing_status == "ended":
                     break
+                if not wait:
+                    return False
                 time.sleep(self.poll_s)
             entries = self._call(lambda: list(self.llm.client.messages.batches.results(batch_id)), model,
                                  f"download the results of Message Batch {batch_id}")
@@ -174,15 +142,16 @@ class BatchLLM:
             # results are kept 29 days; a batch older than that (or of another API key) cannot be collected
             log.warning("Message Batch %s is gone (%s); its requests are sent again", batch_id, exc)
             with self.db.connection() as conn:
-                conn.execute("DELETE FROM llm_batch_requests WHERE tenant_id = %s AND batch_id = %s",
-                             (self.tenant, batch_id))
-            return
-        failed = []
+                conn.execute("DELETE FROM llm_batch_requests WHERE tenant_id = %s AND batch_id = %s "
+                             "AND result IS NULL", (self.tenant, batch_id))
+            return True
+        failed, kept = [], []
         with self._lock:
             for entry in entries:
                 result = entry.result
                 if result.type == "succeeded":
                     self._answers[entry.custom_id] = result.message
+                    kept.append((Jsonb(result.message.model_dump(mode="json")), self.tenant, entry.custom_id))
                     continue
                 failed.append(entry.custom_id)
                 if result.type == "errored":
@@ -194,10 +163,14 @@ class BatchLLM:
                     self._answers[entry.custom_id] = (
                         f"the request {result.type} in Message Batch {batch_id} before it was processed; "
                         "not cached: run the build again to send it again", None)
-        if failed:
-            with self.db.connection() as conn:
-                conn.execute("DELETE FROM llm_batch_requests WHERE tenant_id = %s AND custom_id = ANY(%s)",
-                             (self.tenant, failed))
+        with self.db.connection() as conn, conn.cursor() as cur:
+            if kept:  # downloaded once: a build that dies before using them finds them here
+                cur.executemany("UPDATE llm_batch_requests SET result = %s WHERE tenant_id = %s AND custom_id = %s",
+                                kept)
+            if failed:
+                cur.execute("DELETE FROM llm_batch_requests WHERE tenant_id = %s AND custom_id = ANY(%s)",
+                            (self.tenant, failed))
+        return True
 
     def _call(self, call: Callable[[], T], model: str, what: str) -> T:
         """A Batches API call with the LLM's retries; its final failure stops the build (nothing is lost:
@@ -220,8 +193,143 @@ class BatchLLM:
         watch.raise_if_stopped()
 
 
+class BatchLLM(Collector):
+    """`LLM` whose calls go out in Message Batches, through `llm`'s client, priced at the batch price."""
+
+    def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float):
+        super().__init__(llm, db, tenant, poll_s)
+        self.batches = 0  # batches this build created
+        self._wanted: dict[str, dict[str, Any]] = {}  # custom_id -> parameters, deferred in the current pass
+
+    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
+                 cached_prefix: str | None = None, tools: list[dict] | None = None,
+                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
+        params = self.llm.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
+                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
+                                  temperature=temperature)
+        cid = custom_id(params)
+        with self._lock:
+            if cid not in self._answers:
+                self._wanted[cid] = params
+                raise Deferred(cid)
+        return self._answered(task, params, cid)
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """`fn` over `items`, their results in the items' order, as a thread pool's `map` (what steps use
+        without batches); an exception other than `Deferred` propagates. One batch per pass."""
+        items = list(items)
+        results: dict[int, R] = {}
+        todo = range(len(items))
+        while todo:
+            deferred = []
+            for i in todo:
+                try:
+                    results[i] = fn(items[i])
+                except Deferred:
+                    deferred.append(i)
+            if deferred:
+                with self._lock:
+                    wanted, self._wanted = self._wanted, {}
+                self._settle(wanted)
+            todo = deferred
+        return (results[i] for i in range(len(items)))
+
+    # --- one pass's requests ----------------------------------------------------------------------
+    def _settle(self, wanted: dict[str, dict[str, Any]]) -> None:
+        """A result for every request in `wanted`: from batches an earlier build submitted, else from a new one."""
+        known = pending_requests(self.db, self.tenant, sorted(wanted))
+        if known:
+            log.info("collecting %d requests from Message Batches sent earlier (%s), not sending them again",
+                     len(known), ", ".join(sorted(set(known.values()))))
+        for batch_id in sorted(set(known.values())):
+            self._gather(batch_id)
+        fresh = {cid: params for cid, params in wanted.items() if cid not in self._answers}
+        if fresh:
+            self._collect(self._submit(fresh))
+        for cid in wanted:
+            if cid not in self._answers:  # never expected: guards the passes against going round forever
+                self._answers[cid] = ("the Message Batch's results did not include this request; run the build "
+                                      "again to send it again", None)
+
+    def _submit(self, requests: dict[str, dict[str, Any]]) -> str:
+        model = next(iter(requests.values()))["model"]
+        batch = self._call(lambda: self.llm.client.messages.batches.create(
+            requests=[{"custom_id": cid, "params": params} for cid, params in sorted(requests.items())]), model,
+            "send a Message Batch")
+        # recorded at once: a build that dies from here on leaves the batch to the next one to collect
+        with self.db.connection() as conn, conn.cursor() as cur:
+            cur.executemany("INSERT INTO llm_batch_requests (tenant_id, custom_id, batch_id, job_id) "
+                            "VALUES (%s, %s, %s, %s) ON CONFLICT (tenant_id, custom_id) DO UPDATE "
+                            "SET batch_id = EXCLUDED.batch_id, job_id = EXCLUDED.job_id, submitted_at = now(), "
+                            "result = NULL",
+                            [(self.tenant, cid, batch.id, self.job_id) for cid in requests])
+        self.batches += 1
+        log.info("sent Message Batch %s with %d requests", batch.id, len(requests))
+        return batch.id
+
+
+class CollectingLLM(Collector):
+    """`LLM` of a build without `--batch` that an earlier batch build left requests to collect (`pending`:
+    custom_id -> batch id): those are answered from their batch (kept results, or collected from the API,
+    waiting for it to end: sending them again would pay twice), every other call goes to `llm` at once."""
+
+    def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float, pending: dict[str, str]):
+        super().__init__(llm, db, tenant, poll_s)
+        self._pending = pending
+        self._gathered: set[str] = set()
+        self._gathering = threading.Lock()  # one thread collects a batch; the others wait for it
+
+    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
+                 cached_prefix: str | None = None, tools: list[dict] | None = None,
+                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
+        params = self.llm.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
+                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
+                                  temperature=temperature)
+        cid = custom_id(params)
+        batch_id = self._pending.get(cid)
+        if batch_id is not None:
+            with self._gathering:
+                if batch_id not in self._gathered:
+                    log.info("collecting Message Batch %s sent by an earlier build, not sending its requests again",
+                             batch_id)
+                    self._gather(batch_id)
+                    self._gathered.add(batch_id)
+            with self._lock:
+                answered = cid in self._answers
+            if answered:
+                return self._answered(task, params, cid)
+        # not in a batch, or its batch is gone (older than 29 days): sent now
+        return self.llm.complete(task=task, system=system, messages=messages, max_tokens=max_tokens,
+                                 cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
+                                 temperature=temperature)
+
+
+def pending_requests(db: Database, tenant: str, ids: list[str] | None = None) -> dict[str, str]:
+    """custom_id -> batch id of the tenant's requests sent in Message Batches and not yet used by a build
+    (only those among `ids`, when given)."""
+    with db.connection() as conn:
+        if ids is None:
+            rows = conn.execute("SELECT custom_id, batch_id FROM llm_batch_requests WHERE tenant_id = %s", (tenant,))
+        else:
+            rows = conn.execute("SELECT custom_id, batch_id FROM llm_batch_requests WHERE tenant_id = %s "
+                                "AND custom_id = ANY(%s)", (tenant, ids))
+        return dict(rows.fetchall())
+
+
+def collect_finished(llm: AnthropicLLM, db: Database, tenant: str) -> None:
+    """Download the results of the tenant's Message Batches that have ended (`graph status`), without waiting
+    for the others: kept on their rows, the next build uses them without paying again."""
+    collector = Collector(llm, db, tenant, poll_s=0.0)
+    with db.connection() as conn:
+        ids = [b for (b,) in conn.execute("SELECT DISTINCT batch_id FROM llm_batch_requests WHERE tenant_id = %s "
+                                          "AND result IS NULL ORDER BY 1", (tenant,)).fetchall()]
+    for batch_id in ids:
+        collector._collect(batch_id, wait=False)
+
+
 def waiting(conn, tenant: str) -> list[dict]:
-    """The tenant's Message Batches whose requests no build has collected yet (`graph status`), oldest first."""
-    rows = conn.execute("SELECT batch_id, job_id, count(*), min(submitted_at) FROM llm_batch_requests "
-                        "WHERE tenant_id = %s GROUP BY batch_id, job_id ORDER BY 4, 1", (tenant,)).fetchall()
-    return [{"batch_id": b, "job_id": j, "requests": n, "submitted_at": at} for b, j, n, at in rows]
+    """The tenant's Message Batches whose requests no build has used yet (`graph status`), oldest first, with
+    how many of their results are collected (kept for the next build)."""
+    rows = conn.execute("SELECT batch_id, job_id, count(*), count(result), min(submitted_at) FROM llm_batch_requests "
+                        "WHERE tenant_id = %s GROUP BY batch_id, job_id ORDER BY 5, 1", (tenant,)).fetchall()
+    return [{"batch_id": b, "job_id": j, "requests": n, "collected": c, "submitted_at": at} for b, j, n, c, at in rows]

@@ -196,6 +196,15 @@ def recent_jobs(conn: psycopg.Connection, tenant: str, kind: str, lease_s: float
     return [dict(zip(_JOB_KEYS, r)) for r in rows]
 
 
+def list_jobs(conn: psycopg.Connection, tenant: str, lease_s: float, limit: int, offset: int = 0) -> tuple[list[dict], int]:
+    """A page of the tenant's jobs of every kind, newest first (ids are unique: a stable order), and their total."""
+    params = {"tenant": tenant, "lease_s": lease_s, "limit": limit, "offset": offset}
+    rows = conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE tenant_id = %(tenant)s ORDER BY id DESC"
+                        " LIMIT %(limit)s OFFSET %(offset)s", params).fetchall()
+    total = conn.execute("SELECT count(*) FROM jobs WHERE tenant_id = %(tenant)s", params).fetchone()[0]
+    return [dict(zip(_JOB_KEYS, r)) for r in rows], total
+
+
 def finished_counts(conn: psycopg.Connection, tenant: str, kind: str, limit: int = 20) -> list[tuple[int, str, dict]]:
     """(id, status, counts) of the tenant's jobs of this kind that ran to their end (`done` or
     `partial`), newest first: what the last complete run of each part left behind."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -17,13 +18,34 @@ from typing import Any, Callable, Iterator, Literal, Protocol
 import anthropic
 
 from core.llm_limiter import backoff_s, limiter_for
-from core.pricing import price_of
+from core.pricing import price_of, thinking_mode
 from core.pricing import set_overrides as set_price_overrides
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
 
 Task = Literal["fast", "answer"]
+
+# What a call is for (core.settings.LLMStage), as CROSSROADS_LLM_THINKING and the estimate's calibration
+# name it. Set by the step that makes the call (`llm_stage`); an answer call outside any stage is "answer".
+_stage: ContextVar[str | None] = ContextVar("crossroads_llm_stage", default=None)
+
+
+@contextmanager
+def llm_stage(name: str) -> Iterator[None]:
+    """The calls made inside (in this thread) are for `name`: their thinking budget, their calibration."""
+    token = _stage.set(name)
+    try:
+        yield
+    finally:
+        _stage.reset(token)
+
+
+def stage_of(task: str) -> str:
+    """The stage of a call now being made: the one set by `llm_stage`, else "answer" for the answer task and
+    "other" (classifier, planner, chunk contexts, ...) for the fast one."""
+    return _stage.get() or ("answer" if task == "answer" else "other")
+
 
 def model_prices(model: str) -> tuple[float, float] | None:
     """(input, output) USD per 1M tokens, or None (warned once per model) when unknown (core.pricing)."""
@@ -171,21 +193,20 @@ class AnthropicLLM:
     `llm_max_retries` times. Then the error becomes one `LLMError`.
 
     `concurrency`: calls worth making at once (core.llm_limiter.concurrency_of); bulk steps size their
-    thread pools with it. `calls`: every reply's (model, prompt text chars, usage), for calibrating
-    token estimates (graph.build.estimate); kept only when `record_calls` is set.
+    thread pools with it. `stats`: what every reply's `usage` measured, summed per (model, stage,
+    language, thinking budget): saved after a build to calibrate the next one's estimate
+    (graph.build.calibration); a handful of sums whatever the number of calls.
     """
 
-    def __init__(self, settings: Settings, meter: UsageMeter | None = None, *, record_calls: bool = False):
+    def __init__(self, settings: Settings, meter: UsageMeter | None = None):
         if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value().strip():
             raise ValueError("AnthropicLLM needs ANTHROPIC_API_KEY; use make_llm(), which returns None offline")
         self.settings = settings
         self.meter = meter
         self.models: dict[str, str] = {"fast": settings.llm_model_fast, "answer": settings.llm_model_answer}
-        self.thinking: dict[str, int] = {"fast": settings.llm_thinking_fast, "answer": settings.llm_thinking_answer}
         self.concurrency = settings.llm_concurrency
         self.limiter = limiter_for(settings.anthropic_base_url or "https://api.anthropic.com", settings.llm_concurrency)
-        self.calls: list[CallRecord] | None = [] if record_calls else None
-        self._calls_lock = threading.Lock()
+        self.stats = CallStats()
         self._client = anthropic.Anthropic(
             api_key=settings.anthropic_api_key.get_secret_value(),
             base_url=settings.anthropic_base_url,
@@ -206,13 +227,15 @@ class AnthropicLLM:
             raise ValueError(f"unknown LLM task {task!r}; expected one of {sorted(self.models)}")
         model = self.models[task]
         params: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
-        thinking = self.thinking[task]
+        thinking = self.thinking_budget(stage_of(task), model)
         if thinking:
-            # The budget is part of max_tokens, so the answer keeps the budget it was given. Thinking
+            # The budget is part of max_tokens, so the answer keeps the budget it was given: for a model
+            # thinking adaptively (no budget_tokens), max_tokens is what bounds its thinking. Thinking
             # rejects sampling parameters and a forced tool_choice: the tool is offered with `auto`
             # (core.prompting asks again when no tool call comes back).
             params["max_tokens"] = max_tokens + thinking
-            params["thinking"] = {"type": "enabled", "budget_tokens": thinking}
+            params["thinking"] = ({"type": "enabled", "budget_tokens": thinking}
+                                  if thinking_mode(model) == "enabled" else {"type": "adaptive"})
             temperature = None
             if tool_choice and tool_choice.get("type") in ("tool", "any"):
                 tool_choice = {"type": "auto"}
@@ -237,6 +260,12 @@ class AnthropicLLM:
             params["tool_choice"] = tool_choice
         return params
 
+    def thinking_budget(self, stage: str, model: str) -> int:
+        """Thinking tokens a call of `stage` by `model` is given (CROSSROADS_LLM_THINKING): 0 when none is set,
+        or when the model does not think (core.pricing.thinking_mode; warned once there)."""
+        budget = self.settings.llm_thinking.get(stage, 0)
+        return budget if budget and thinking_mode(model) is not None else 0
+
     def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
                  cached_prefix: str | None = None, tools: list[dict] | None = None,
                  tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
@@ -245,7 +274,7 @@ class AnthropicLLM:
                               temperature=temperature)
         msg = self._send(lambda headers: self._client.messages.create(**_sdk_params(params), extra_headers=headers),
                          params["model"])
-        return self.reply(params, msg)
+        return self.reply(params, msg, task=task)
 
     def stream_text(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
                     on_text: Callable[[str], None]) -> LLMResponse:
@@ -270,10 +299,11 @@ class AnthropicLLM:
                     raise _to_llm_error(err, params["model"], self.settings) from err
                 raise
 
-        return self.reply(params, self._send(once, params["model"]))
+        return self.reply(params, self._send(once, params["model"]), task=task)
 
-    def reply(self, params: dict[str, Any], msg: Any, *, batch: bool = False) -> LLMResponse:
-        """A Messages API reply (or a Message Batch result's message) as an `LLMResponse`, metered."""
+    def reply(self, params: dict[str, Any], msg: Any, *, task: Task, batch: bool = False) -> LLMResponse:
+        """A Messages API reply (or a Message Batch result's message) to a `task` call as an `LLMResponse`,
+        metered, and measured in `stats` when made in a stage (`llm_stage`)."""
         model = params["model"]
         u = msg.usage
         usage = Usage.priced(model, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
@@ -283,10 +313,9 @@ class AnthropicLLM:
             self.meter.record(model, usage)
         text = "".join(block.text for block in msg.content if block.type == "text")
         tool_input = next((dict(block.input) for block in msg.content if block.type == "tool_use"), None)
-        if self.calls is not None:
-            with self._calls_lock:
-                kind = params["tools"][0]["name"] if params.get("tools") else "text"
-                self.calls.append(CallRecord(model, kind, prompt_text(params), len(text), usage))
+        stage = _stage.get()
+        if stage is not None:  # a step's calls, which estimates are made of (not a question's, nor a context's)
+            self.stats.add(model, stage, params, self.thinking_budget(stage, model), usage)
         return LLMResponse(text=text, tool_input=tool_input, stop_reason=msg.stop_reason,
                            model=msg.model, usage=usage)
 
@@ -319,12 +348,63 @@ class AnthropicLLM:
 
 
 @dataclass
-class CallRecord:
-    model: str
-    kind: str  # the tool offered ("record_graph", "write_report", ...), else "text"
-    prompt: str  # the text sent (system, messages, tools), for measuring characters per token by language
-    output_chars: int
-    usage: Usage
+class StageStats:
+    """Sums over the calls of one (model, stage, language, thinking budget); see graph.build.calibration."""
+
+    calls: int = 0
+    input_chars: int = 0
+    message_chars: int = 0  # of input_chars, those of the messages; the rest is the system prompt and tools
+    input_tokens: int = 0  # input + cache read + cache write: the whole prompt
+    output_tokens: int = 0  # thinking included, as billed
+    cpt_sum: float = 0.0  # per-call characters per token, summed, and squared: their spread
+    cpt_squares: float = 0.0
+    input_squares: float = 0.0
+    output_squares: float = 0.0
+
+
+class CallStats:
+    """What the API's `usage` measured, summed by (model, stage, language of the input, thinking budget)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sums: dict[tuple[str, str, str, int], StageStats] = {}
+
+    def add(self, model: str, stage: str, params: dict[str, Any], thinking: int, usage: Usage) -> None:
+        """One call's request parameters and the usage its reply reported."""
+        tokens = usage.prompt_tokens
+        if tokens <= 0:  # a reply without usage says nothing about the prompt's size
+            return
+        prompt, messages = prompt_text(params), _message_texts(params)
+        message_chars, cpt = sum(len(t) for t in messages), len(prompt) / tokens
+        # the language of what the call is about (the messages), not of the English instructions around it
+        lang = language_of("\n".join(messages))
+        with self._lock:
+            s = self._sums.setdefault((model, stage, lang, thinking), StageStats())
+            s.calls += 1
+            s.input_chars += len(prompt)
+            s.message_chars += message_chars
+            s.input_tokens += tokens
+            s.output_tokens += usage.output_tokens
+            s.cpt_sum += cpt
+            s.cpt_squares += cpt * cpt
+            s.input_squares += tokens ** 2
+            s.output_squares += usage.output_tokens ** 2
+
+    def take(self) -> dict[tuple[str, str, str, int], StageStats]:
+        """The sums so far, leaving none: each is saved once (graph.build.calibration)."""
+        with self._lock:
+            sums, self._sums = self._sums, {}
+        return sums
+
+
+_CYRILLIC = re.compile("[\u0400-\u04ff]")
+_LATIN = re.compile("[A-Za-z]")
+
+
+def language_of(text: str) -> str:
+    """The language an estimate prices text of, by script as chunks are tagged: mostly Cyrillic letters ->
+    "russian", else "english" (Latin letters, and any other script: priced as the defaults' "english")."""
+    return "russian" if len(_CYRILLIC.findall(text)) > len(_LATIN.findall(text)) else "english"
 
 
 def prompt_text(params: dict[str, Any]) -> str:
@@ -332,10 +412,15 @@ def prompt_text(params: dict[str, Any]) -> str:
     parts = [json.dumps(t, ensure_ascii=False) for t in params.get("tools", ())]
     system = params.get("system")
     parts += [system] if isinstance(system, str) else [b["text"] for b in system or ()]
+    return "\n".join(parts + _message_texts(params))
+
+
+def _message_texts(params: dict[str, Any]) -> list[str]:
+    texts: list[str] = []
     for m in params["messages"]:
         content = m["content"]
-        parts += [content] if isinstance(content, str) else [b.get("text", "") for b in content]
-    return "\n".join(parts)
+        texts += [content] if isinstance(content, str) else [b.get("text", "") for b in content]
+    return texts
 
 
 def _sdk_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -410,10 +495,10 @@ def _to_llm_error(err: anthropic.AnthropicError, model: str, settings: Settings)
     return LLMError(f"{text} [{detail}]", status=status, retryable=retryable)
 
 
-def make_llm(settings: Settings, meter: UsageMeter | None = None, *, record_calls: bool = False) -> LLM | None:
+def make_llm(settings: Settings, meter: UsageMeter | None = None) -> LLM | None:
     """The configured LLM, or None without an API key (offline mode: callers run offline algorithms)."""
     key = settings.anthropic_api_key
     if key is None or not key.get_secret_value().strip():  # `ANTHROPIC_API_KEY=` in .env means unset
         return None
     set_price_overrides(settings.llm_prices)
-    return AnthropicLLM(settings, meter, record_calls=record_calls)
+    return AnthropicLLM(settings, meter)

@@ -43,16 +43,33 @@ PRICES: dict[str, Price] = {
 }
 
 # The shortest prefix (tokens) each model caches; a shorter one is sent uncached without an error, so
-# no saving may be counted for it. From the prompt-caching documentation.
+# no saving may be counted for it. From the prompt-caching documentation ("Minimum cacheable prompt
+# length": 4096 for Haiku 4.5 and Opus 4.5+, 1024 for Sonnet 4.5/4.6, 2048 for Haiku 3.5 / 3); a
+# model it does not list is counted as caching nothing.
 CACHE_MIN_TOKENS: dict[str, int] = {
     "claude-haiku-4-5": 4096,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
     "claude-sonnet-5": 1024,
-    "claude-opus-5": 512,
+    "claude-opus-5": 4096,
+}
+
+# How each model thinks, from the extended / adaptive thinking documentation: "enabled" takes
+# `{"type": "enabled", "budget_tokens": N}` (Claude 4.5 and earlier thinking models); "adaptive" takes
+# only `{"type": "adaptive"}` (Opus 4.7+, the 5 family: a budget_tokens is a 400). A model not listed
+# is sent no thinking (warned once).
+THINKING_MODES: dict[str, str] = {
+    "claude-haiku-4-5": "enabled",
+    "claude-sonnet-4-5": "enabled",
+    "claude-opus-4-5": "enabled",
+    "claude-sonnet-5": "adaptive",
+    "claude-opus-5": "adaptive",
 }
 
 _DATED = re.compile(r"^(?P<alias>.+)-\d{8}$")
 _overrides: dict[str, Price] = {}
 _warned: set[str] = set()
+_warned_thinking: set[str] = set()
 _lock = threading.Lock()
 
 
@@ -84,3 +101,16 @@ def price_of(model: str) -> Price | None:
 def cache_min_tokens(model: str) -> int | None:
     """The model's documented minimum cached prefix, or None when unknown (then no saving is counted)."""
     return _lookup(CACHE_MIN_TOKENS, model)
+
+
+def thinking_mode(model: str) -> str | None:
+    """"enabled" (a budget_tokens), "adaptive", or None for a model not known to think (warned once: a
+    thinking budget set for it is not sent, and not counted)."""
+    mode = _lookup(THINKING_MODES, model)
+    if mode is None:
+        with _lock:
+            if model not in _warned_thinking:
+                _warned_thinking.add(model)
+                log.warning("model %r is not known to support thinking: CROSSROADS_LLM_THINKING is not sent to it",
+                            model)
+    return mode

@@ -11,15 +11,26 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AfterValidator, AliasChoices, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+
+# What an LLM call is for, as CROSSROADS_LLM_THINKING names it (core.llm.llm_stage sets it per call).
+LLMStage = Literal["extraction", "summaries", "reports", "global_map", "answer"]
+
+
+def _thinking_budget(tokens: int) -> int:
+    # the API rejects a budget_tokens under 1024 (400): refused here, before any paid call
+    if tokens != 0 and tokens < 1024:
+        raise ValueError("a thinking budget is 0 (off) or at least 1024 tokens, the API's minimum")
+    return tokens
 
 
 def _toml_path() -> Path:
@@ -105,8 +116,10 @@ class Settings(BaseSettings):
     llm_concurrency: int = Field(
         8, ge=1, le=64, description="LLM calls in flight per process; a 429 / 529 pauses all."
     )
-    llm_thinking_fast: int = Field(0, ge=0, description="Thinking tokens per fast call; 0: off.")
-    llm_thinking_answer: int = Field(0, ge=0, description="Thinking tokens per answer call; 0: off.")
+    llm_thinking: dict[LLMStage, Annotated[int, AfterValidator(_thinking_budget)]] = Field(
+        {}, description='Thinking tokens per call by task, counted as output: `{"reports": 4000}`; '
+                        "tasks: extraction, summaries, reports, global_map, answer; at least 1024, or 0 (off).",
+    )
     llm_prices: dict[str, tuple[float, float]] = Field(
         {}, description='Prices, USD per 1M tokens: `{"model": [in, out]}`.'
     )

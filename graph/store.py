@@ -350,16 +350,29 @@ def _entities(rows) -> list[dict]:
     return [dict(zip(("key", "name", "type", "description", "degree"), r)) for r in rows]
 
 
-def find_entities(conn: psycopg.Connection, tenant: str, level: str, q: str | None, limit: int) -> list[dict]:
+def find_entities(conn: psycopg.Connection, tenant: str, level: str, q: str | None, limit: int,
+                  offset: int = 0) -> list[dict]:
     """Entities of one access level whose name or key contains `q` (all when empty), best connected first."""
-    pattern = "%" + (q or "").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     rows = conn.execute(
-        f"SELECT {_ENTITY_COLUMNS} FROM graph_entities"
-        " WHERE tenant_id = %s AND access_level = %s AND (name ILIKE %s OR key ILIKE %s) AND withdrawn_at IS NULL"
-        " ORDER BY degree DESC, key LIMIT %s",
-        (tenant, level, pattern, pattern, limit),
+        f"SELECT {_ENTITY_COLUMNS} FROM graph_entities WHERE {_ENTITY_MATCH}"
+        " ORDER BY degree DESC, key LIMIT %s OFFSET %s",
+        (tenant, level, *_name_patterns(q), limit, offset),
     ).fetchall()
     return _entities(rows)
+
+
+def count_entities(conn: psycopg.Connection, tenant: str, level: str, q: str | None) -> int:
+    """How many entities `find_entities` pages through (a list's total)."""
+    return conn.execute(f"SELECT count(*) FROM graph_entities WHERE {_ENTITY_MATCH}",
+                        (tenant, level, *_name_patterns(q))).fetchone()[0]
+
+
+_ENTITY_MATCH = ("tenant_id = %s AND access_level = %s AND (name ILIKE %s OR key ILIKE %s) AND withdrawn_at IS NULL")
+
+
+def _name_patterns(q: str | None) -> tuple[str, str]:
+    pattern = "%" + (q or "").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return pattern, pattern
 
 
 def entities_by_key(conn: psycopg.Connection, tenant: str, level: str, keys: list[str]) -> list[dict]:

@@ -4,16 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from core.passages import ChunkText
 
-@dataclass(frozen=True)
-class ChunkInput:
+
+@dataclass(unsafe_hash=True)  # hashable by value: extraction results are keyed by chunk; never mutated
+class ChunkInput(ChunkText):
     """A chunk as extractors see it (extraction never depends on ACLs: one result serves every level)."""
 
-    chunk_id: int
-    doc_id: str
-    title: str
-    heading: str
-    text: str
     lang: str  # russian | english | simple
     content_hash: str
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from router.types import Passage
-from vector.search.hybrid import Candidate, HybridSearcher, Mode, SearchResult
+from vector.search.hybrid import HybridSearcher, Mode, SearchResult
 
 
 @dataclass
@@ -25,10 +25,6 @@ class SearchRecord:
     degraded_reason: str | None
     latency_ms: float
     trace: dict = field(default_factory=dict)
-
-
-def to_passage(c: Candidate) -> Passage:
-    return Passage(id=c.id, doc_id=c.doc_id, title=c.title, heading=c.heading, text=c.text, kind="chunk")
 
 
 class HybridPassageSearcher:
@@ -54,7 +50,7 @@ class HybridPassageSearcher:
             degraded_reason=result.degraded_reason, latency_ms=(time.perf_counter() - started) * 1000,
             trace=result.trace if self.keep_traces else {},
         ))
-        return [to_passage(h) for h in result.hits]
+        return [Passage.of_chunk(h) for h in result.hits]
 
     # --- for the caller ------------------------------------------------------------------------
     @property

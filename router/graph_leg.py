@@ -38,10 +38,6 @@ def dense_scores(result: SearchResult) -> dict[int, float]:
     return {c.id: c.vector_score for c in result.candidates if c.vector_score is not None}
 
 
-def graph_passage(hit) -> Passage:
-    return Passage(id=hit.id, doc_id=hit.doc_id, title=hit.title, heading=hit.heading, text=hit.text, kind="chunk")
-
-
 def merge_passages(first: Sequence[Passage], then: Sequence[Passage], limit: int) -> list[Passage]:
     """`first`, then the passages of `then` not among them, at most `limit`."""
     seen = {p.id for p in first}
@@ -82,14 +78,14 @@ class HybridGraphSearcher(HybridPassageSearcher):
         if self.graph_only:
             # the dense leg alone gives the walk its passage seeds; its ranking is not used
             hybrid = self.searcher.search(self.tenant, self.groups, query, k=k, mode="dense")
-            return [graph_passage(h) for h in self.walk(query, k, hybrid).hits]
+            return [Passage.of_chunk(h) for h in self.walk(query, k, hybrid).hits]
         hybrid_passages = super().search(query, k)
         # HippoRAG 2's reset vector: the linked entities and the dense scores of hybrid's candidates.
         # Measured on multihop dev against entity-only seeds (which avoid counting the dense signal
         # twice in the fusion): one search 0.60 vs 0.62, the agentic route 0.81 vs 0.76 evidence
         # recall@10; the recipe is kept (bench/multihop_agentic.py --graph, docs/benchmarks.md).
         graph = self.walk(query, k, self.last_result)
-        by_id = {p.id: p for p in hybrid_passages} | {h.id: graph_passage(h) for h in graph.hits
+        by_id = {p.id: p for p in hybrid_passages} | {h.id: Passage.of_chunk(h) for h in graph.hits
                                                       if h.id not in {p.id for p in hybrid_passages}}
         fused = rrf([[p.id for p in hybrid_passages], [h.id for h in graph.hits]])
         return [by_id[pid] for pid in fused[:k]]

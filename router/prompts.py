@@ -30,6 +30,7 @@ Pick exactly one route:
 
 Examples:
 <question>What does error E1043 mean in the billing service?</question> -> local
+<question>Какая температура плавления у сплава АМг6?</question> -> local
 <question>What are the recurring themes across all interviews?</question> -> global
 <question>Какие основные риски упоминаются во всех отчётах?</question> -> global
 <question>Which was founded first, Acme Corp or Globex?</question> -> multihop

@@ -28,8 +28,7 @@ from graph.query.local_context import local_context
 from graph.query.runner import ask_global
 from router.agentic import Limits, agentic_search
 from router.classify import classify
-from router.evidence_search import to_passage
-from router.graph_leg import HybridGraphSearcher, graph_passage, merge_passages
+from router.graph_leg import HybridGraphSearcher, merge_passages
 from router.question_cues import asks_relation
 from router.extractive import offline_answer
 from router.generate import (CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence,
@@ -175,13 +174,13 @@ class QuestionRouter:
 
     def _local(self, tenant, groups, question, decision, llm) -> Answer:
         result = self.local_searcher.search(tenant, groups, question, k=self.settings.answer_passages, mode="hybrid+rerank")
-        passages = [to_passage(h) for h in result.hits]
+        passages = [Passage.of_chunk(h) for h in result.hits]
         graph_local = None
         if asks_relation(question):
             # "how is X related to Y": the passages behind the named entities' relationships first
             # (GraphRAG's local search), then the search's; nothing named in the graph leaves the search's
             graph_local = local_context(self.graph, tenant, groups, question)
-            passages = merge_passages([graph_passage(h) for h in graph_local.passages], passages,
+            passages = merge_passages([Passage.of_chunk(h) for h in graph_local.passages], passages,
                                       self.settings.answer_passages)
         answer = self._write(question, passages, decision, llm, partial=False)
         answer.trace.update({"queries": [question], "search": result.trace})

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from core.passages import ChunkText
+
 Route = Literal["local", "global", "multihop"]
 ROUTES: tuple[Route, ...] = ("local", "global", "multihop")
 
@@ -27,6 +29,11 @@ class Passage:
     text: str
     kind: Literal["chunk", "report"] = "chunk"
     documents: list[dict] = field(default_factory=list)  # for a report: the documents behind it
+
+    @classmethod
+    def of_chunk(cls, chunk: ChunkText) -> "Passage":
+        """A search candidate's or a graph hit's chunk, as the answer sees it."""
+        return cls(id=chunk.id, doc_id=chunk.doc_id, title=chunk.title, heading=chunk.heading, text=chunk.text)
 
 
 @dataclass

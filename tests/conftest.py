@@ -93,6 +93,11 @@ def settings(tmp_path_factory) -> Settings:
 @pytest.fixture(scope="session")
 def db(make_database, settings) -> Database:
     database = open_database(settings, url=make_database())
+    if os.environ.get("CROSSROADS_TEST_PARTITIONED"):  # the suite against chunks partitioned by tenant
+        from vector.partitions import partition
+
+        with database.connection() as conn:
+            partition(conn)
     yield database
     database.close()
 

@@ -229,13 +229,16 @@ def test_another_tenant_sees_nothing_of_this_one(client, tok, corpus):
 def test_groups_come_only_from_the_token(client, tok, corpus):
     hr_doc = {"hr/salaries.md", "hr/leave.md"}
     assert hr_doc & {h["doc_id"] for h in search(client, tok["hr"], "Sandpiper salaries")["hits"]}
-    # in the body: ignored, never used
+    # in the body: refused (422 naming the field), never used
     for field in ({"groups": ["hr"]}, {"tenant": "other", "groups": ["hr", "staff"]}):
         r = client.post("/v1/search", json={"query": "Sandpiper salaries", "k": 5, **field},
                         headers=bearer(tok["staff"]))
-        assert r.status_code == 200 and not hr_doc & {h["doc_id"] for h in r.json()["hits"]}
+        assert_problem(r, 422, "groups")
+        assert "hr/" not in r.text and "hits" not in r.json()
     r = client.post("/v1/ask", json={"question": "What are the Sandpiper salaries?", "groups": ["hr"]},
                     headers=bearer(tok["staff"]))
+    assert_problem(r, 422, "groups")
+    r = client.post("/v1/ask", json={"question": "What are the Sandpiper salaries?"}, headers=bearer(tok["staff"]))
     assert r.status_code == 200 and not hr_doc & {c["doc_id"] for c in r.json()["citations"]}
     # as a query parameter or header: ignored
     r = client.post("/v1/search?groups=hr", json={"query": "Sandpiper salaries", "k": 5},
@@ -401,4 +404,5 @@ def test_openapi_is_valid_and_lists_every_route(client):
             assert path in paths, path
     assert {"/v1/ask", "/v1/route", "/v1/search", "/v1/documents/{doc_id}", "/v1/documents:batch",
             "/v1/documents/{doc_id}/acl", "/v1/documents", "/v1/communities", "/v1/communities/{community_id}",
-            "/v1/entities", "/v1/jobs/graph-build", "/v1/jobs/{job_id}", "/healthz", "/readyz", "/metrics"} <= paths
+            "/v1/entities", "/v1/jobs/graph-build", "/v1/jobs/{job_id}", "/v1/jobs", "/v1/chat/completions",
+            "/healthz", "/readyz", "/metrics"} <= paths

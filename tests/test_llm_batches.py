@@ -28,8 +28,10 @@ def llm_settings(api: FakeAnthropic) -> Settings:
 
 
 def build(db, tenant, api: FakeAnthropic, *, batch: bool = True) -> tuple[dict, UsageMeter]:
+    """A build as `crossroads graph build [--batch]` makes it: without batches, it collects what one left."""
     settings, meter = llm_settings(api), UsageMeter()
-    pipeline = make_pipeline(settings, make_llm(settings, meter), batch_for=(db, tenant) if batch else None)
+    pipeline = make_pipeline(settings, make_llm(settings, meter), batch_for=(db, tenant) if batch else None,
+                             collect_for=None if batch else (db, tenant))
     job = build_graph(db, tenant, "all", pipeline.extractor, pipeline.reporter, None, BuildSettings(),
                       usage=meter.summary, summarizer=pipeline.summarizer)
     return job, meter
@@ -61,6 +63,10 @@ def test_a_batch_build_runs_end_to_end_at_half_the_price(db, settings, local_emb
     assert job["usage"]["cost_usd"] == pytest.approx(interactive.cost_usd / 2, abs=1e-6)
     assert again["status"] == "done" and api.batch_creates == STAGES and again["usage"]["llm_calls"] == 0
     assert pending_rows(db, tenant) == 0  # collected and cached: nothing left to collect
+    with db.connection() as conn:  # what the batch results' usage measured, for the next estimate
+        measured = dict(conn.execute("SELECT stage, sum(calls) FROM llm_call_stats WHERE tenant_id = %s GROUP BY 1",
+                                     (tenant,)).fetchall())
+    assert measured == {"extraction": 3, "summaries": 1, "reports": 1}
 
 
 def test_a_build_killed_after_submitting_is_collected_by_the_next_without_paying_twice(
@@ -86,6 +92,39 @@ def test_a_build_killed_after_submitting_is_collected_by_the_next_without_paying
     ids = [r["custom_id"] for r in api.batch_bodies]
     assert len(ids) == len(set(ids)) == REQUESTS and api.paid == REQUESTS
     assert job["usage"]["llm_calls"] == REQUESTS
+    assert pending_rows(db, tenant) == 0
+
+
+def test_a_plain_build_and_graph_status_collect_a_batch_a_killed_build_left_without_paying_twice(
+        db, settings, local_embedder, tenant, monkeypatch):
+    ingest(db, settings, local_embedder, tenant)
+
+    def killed(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    with FakeAnthropic(handler=Api()) as api:
+        api.hold_batches = True
+        with monkeypatch.context() as patched:
+            patched.setattr(batches, "time", SimpleNamespace(sleep=killed))
+            with pytest.raises(KeyboardInterrupt):
+                build(db, tenant, api)
+        status_llm = make_llm(llm_settings(api))
+        batches.collect_finished(status_llm, db, tenant)  # `graph status` while the batch runs: looks, no wait
+        with db.connection() as conn:
+            assert [(b["requests"], b["collected"]) for b in batches.waiting(conn, tenant)] == [(3, 0)]
+        api.hold_batches = False
+        batches.collect_finished(status_llm, db, tenant)  # ended: downloaded once, kept on the rows
+        with db.connection() as conn:
+            assert [(b["requests"], b["collected"]) for b in batches.waiting(conn, tenant)] == [(3, 3)]
+        assert api.results_downloads == 1
+        job, meter = build(db, tenant, api, batch=False)  # no --batch: the batch's 3 requests are not sent again
+    assert job["status"] == "done", job["errors"]
+    assert "batch" not in job["params"]
+    assert api.batch_creates == 1 and api.paid == 3 and api.results_downloads == 1
+    assert api.calls == REQUESTS - 3  # the summary and the report, sent one by one
+    sent_alone = {b.get("tools", [{}])[0].get("name") for b in api.bodies}
+    assert "record_graph" not in sent_alone
+    assert job["usage"]["llm_calls"] == REQUESTS  # the collected ones counted once, at the batch price
     assert pending_rows(db, tenant) == 0
 
 

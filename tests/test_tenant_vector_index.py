@@ -14,7 +14,7 @@ from api import tokens
 from api.app import create_app
 
 from tests.conftest import crossroads, unit
-from tests.test_embedding_migration import CORPUS, DIM, NEW, fake, migrate, voyage  # noqa: F401 (fixtures)
+from tests.test_model_switch import CORPUS, DIM, NEW, fake, stage_vectors, voyage  # noqa: F401 (fixtures)
 from vector import store
 from vector.search import sql as search_sql
 from vector import hnsw_index
@@ -171,7 +171,7 @@ def test_scan_sizes_count_the_tenant_not_the_table_once_it_has_its_graph(db, loc
 def test_switch_builds_the_new_models_graph_and_drops_the_old_one(db, local_embedder, tenant, ingested, voyage):
     old = hnsw_index.index_name(tenant, local_embedder.model_id)
     assert index_state(db, old) == ((True, True), True)
-    migrate(db, voyage, tenant)
+    stage_vectors(db, voyage, tenant)
     write_chunks(db, tenant + "_other", NEW, 2, dim=DIM)  # another tenant on the new model: a graph is due
     result = switch(db, tenant, NEW, tenant_graph_min_rows=SMALL)
     assert result["tenant_graph_built"] == hnsw_index.index_name(tenant, NEW)

@@ -50,8 +50,10 @@ def _needs_graph(conn: psycopg.Connection, tenant: str, model: str, min_rows: in
     """Whether the tenant should get its own graph of the model and has none registered. Cheap on a
     large database, since every ingest (an API upload of one document too) asks: the other tenants
     come from the small statistics table, and the tenant's rows are counted only up to `min_rows`."""
+    # partitioned by tenant (vector/partitions.py): each partition's index is its tenant's own graph
     registered, others, rows = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(t)s AND embed_model = %(m)s),"
+        "SELECT EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(t)s AND embed_model = %(m)s)"
+        " OR EXISTS (SELECT 1 FROM pg_partitioned_table WHERE partrelid = 'chunks'::regclass),"
         " EXISTS (SELECT 1 FROM (SELECT DISTINCT tenant_id FROM fulltext_acl_stats WHERE tenant_id <> %(t)s) o"
         "         WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.tenant_id = o.tenant_id AND c.embed_model = %(m)s)),"
         " (SELECT count(*) FROM (SELECT 1 FROM chunks WHERE tenant_id = %(t)s AND embed_model = %(m)s"

@@ -1,12 +1,18 @@
-// Crossroads analysts' page. Hand-written, no framework, no third-party code, no network beyond this origin.
-// Corpus text is untrusted: it only ever reaches the page through textContent / createTextNode /
-// setAttribute, never through innerHTML.
+// Crossroads analysts' page. Hand-written, no framework, no network beyond this origin. Three vendored
+// libraries (api/web/vendor): marked (Markdown), DOMPurify (sanitiser), cytoscape (graph explorer).
+// Corpus text is untrusted: it reaches the page through textContent / createTextNode / setAttribute,
+// or, for Markdown, through marked with raw HTML and images turned into plain text and then DOMPurify
+// (returning DOM nodes), never through innerHTML.
 "use strict";
 
 (function () {
   const TOKEN_KEY = "crossroads.token";
   const SVG_NS = "http://www.w3.org/2000/svg";
   const MAX_GRAPH_NODES = 60;
+  const HISTORY_MAX = 50;
+  const COMMUNITIES_PAGE = 1000;       // the API's largest page: the list and its level selector want them all
+  const EXPLORER_MAX_COMMUNITIES = 80; // community reports fetched for the whole-graph explorer
+  const EXPLORER_LABELS = 25;          // only the best-connected nodes carry a label (and the selected ones)
 
   const $ = (id) => document.getElementById(id);
 
@@ -16,6 +22,10 @@
     communities: [],       // the last list from /v1/communities
     accessLevel: null,
     asking: null,          // AbortController of the running question
+    me: null,              // /v1/me: tenant, groups, role, subject
+    documentsOffset: 0,
+    explorer: null,        // the cytoscape instance, made on first visit of the graph tab
+    openCitation: null,
   };
 
   // ---------------------------------------------------------------- helpers
@@ -171,18 +181,30 @@
 
   async function signIn(token) {
     state.token = token;
-    // any reader call proves the token; this one also says which access level the token is served from
-    const list = await api("/v1/communities");
+    // /v1/me proves the token and names its tenant, groups and role; the list, its access level
+    const me = await api("/v1/me");
+    const list = await api(`/v1/communities?limit=${COMMUNITIES_PAGE}`);
     sessionStorage.setItem(TOKEN_KEY, token);
-    enterApp(list);
+    enterApp(me, list);
   }
 
-  function enterApp(list) {
+  function isWriter() {
+    return Boolean(state.me) && (state.me.role === "writer" || state.me.role === "admin");
+  }
+
+  function enterApp(me, list) {
+    state.me = me;
     show($("signin"), false);
     show($("tabs"), true);
     show($("session"), true);
     showError($("signin-error"), "");
     $("token").value = "";
+    $("tenant").textContent = "tenant: " + me.tenant;
+    show($("tenant"), true);
+    $("role").textContent = `${me.role} · ${me.groups.join(", ")}`;
+    renderAclChoices(me.groups);
+    show($("upload-form"), isWriter());
+    renderHistory();
     receiveCommunities(list, null);
     selectTab("ask");
   }
@@ -192,12 +214,22 @@
     state.token = null;
     state.answer = null;
     state.communities = [];
+    state.me = null;
+    state.documentsOffset = 0;
+    if (state.explorer) state.explorer.destroy();
+    state.explorer = null;
     sessionStorage.removeItem(TOKEN_KEY);
+    show($("tenant"), false);
+    show($("upload-form"), false);
+    for (const id of ["history-list", "document-list", "entity-results", "legend", "explorer-info", "upload-acl"]) clear($(id));
+    $("explorer-status").textContent = "";
     show($("signin"), true);
     show($("tabs"), false);
     show($("session"), false);
     show($("view-ask"), false);
     show($("view-communities"), false);
+    show($("view-documents"), false);
+    show($("view-graph"), false);
     show($("result"), false);
     show($("community"), false);
     closeCitation();
@@ -212,7 +244,11 @@
     }
     show($("view-ask"), name === "ask");
     show($("view-communities"), name === "communities");
+    show($("view-documents"), name === "documents");
+    show($("view-graph"), name === "graph");
     if (name === "ask") $("question").focus();
+    if (name === "documents" && !$("document-list").firstChild) loadDocuments(0);
+    if (name === "graph" && !state.explorer) loadExplorer();
   }
 
   // ---------------------------------------------------------------- asking
@@ -227,6 +263,7 @@
     showError($("ask-error"), "");
     closeCitation();
     startResult();
+    remember(question, route);
     try {
       if (stream) await askStreaming(question, route, controller.signal);
       else renderAnswer(await api("/v1/ask", { method: "POST", body: { question, route }, signal: controller.signal }));
@@ -289,6 +326,7 @@
     clear($("answer"));
     clear($("answer-notes"));
     clear($("sources"));
+    clear($("evidence-body"));
     show($("sources-title"), false);
     $("answer").append(el("p", { class: "muted", text: "Searching…" }));
   }
@@ -319,14 +357,12 @@
     if (answer.partial) badges.append(badge("partial", "partial", "The multi-hop search stopped on its budget."));
     if (answer.no_answer) badges.append(badge("no answer in the corpus", "noanswer", "Nothing this token may read answers it."));
 
+    const citations = numberCitations(String(answer.answer || ""), answer.citations || []);
+    const byNumber = new Map(citations.map((c) => [Number(c.number), c]));
     const container = $("answer");
     clear(container);
-    const byNumber = new Map((answer.citations || []).map((c) => [Number(c.number), c]));
-    const paragraphs = String(answer.answer || "").split(/\n{2,}/);
-    for (const paragraph of paragraphs) {
-      if (!paragraph.trim()) continue;
-      container.append(renderParagraph(paragraph, byNumber));
-    }
+    container.append(renderMarkdown(String(answer.answer || "")));
+    linkCitations(container, byNumber);
 
     const notes = $("answer-notes");
     clear(notes);
@@ -335,67 +371,318 @@
 
     const sources = $("sources");
     clear(sources);
-    for (const c of answer.citations || []) {
+    for (const c of citations) {
       const label = c.kind === "report" ? `${c.title} (community report)` : `${c.title} — ${c.doc_id || ""}`;
-      sources.append(el("li", { value: c.number },
-        citationButton(c, `[${c.number}]`), " ", el("span", { text: label })));
+      sources.append(el("li", { value: c.shown },
+        citationButton(c, `[${c.shown}]`), " ", el("span", { text: label })));
     }
-    show($("sources-title"), (answer.citations || []).length > 0);
+    show($("sources-title"), citations.length > 0);
     renderUsage(answer.usage, answer.latency_ms);
+    renderEvidence(answer, citations);
   }
+
+  // ---------------------------------------------------------------- Markdown (marked + DOMPurify)
 
   const CITE = /\[(\d+(?:\s*[,;]\s*\d+)*)\]/g;
 
-  function renderParagraph(text, byNumber) {
-    const p = el("p");
-    let last = 0;
+  // The citations, numbered 1..n without gaps in the order the answer first cites them (then the
+  // uncited ones by their number); `number` stays the API's, `shown` is what the reader sees.
+  function numberCitations(text, citations) {
+    const known = new Map(citations.map((c) => [Number(c.number), c]));
+    const order = [];
     for (const match of text.matchAll(CITE)) {
       const numbers = match[1].split(/[,;]/).map((s) => Number(s.trim()));
-      if (!numbers.every((n) => byNumber.has(n))) continue; // leave unknown markers as text
-      p.append(document.createTextNode(text.slice(last, match.index)));
-      numbers.forEach((n, i) => {
-        if (i) p.append(document.createTextNode(" "));
-        p.append(citationButton(byNumber.get(n), `[${n}]`));
-      });
-      last = match.index + match[0].length;
+      if (!numbers.every((n) => known.has(n))) continue;
+      for (const n of numbers) if (!order.includes(n)) order.push(n);
     }
-    p.append(document.createTextNode(text.slice(last)));
-    return p;
+    for (const c of [...citations].sort((a, b) => a.number - b.number)) if (!order.includes(Number(c.number))) order.push(Number(c.number));
+    return order.map((n, i) => ({ ...known.get(n), shown: i + 1 }));
+  }
+
+  function escapeHtml(text) {
+    return String(text).replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]);
+  }
+
+  let markdown = null;
+  function markdownParser() {
+    if (markdown) return markdown;
+    // raw HTML in the source is shown as the text it is; an image would fetch its URL, so only its
+    // alt text is kept
+    markdown = new window.marked.Marked({
+      gfm: true,
+      breaks: false,
+      renderer: {
+        html(token) {
+          const text = escapeHtml(token.text || token.raw || "");
+          return token.block ? `<p>${text}</p>` : text;
+        },
+        image(token) {
+          return escapeHtml(token.text ? `[image: ${token.text}]` : "[image]");
+        },
+      },
+    });
+    return markdown;
+  }
+
+  let purifyHooked = false;
+  function purify(html) {
+    const DOMPurify = window.DOMPurify;
+    if (!purifyHooked) {
+      // links leave in a new tab without a referrer or a handle on this page
+      DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+        if (node.tagName === "A") {
+          node.setAttribute("target", "_blank");
+          node.setAttribute("rel", "noopener noreferrer nofollow");
+        }
+      });
+      purifyHooked = true;
+    }
+    return DOMPurify.sanitize(html, {
+      RETURN_DOM_FRAGMENT: true,
+      FORBID_TAGS: ["img", "style", "form", "input", "button", "iframe", "object", "embed", "svg", "math", "video", "audio", "source", "picture"],
+      FORBID_ATTR: ["style", "id", "class"],
+      ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
+    });
+  }
+
+  // Markdown to sanitised DOM nodes (a fragment); falls back to plain text if a library is missing.
+  function renderMarkdown(text) {
+    if (!window.marked || !window.DOMPurify) {
+      const fragment = document.createDocumentFragment();
+      for (const para of text.split(/\n{2,}/)) if (para.trim()) fragment.append(el("p", { text: para }));
+      return fragment;
+    }
+    return purify(markdownParser().parse(text));
+  }
+
+  // Turns [N] markers in text nodes (not in code or links) into citation buttons; unknown ones stay text.
+  function linkCitations(root, byNumber) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) => (node.parentElement && node.parentElement.closest("code, pre, a") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    });
+    const nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    for (const node of nodes) {
+      const text = node.nodeValue;
+      let last = 0;
+      const parts = [];
+      for (const match of text.matchAll(CITE)) {
+        const numbers = match[1].split(/[,;]/).map((s) => Number(s.trim()));
+        if (!numbers.every((n) => byNumber.has(n))) continue;
+        parts.push(document.createTextNode(text.slice(last, match.index)));
+        numbers.forEach((n, i) => {
+          if (i) parts.push(document.createTextNode(" "));
+          const c = byNumber.get(n);
+          parts.push(citationButton(c, `[${c.shown}]`));
+        });
+        last = match.index + match[0].length;
+      }
+      if (!parts.length) continue;
+      parts.push(document.createTextNode(text.slice(last)));
+      node.replaceWith(...parts);
+    }
+  }
+
+  // Corpus text is hard-wrapped: joins the lines of each paragraph, keeping list items, headings,
+  // tables and quotes on their own lines.
+  function unwrap(text) {
+    return String(text || "").replace(/\r\n?/g, "\n").split(/\n{2,}/).map((para) => {
+      const lines = para.split("\n");
+      let out = lines[0] || "";
+      for (const line of lines.slice(1)) {
+        const own = /^\s*(?:[-*+]\s|\d+[.)]\s|#|\||>|```)/.test(line) || /^\s*(?:#|\||```)/.test(out.split("\n").pop());
+        out += (own ? "\n" : " ") + line.trim();
+      }
+      return out.trim();
+    }).filter(Boolean).join("\n\n");
   }
 
   function citationButton(citation, label) {
     return el("button", {
       type: "button",
       class: "cite",
-      "data-citation": citation.number,
+      "data-citation": citation.shown,
+      "data-number": citation.number,
       title: citation.title || "",
-      "aria-label": `Citation ${citation.number}: ${citation.title || ""}`,
+      "aria-label": `Citation ${citation.shown}: ${citation.title || ""}`,
       onclick: () => openCitation(citation),
       text: label,
     });
   }
 
   function openCitation(c) {
-    $("citation-title").textContent = `[${c.number}] ${c.title || ""}`;
+    state.openCitation = c;
+    $("citation-title").textContent = `[${c.shown}] ${c.title || ""}`;
     const where = c.kind === "report"
       ? [c.heading || "community report", `report ${c.id}`]
       : [c.doc_id, c.heading].filter(Boolean);
     $("citation-location").textContent = where.join(" · ");
-    $("citation-quote").textContent = c.quote || "";
+    $("citation-quote").textContent = unwrap(c.quote);
     const docs = $("citation-documents");
     clear(docs);
-    for (const d of c.documents || []) docs.append(el("li", {}, el("code", { text: d.doc_id }), " ", d.title || ""));
+    for (const d of c.documents || []) {
+      docs.append(el("li", {}, el("button", { type: "button", class: "linkish", onclick: () => openDocument(d.doc_id, null) },
+        el("code", { text: d.doc_id })), " ", d.title || ""));
+    }
     show($("citation-documents-wrap"), (c.documents || []).length > 0);
-    for (const b of document.querySelectorAll(".cite")) b.classList.toggle("active", b.dataset.citation === String(c.number));
+    show($("citation-open"), c.kind !== "report" && Boolean(c.doc_id));
+    show($("document-view"), false);
+    showError($("citation-error"), "");
+    for (const b of document.querySelectorAll(".cite")) b.classList.toggle("active", b.dataset.citation === String(c.shown));
     show($("citation-panel"), true);
     document.body.classList.add("panel-open");
     $("citation-close").focus();
   }
 
+  function docPath(docId) {
+    return "/v1/documents/" + String(docId).split("/").map(encodeURIComponent).join("/");
+  }
+
+  // The whole document in the side panel, its chunks in order, the cited one marked and scrolled to.
+  async function openDocument(docId, chunkId) {
+    showError($("citation-error"), "");
+    let doc;
+    try {
+      doc = await api(docPath(docId));
+    } catch (err) {
+      showError($("citation-error"), err.detail || err.message);
+      return;
+    }
+    if (!state.openCitation || $("citation-panel").hidden) {
+      $("citation-title").textContent = doc.title;
+      $("citation-location").textContent = doc.doc_id;
+      $("citation-quote").textContent = "";
+      show($("citation-open"), false);
+      show($("citation-documents-wrap"), false);
+      show($("citation-panel"), true);
+      document.body.classList.add("panel-open");
+    }
+    $("document-title").textContent = doc.title;
+    $("document-meta").textContent = `${doc.doc_id} · version ${doc.version} · readable by ${doc.acl.join(", ")} · ${doc.chunks.length} passages`;
+    const box = $("document-chunks");
+    clear(box);
+    let target = null;
+    for (const chunk of doc.chunks) {
+      const section = el("section", { class: "chunk", "data-chunk": chunk.id },
+        chunk.heading ? el("p", { class: "chunk-heading muted small", text: chunk.heading }) : null);
+      section.append(renderMarkdown(chunk.text));
+      if (chunk.id === chunkId) {
+        section.classList.add("hit");
+        target = section;
+      }
+      box.append(section);
+    }
+    show($("document-view"), true);
+    (target || $("document-view")).scrollIntoView({ block: "start" });
+  }
+
   function closeCitation() {
+    state.openCitation = null;
     show($("citation-panel"), false);
+    show($("document-view"), false);
+    clear($("document-chunks"));
     document.body.classList.remove("panel-open");
     for (const b of document.querySelectorAll(".cite.active")) b.classList.remove("active");
+  }
+
+  // ---------------------------------------------------------------- evidence panel
+
+  function fmtScore(v) {
+    const x = Number(v);
+    return Number.isFinite(x) ? x.toFixed(3) : "";
+  }
+
+  function table(headers, rows) {
+    const t = el("table", { class: "trace-table" });
+    const head = el("tr");
+    for (const h of headers) head.append(el("th", { text: h }));
+    t.append(el("thead", {}, head));
+    const body = el("tbody");
+    for (const row of rows) {
+      const tr = el("tr", { class: row.cls || null });
+      for (const cell of row.cells) tr.append(el("td", {}, cell === null || cell === undefined ? "" : cell instanceof Node ? cell : String(cell)));
+      body.append(tr);
+    }
+    t.append(body);
+    return el("div", { class: "table-wrap" }, t);
+  }
+
+  function section(title, ...content) {
+    return el("details", { class: "trace-section", open: true }, el("summary", { text: title }), ...content);
+  }
+
+  // Any JSON value as nested, collapsed lists (the rest of the trace, whatever its shape).
+  function tree(value, depth) {
+    if (value === null || typeof value !== "object") return el("code", { text: JSON.stringify(value) });
+    const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
+    if (!entries.length) return el("code", { text: Array.isArray(value) ? "[]" : "{}" });
+    const list = el("ul", { class: "tree" });
+    for (const [key, v] of entries) {
+      if (v !== null && typeof v === "object") {
+        const size = Array.isArray(v) ? `[${v.length}]` : `{${Object.keys(v).length}}`;
+        list.append(el("li", {}, el("details", { open: depth < 1 || null }, el("summary", {}, el("strong", { text: key }), " ", el("span", { class: "muted", text: size })), tree(v, depth + 1))));
+      } else {
+        list.append(el("li", {}, el("strong", { text: key }), ": ", tree(v, depth + 1)));
+      }
+    }
+    return list;
+  }
+
+  function renderEvidence(answer, citations) {
+    const body = $("evidence-body");
+    clear(body);
+    const trace = answer.trace || {};
+    const route = answer.route || {};
+    const features = route.features || {};
+
+    const routeBits = [el("p", {}, el("strong", { text: route.route || "?" }),
+      ` · confidence ${fmtScore(route.confidence)} · by ${route.classifier || "?"}`)];
+    const probabilities = features.probabilities || (trace.classifier && trace.classifier.features && trace.classifier.features.probabilities);
+    if (probabilities && typeof probabilities === "object") {
+      routeBits.push(table(["route", "probability"], Object.entries(probabilities)
+        .sort((a, b) => b[1] - a[1]).map(([name, p]) => ({ cells: [name, el("span", { class: "bar-cell" },
+          el("meter", { min: 0, max: 1, value: Number(p) || 0 }), " " + fmtScore(p))] }))));
+    }
+    if (trace.route_hint) routeBits.push(el("p", { class: "muted", text: trace.route_hint }));
+    body.append(section("Route", ...routeBits));
+
+    const cited = new Map(citations.map((c) => [`${c.kind}:${c.id}`, c]));
+    const scores = new Map((trace.extracted || []).map((e) => [Number(e.passage), e.score]));
+    const passages = trace.passages || [];
+    if (passages.length) {
+      body.append(section(`Passages sent to the answer (${passages.length})`, table(["#", "document", "passage id", "score", "cited as"],
+        passages.map((p) => {
+          const c = cited.get(`chunk:${p.id}`) || cited.get(`report:${p.id}`);
+          return { cls: c ? "reached" : null, cells: [p.number, p.doc_id || "report", p.id, fmtScore(scores.get(Number(p.number))), c ? `[${c.shown}]` : ""] };
+        }))));
+    }
+
+    const searches = trace.searches || [];
+    if (searches.length) {
+      body.append(section(`Searches (${searches.length})`, table(["query", "k", "hits", "latency"],
+        searches.map((s) => ({ cls: s.degraded ? "degraded" : null,
+          cells: [s.query, s.k, Array.isArray(s.hits) ? s.hits.length : s.hits, `${Math.round(Number(s.latency_ms) || 0)} ms`] })))));
+    }
+
+    const agentic = trace.agentic;
+    if (agentic && Array.isArray(agentic.rounds)) {
+      const rounds = agentic.rounds.map((r) => el("li", {},
+        el("strong", { text: `hop ${r.round}` }), ` · ${r.new_evidence ?? 0} new passages` + (r.decision ? ` · ${typeof r.decision === "string" ? r.decision : JSON.stringify(r.decision)}` : ""),
+        table(["query", "hits", "new"], (r.queries || []).map((q) => ({ cls: q.error ? "degraded" : null, cells: [q.query + (q.error ? ` (${q.error})` : ""), q.hits, q.new] })))));
+      body.append(section(`Agentic hops (${agentic.rounds.length})`,
+        el("p", { class: "muted", text: `stopped: ${agentic.stop_reason || "?"} · ${agentic.searches ?? 0} searches · ${agentic.evidence ?? 0} passages found` + (agentic.partial ? " · partial" : "") }),
+        el("ol", { class: "hops" }, ...rounds)));
+    } else if (Array.isArray(trace.queries) && trace.queries.length) {
+      body.append(section("Queries", el("ol", {}, ...trace.queries.map((q) => el("li", { text: typeof q === "string" ? q : JSON.stringify(q) })))));
+    }
+
+    body.append(section(`Reached the answer (${citations.length})`, citations.length
+      ? el("ol", { class: "reached-list" }, ...citations.map((c) => el("li", { value: c.shown },
+        citationButton(c, `[${c.shown}]`), " ", c.kind === "report" ? `community report ${c.id}: ${c.title}` : `${c.doc_id} · ${c.heading || c.title}`)))
+      : el("p", { class: "muted", text: "No passage was cited." })));
+
+    const rest = el("details", { class: "trace-section" }, el("summary", { text: "Full trace (JSON)" }), tree(trace, 0));
+    body.append(rest);
   }
 
   function renderUsage(usage, latency) {
@@ -413,6 +700,296 @@
     $("usage").textContent = parts.join(" · ");
   }
 
+  // ---------------------------------------------------------------- history (this browser, per tenant and token)
+
+  function historyKey() {
+    return state.me ? `crossroads.history:${state.me.tenant}:${state.me.subject}` : null;
+  }
+
+  function readHistory() {
+    const key = historyKey();
+    if (!key) return [];
+    try {
+      const items = JSON.parse(localStorage.getItem(key) || "[]");
+      return Array.isArray(items) ? items.filter((i) => i && typeof i.question === "string") : [];
+    } catch (_) {
+      return []; // a damaged entry is replaced by the next question
+    }
+  }
+
+  function remember(question, route) {
+    const key = historyKey();
+    if (!key) return;
+    const items = readHistory().filter((i) => !(i.question === question && i.route === route));
+    items.unshift({ question, route, at: new Date().toISOString() });
+    try {
+      localStorage.setItem(key, JSON.stringify(items.slice(0, HISTORY_MAX)));
+    } catch (_) {
+      // storage full or disabled: the question is still asked, only not remembered
+    }
+    renderHistory();
+  }
+
+  function renderHistory() {
+    const list = $("history-list");
+    clear(list);
+    const items = readHistory();
+    $("history-count").textContent = items.length ? `(${items.length})` : "(empty)";
+    for (const item of items) {
+      list.append(el("li", {}, el("button", {
+        type: "button", class: "linkish history-item", title: `asked ${item.at || ""} · route ${item.route}`,
+        onclick: () => {
+          $("question").value = item.question;
+          $("route").value = item.route || "auto";
+          ask(item.question, $("route").value, $("stream").checked);
+        },
+      }, item.question), " ", el("span", { class: "muted small", text: item.route })));
+    }
+    $("history-clear").disabled = !items.length;
+  }
+
+  function clearHistory() {
+    const key = historyKey();
+    if (key) localStorage.removeItem(key);
+    renderHistory();
+  }
+
+  // ---------------------------------------------------------------- documents (list: reader; upload, delete: writer)
+
+  const DOCUMENTS_PAGE = 100;
+
+  function renderAclChoices(groups) {
+    const box = $("upload-acl");
+    clear(box);
+    box.append(el("legend", { text: "Readable by (your groups)" }));
+    for (const g of groups) {
+      box.append(el("label", { class: "check" }, el("input", { type: "checkbox", name: "acl", value: g }), g));
+    }
+  }
+
+  async function loadDocuments(offset) {
+    showError($("documents-error"), "");
+    $("documents-status").textContent = "Loading…";
+    let page;
+    try {
+      page = await api(`/v1/documents?limit=${DOCUMENTS_PAGE}&offset=${offset}`);
+    } catch (err) {
+      $("documents-status").textContent = "";
+      showError($("documents-error"), err.detail || err.message);
+      return;
+    }
+    const list = $("document-list");
+    if (offset === 0) clear(list);
+    for (const d of page.documents) {
+      list.append(el("li", { class: "document-item", "data-doc": d.doc_id },
+        el("button", { type: "button", class: "linkish", onclick: () => { state.openCitation = null; openDocument(d.doc_id, null); } },
+          el("code", { text: d.doc_id })),
+        " ", el("span", { text: d.title }),
+        el("span", { class: "muted small", text: ` · ${d.chunks} passages · ${d.acl.join(", ")}` }),
+        isWriter() ? el("button", { type: "button", class: "secondary danger", "aria-label": `Delete ${d.doc_id}`,
+          onclick: () => deleteDocument(d.doc_id) }, "Delete") : null));
+    }
+    state.documentsOffset = offset + page.documents.length;
+    $("documents-status").textContent = `${fmtNumber(Math.min(state.documentsOffset, page.total))} of ${fmtNumber(page.total)} readable documents`;
+    show($("documents-more"), state.documentsOffset < page.total);
+  }
+
+  async function deleteDocument(docId) {
+    if (!window.confirm(`Delete ${docId} and its passages? It is removed from search at once.`)) return;
+    showError($("documents-error"), "");
+    try {
+      const result = await api(docPath(docId), { method: "DELETE" });
+      $("upload-status").textContent = `Deleted ${result.doc_id} (${result.chunks_deleted} passages).`;
+    } catch (err) {
+      showError($("documents-error"), err.detail || err.message);
+    }
+    await loadDocuments(0);
+  }
+
+  async function uploadDocument() {
+    const file = $("upload-file").files[0];
+    const docId = $("upload-id").value.trim();
+    const acl = [...document.querySelectorAll("#upload-acl input:checked")].map((i) => i.value);
+    const status = $("upload-status");
+    showError($("documents-error"), "");
+    if (!file || !docId) return;
+    if (!acl.length) {
+      showError($("documents-error"), "Tick at least one group that may read the document.");
+      return;
+    }
+    const button = $("upload-button");
+    button.disabled = true;
+    status.textContent = `Uploading ${file.name}…`;
+    try {
+      const text = await file.text();
+      const result = await api(docPath(docId), { method: "PUT", body: { text, acl } });
+      status.textContent = `${result.doc_id}: ${result.status} (${fmtNumber(result.embeddings_computed)} passages embedded).`;
+      $("upload-form").reset();
+      await loadDocuments(0);
+    } catch (err) {
+      status.textContent = "";
+      showError($("documents-error"), err.detail || err.message);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // ---------------------------------------------------------------- whole-graph explorer (cytoscape)
+
+  // The graph of the caller's access level, pieced from the API: the root communities' reports give
+  // members and the relationships among them; /v1/entities adds the best-connected entities in no
+  // fetched community. Relationships between two root communities are not in any report, so they
+  // are not drawn (the status line says so).
+  async function fetchGraph() {
+    const roots = (await api(`/v1/communities?level=0&limit=${COMMUNITIES_PAGE}`)).communities
+      .sort((a, b) => b.size - a.size || a.id - b.id).slice(0, EXPLORER_MAX_COMMUNITIES);
+    const details = [];
+    for (let i = 0; i < roots.length; i += 6) {
+      details.push(...await Promise.all(roots.slice(i, i + 6).map((c) => api("/v1/communities/" + c.id))));
+    }
+    const nodes = new Map();
+    const edges = new Map();
+    for (const d of details) {
+      for (const m of d.members) if (!nodes.has(m.key)) nodes.set(m.key, { ...m, community: d.id, communityTitle: d.title });
+      for (const r of d.relationships) {
+        const [a, b] = [r.source, r.target].sort();
+        if (a !== b) edges.set(`${a}\u0000${b}`, { source: a, target: b, weight: r.weight, description: r.description });
+      }
+    }
+    const extra = await api("/v1/entities?limit=500");
+    for (const m of extra.entities) if (!nodes.has(m.key) && nodes.size < 500) nodes.set(m.key, { ...m, community: null, communityTitle: "" });
+    return { nodes: [...nodes.values()], edges: [...edges.values()].filter((e) => nodes.has(e.source) && nodes.has(e.target)), communities: roots.length };
+  }
+
+  async function loadExplorer() {
+    showError($("graph-error"), "");
+    $("explorer-status").textContent = "Loading the graph…";
+    if (!window.cytoscape) {
+      showError($("graph-error"), "The graph library did not load; reload the page.");
+      return;
+    }
+    let graph;
+    try {
+      graph = await fetchGraph();
+    } catch (err) {
+      $("explorer-status").textContent = "";
+      showError($("graph-error"), err.detail || err.message);
+      return;
+    }
+    drawExplorer(graph);
+  }
+
+  function drawExplorer(graph) {
+    if (state.explorer) state.explorer.destroy();
+    const nodes = [...graph.nodes].sort((a, b) => String(a.key).localeCompare(String(b.key)));
+    const maxDegree = Math.max(1, ...nodes.map((n) => n.degree || 0));
+    const labelled = new Set([...nodes].sort((a, b) => (b.degree || 0) - (a.degree || 0) || String(a.key).localeCompare(String(b.key)))
+      .slice(0, EXPLORER_LABELS).map((n) => n.key));
+    const types = [...new Set(nodes.map((n) => n.type || "entity"))].sort();
+    // colours by place in the sorted types, so no two of the first eight types share one
+    const typeColor = new Map(types.map((t, i) => [t, PALETTE[i % PALETTE.length]]));
+    // deterministic start: a circle in key order (the layout below adds no randomness)
+    const elements = nodes.map((n, i) => {
+      const a = (2 * Math.PI * i) / Math.max(nodes.length, 1);
+      return { group: "nodes", data: { id: n.key, name: String(n.name || n.key).slice(0, 40), type: n.type || "entity",
+        color: typeColor.get(n.type || "entity"), size: 8 + 22 * Math.sqrt((n.degree || 0) / maxDegree), entity: n },
+      position: { x: 400 * Math.cos(a), y: 400 * Math.sin(a) }, classes: labelled.has(n.key) ? "labelled" : "" };
+    });
+    graph.edges.forEach((e, i) => elements.push({ group: "edges", data: { id: "e" + i, source: e.source, target: e.target,
+      width: 0.5 + Math.min(3, Math.log1p(e.weight || 1)) } }));
+    const cy = window.cytoscape({
+      container: $("cy"),
+      elements,
+      minZoom: 0.05,
+      maxZoom: 4,
+      textureOnViewport: nodes.length > 200,
+      hideEdgesOnViewport: nodes.length > 200,
+      style: [
+        { selector: "node", style: { "background-color": "data(color)", width: "data(size)", height: "data(size)", label: "",
+          "font-size": 11, color: "#1d232b", "text-outline-color": "#fbfcfd", "text-outline-width": 2, "min-zoomed-font-size": 7 } },
+        { selector: "node.labelled, node.focus, node:selected", style: { label: "data(name)" } },
+        { selector: "node:selected", style: { "border-width": 3, "border-color": "#1d232b" } },
+        { selector: "edge", style: { width: "data(width)", "line-color": "#9aa7b5", opacity: 0.6, "curve-style": "haystack" } },
+        { selector: ".faded", style: { opacity: 0.12, label: "" } },
+        { selector: ".gone", style: { display: "none" } },
+      ],
+      // cose's cost grows with the square of the nodes: fewer iterations keep a few hundred under a second or two
+      layout: { name: "cose", randomize: false, animate: false, numIter: nodes.length > 150 ? 150 : 600, nodeRepulsion: () => 8000, idealEdgeLength: () => 60 },
+    });
+    state.explorer = cy;
+    cy.on("tap", "node", (ev) => focusEntity(ev.target.id()));
+    cy.on("tap", (ev) => { if (ev.target === cy) focusEntity(null); });
+
+    const legend = $("legend");
+    clear(legend);
+    for (const t of types) {
+      const count = nodes.filter((n) => (n.type || "entity") === t).length;
+      legend.append(el("li", { "data-type": t }, el("span", { class: "swatch", "data-color": typeColor.get(t) }), `${t} (${count})`));
+    }
+    // colours set through CSSOM (the policy allows no inline style attributes)
+    for (const swatch of legend.querySelectorAll(".swatch")) swatch.style.backgroundColor = swatch.dataset.color;
+    $("explorer-status").textContent = `${nodes.length} entities, ${graph.edges.length} relationships from ${graph.communities} root communities` +
+      " (relationships between two communities are not drawn; labels on the best-connected and the selected)";
+    $("cy").dataset.nodes = String(nodes.length);
+  }
+
+  function focusEntity(key) {
+    const cy = state.explorer;
+    if (!cy) return;
+    cy.elements().removeClass("faded gone focus");
+    cy.nodes().unselect();
+    const info = $("explorer-info");
+    clear(info);
+    delete info.dataset.entity;
+    if (!key) return;
+    const node = cy.getElementById(key);
+    if (node.empty()) {
+      info.append(el("p", { text: `${key} is not among the entities drawn.` }));
+      return;
+    }
+    const hops = Number($("hops").value);
+    let hood = node;
+    for (let i = 0; i < hops; i++) hood = hood.closedNeighborhood();
+    if (hops > 0) {
+      cy.elements().not(hood).addClass("gone");
+      hood.nodes().addClass("focus");
+      cy.fit(hood, 40);
+      if (cy.zoom() > 1.5) cy.zoom({ level: 1.5, position: node.position() }); // a small neighbourhood is not blown up
+      cy.center(hood);
+    } else {
+      cy.elements().not(node.closedNeighborhood()).addClass("faded");
+      node.closedNeighborhood().nodes().addClass("focus");
+      cy.center(node);
+    }
+    node.select();
+    const m = node.data("entity");
+    info.append(el("strong", { text: m.name }), ` · ${m.type || "entity"} · degree ${m.degree ?? 0}`);
+    if (m.communityTitle) info.append(el("p", { text: `community: ${m.communityTitle}` }));
+    if (m.description) info.append(el("p", { text: m.description }));
+    info.dataset.entity = key;
+  }
+
+  async function searchEntities() {
+    const q = $("entity-q").value.trim();
+    const list = $("entity-results");
+    clear(list);
+    showError($("graph-error"), "");
+    if (!q) return;
+    let found;
+    try {
+      found = await api("/v1/entities?limit=20&q=" + encodeURIComponent(q));
+    } catch (err) {
+      showError($("graph-error"), err.detail || err.message);
+      return;
+    }
+    if (!found.entities.length) list.append(el("li", { class: "muted", text: `No entity named like “${q}”.` }));
+    for (const m of found.entities) {
+      list.append(el("li", {}, el("button", { type: "button", class: "linkish entity-result", "data-key": m.key,
+        onclick: () => focusEntity(m.key) }, m.name), el("span", { class: "muted small", text: ` ${m.type} · degree ${m.degree}` })));
+    }
+    if (found.entities.length === 1) focusEntity(found.entities[0].key);
+  }
+
   // ---------------------------------------------------------------- communities
 
   async function loadCommunities() {
@@ -420,7 +997,7 @@
     $("communities-status").textContent = "Loading…";
     const depth = $("depth").value;
     try {
-      const list = await api("/v1/communities" + (depth === "" ? "" : "?level=" + encodeURIComponent(depth)));
+      const list = await api(`/v1/communities?limit=${COMMUNITIES_PAGE}` + (depth === "" ? "" : "&level=" + encodeURIComponent(depth)));
       receiveCommunities(list, depth);
     } catch (err) {
       $("communities-status").textContent = "";
@@ -445,14 +1022,14 @@
       for (const l of levels) select.append(el("option", { value: String(l), text: l === 0 ? "level 0 (root)" : `level ${l}` }));
       select.value = levels.map(String).includes(keep) ? keep : "";
     }
-    renderCommunityList(communities);
+    renderCommunityList(communities, list);
   }
 
-  function renderCommunityList(communities) {
+  function renderCommunityList(communities, page) {
     const list = $("community-list");
     clear(list);
     $("communities-status").textContent = state.accessLevel
-      ? `${communities.length} communities`
+      ? `${communities.length} communities` + (page.total > communities.length ? ` (the first ${communities.length} of ${page.total})` : "")
       : "No access level fits this token's groups, so there is no graph to browse.";
     const sorted = [...communities].sort((a, b) => a.level - b.level || b.rating - a.rating || a.id - b.id);
     for (const c of sorted) {
@@ -711,6 +1288,23 @@
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) $("ask-form").requestSubmit();
     });
     $("citation-close").addEventListener("click", closeCitation);
+    $("citation-open").addEventListener("click", () => {
+      const c = state.openCitation;
+      if (c && c.doc_id) openDocument(c.doc_id, c.id);
+    });
+    $("history-clear").addEventListener("click", clearHistory);
+    $("upload-form").addEventListener("submit", (ev) => { ev.preventDefault(); uploadDocument(); });
+    $("upload-file").addEventListener("change", () => {
+      const file = $("upload-file").files[0];
+      if (file && !$("upload-id").value.trim()) $("upload-id").value = file.name;
+    });
+    $("documents-more").addEventListener("click", () => loadDocuments(state.documentsOffset));
+    $("entity-search").addEventListener("submit", (ev) => { ev.preventDefault(); searchEntities(); });
+    $("hops").addEventListener("change", () => focusEntity($("explorer-info").dataset.entity || null));
+    $("zoom-in").addEventListener("click", () => state.explorer && state.explorer.zoom({ level: state.explorer.zoom() * 1.4, renderedPosition: { x: $("cy").clientWidth / 2, y: $("cy").clientHeight / 2 } }));
+    $("zoom-out").addEventListener("click", () => state.explorer && state.explorer.zoom({ level: state.explorer.zoom() / 1.4, renderedPosition: { x: $("cy").clientWidth / 2, y: $("cy").clientHeight / 2 } }));
+    $("graph-fit").addEventListener("click", () => state.explorer && state.explorer.fit(undefined, 30));
+    $("graph-reload").addEventListener("click", loadExplorer);
     document.addEventListener("keydown", (ev) => { if (ev.key === "Escape") closeCitation(); });
     $("depth").addEventListener("change", loadCommunities);
     $("load-communities").addEventListener("click", loadCommunities);
@@ -725,8 +1319,8 @@
     }
   }
 
-  // the pure parts, for tests in the browser
-  window.Crossroads = Object.freeze({ readEvents, parseFrame, layout });
+  // the pure parts, and the graph explorer, for tests in the browser
+  window.Crossroads = Object.freeze({ readEvents, parseFrame, layout, unwrap, numberCitations, explorer: () => state.explorer });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();

@@ -86,7 +86,7 @@ def assemble_with_descriptions(
             acc.types[entity.type] += 1
             if entity.description:
                 acc.descriptions.append(entity.description)
-            acc.chunk_ids.add(chunk.chunk_id)
+            acc.chunk_ids.add(chunk.id)
         for rel in extraction.relationships:
             a = keys.get(rel.source) or entity_key(rel.source, chunk.lang)
             b = keys.get(rel.target) or entity_key(rel.target, chunk.lang)
@@ -96,7 +96,7 @@ def assemble_with_descriptions(
             acc.weight += rel.strength
             if rel.description:
                 acc.descriptions.append(rel.description)
-            acc.chunk_ids.add(chunk.chunk_id)
+            acc.chunk_ids.add(chunk.id)
 
     degree = Counter()
     for a, b in relations:
@@ -160,7 +160,7 @@ def gather_claims(
             if not key or key not in kept or not (description or claim_type):
                 continue
             dedupe = (key, claim_type.casefold(), description.casefold(), claim.status)
-            found.setdefault(dedupe, (claim_type, description, set()))[2].add(chunk.chunk_id)
+            found.setdefault(dedupe, (claim_type, description, set()))[2].add(chunk.id)
     out: dict[str, list[GraphClaim]] = defaultdict(list)
     for (key, _, _, status), (claim_type, description, chunks) in found.items():
         out[key].append(GraphClaim(key, claim_type, description, status, tuple(sorted(chunks))))

@@ -35,6 +35,9 @@ class OfflineReporter:
 
 
 FAILURE_STAGES = ("extract", "summaries", "reports")
+# What each stage's progress (graph.build.job_progress.Progress) counts; "" for a stage told only as it starts.
+STAGE_UNITS = {"extract": "chunks", "resolve": "", "summaries": "descriptions", "communities": "",
+               "reports": "communities", "embed": ""}
 MAX_FAILURES_LISTED = 20  # per level: enough to see the pattern, not a log
 
 

@@ -92,7 +92,7 @@ class LLMExtractor:
                 refused = isinstance(err, RefusedError)
                 stage = f"gleaning round {round_no}" if round_no else "extraction"
                 kept = "; kept what earlier rounds found" if round_no else ""
-                errors.append(f"chunk {chunk.chunk_id}: {stage} failed: {err}{kept}")
+                errors.append(f"chunk {chunk.id}: {stage} failed: {err}{kept}")
                 break  # a failed round says nothing about later ones being useful
             _merge(found, entities, relationships, claims)
         return Extraction(tuple(found.entities.values()), tuple(found.relationships.values()),
@@ -102,7 +102,7 @@ class LLMExtractor:
         reply = call_tool(self.llm, self.tool, task="fast", system=self.system, messages=messages,
                           max_tokens=MAX_TOKENS)
         if reply.dropped:  # salvaged: the rest of the reply stands
-            log.info("chunk %s: dropped invalid items of the extraction: %s", chunk.chunk_id, "; ".join(reply.dropped))
+            log.info("chunk %s: dropped invalid items of the extraction: %s", chunk.id, "; ".join(reply.dropped))
         types = {t: t for t in self.entity_types}
         record = reply.value
         entities = [ExtractedEntity(e.name, types.get(e.type.lower(), FALLBACK_TYPE), e.description)

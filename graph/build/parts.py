@@ -6,10 +6,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Protocol
 
-from core.batches import BatchLLM
+from core.batches import BatchLLM, CollectingLLM, pending_requests
 from core.database import Database
 from core.errors import CrossroadsError
-from core.llm import LLM, AnthropicLLM
+from core.llm import LLM, AnthropicLLM, llm_stage
 from core.settings import Settings
 from graph.build.contracts import OfflineReporter, Reporter
 from graph.build.job_progress import dropping_pool
@@ -35,14 +35,21 @@ class GraphPipeline:
 
 
 def make_pipeline(settings: Settings, llm: LLM | None, *, claims: bool | None = None,
-                  batch_for: tuple[Database, str] | None = None) -> GraphPipeline:
+                  batch_for: tuple[Database, str] | None = None,
+                  collect_for: tuple[Database, str] | None = None) -> GraphPipeline:
     """`claims` (default: settings.graph_extract_claims) asks the LLM extractor for claims too.
-    `batch_for`: (database, tenant) of a build whose LLM calls go out as Message Batches (core.batches)."""
+    `batch_for`: (database, tenant) of a build whose LLM calls go out as Message Batches (core.batches).
+    `collect_for`: (database, tenant) of a build without batches, which still collects the Message Batches
+    an earlier batch build of the tenant left (core.batches.CollectingLLM) rather than pay for them again."""
     if batch_for is not None:
         if not isinstance(llm, AnthropicLLM):
             raise CrossroadsError("a batch build sends the LLM's work as Anthropic Message Batches: set "
                                   "ANTHROPIC_API_KEY, or build without batch (offline)")
         llm = BatchLLM(llm, *batch_for, settings.llm_batch_poll_s)
+    elif collect_for is not None and isinstance(llm, AnthropicLLM):
+        pending = pending_requests(*collect_for)
+        if pending:
+            llm = CollectingLLM(llm, *collect_for, settings.llm_batch_poll_s, pending)
     if llm is None:
         from graph.build.extract_offline import OfflineExtractor
 
@@ -61,13 +68,28 @@ class Mapper(Protocol):
     def map(self, fn, items): ...
 
 
+class _Staged:
+    """A mapper whose calls run as `stage`'s (core.llm.llm_stage), in whichever thread runs them."""
+
+    def __init__(self, mapper: Mapper, stage: str):
+        self.mapper, self.stage = mapper, stage
+
+    def map(self, fn, items):
+        def staged(item):
+            with llm_stage(self.stage):
+                return fn(item)
+
+        return self.mapper.map(staged, items)
+
+
 @contextmanager
-def step_pool(part: object, workers: int) -> Iterator[Mapper]:
-    """How a step runs its items' calls through `part`: a thread pool of `workers`, or, when the part's
-    LLM sends Message Batches (`--batch`), one batch per pass (core.batches.BatchLLM.map)."""
+def step_pool(part: object, workers: int, stage: str) -> Iterator[Mapper]:
+    """How a step runs its items' calls through `part`, as `stage`'s calls (their thinking budget, their
+    calibration): a thread pool of `workers`, or, when the part's LLM sends Message Batches (`--batch`),
+    one batch per pass (core.batches.BatchLLM.map)."""
     llm = getattr(part, "llm", None)
     if isinstance(llm, BatchLLM):
-        yield llm
+        yield _Staged(llm, stage)
         return
     with dropping_pool(workers) as pool:
-        yield pool
+        yield _Staged(pool, stage)

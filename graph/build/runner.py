@@ -19,7 +19,7 @@ from itertools import groupby
 from typing import Callable, Mapping, Sequence
 
 from core import jobs
-from core.batches import BatchLLM
+from core.batches import BatchLLM, Collector
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import JobStoppedError
@@ -30,6 +30,7 @@ from graph.build.communities import Community, detect_communities, match_communi
 from graph.build.extract_offline import prune_entities
 from graph.build.contracts import BuildSettings, LevelGraph, LevelReport, Reporter
 from graph.build.job_progress import JobProgress, Progress, not_cached
+from graph.build.calibration import save_call_stats
 from graph.build.parts import step_pool
 from graph.levels import AccessLevel, levels_to_build
 from graph.status import BUILD_KIND
@@ -70,7 +71,7 @@ def extract_missing(
         return chunk.content_hash, extraction
 
     workers = concurrency if extractor.model else 1  # offline extraction is CPU-bound: threads do not help
-    with step_pool(extractor, workers) as pool:
+    with step_pool(extractor, workers, "extraction") as pool:
         for n, (content_hash, extraction) in enumerate(pool.map(run, todo.values()), start=1):
             found[content_hash] = extraction  # a failed one still gives this build what it kept
             if extraction.failed:
@@ -156,7 +157,7 @@ def report_communities(
             subs = [written[c] for c in community.children if c in written]
             return reporter.report(community, ents, rels, subs, members_claims)
 
-        with step_pool(reporter, concurrency) as pool:  # with batches: one per hierarchy level
+        with step_pool(reporter, concurrency, "reports") as pool:  # with batches: one per hierarchy level
             results = pool.map(write, [p for p in plans if p[-1]])
             for community, ents, rels, members_claims, digest, sources, fresh in plans:
                 n += 1
@@ -230,6 +231,8 @@ def build_level(
     started = _timed(report, "extract", started)
 
     embed = embedder.embed_documents if embedder else None
+    if progress:  # the stages without a count are named as they start: a bar never sits on the last one's total
+        progress("resolve", 0, 0)
     graph = assemble_level(chunks, extractions, embed, settings.resolution_threshold, report)
     entities, relationships = graph.entities, graph.relationships
     stage = "graph"
@@ -241,6 +244,8 @@ def build_level(
         store.replace_graph(conn, tenant, level.name, entities, relationships)
     started = _timed(report, stage, started)
 
+    if progress:
+        progress("communities", 0, 0)
     with db.connection() as conn:
         old = store.load_communities(conn, tenant, level.name)
     communities = cluster(old, relationships, settings)
@@ -254,6 +259,8 @@ def build_level(
     report_communities(db, tenant, level.name, communities, entities, relationships, reporter, report, progress,
                        graph.claims, _workers(settings, reporter))
     if embedder is not None:
+        if progress:
+            progress("embed", 0, 0)
         embed_reports(db, tenant, level.name, embedder)
         if settings.entity_vectors:
             embed_entities(db, tenant, level.name, embedder)
@@ -289,7 +296,7 @@ def build_graph(
     if job_id is None:
         job_id = create_build_job(db, tenant, level_name, extractor, reporter, summarizer)
     batch = getattr(extractor, "llm", None)
-    batch = batch if isinstance(batch, BatchLLM) else None
+    batch = batch if isinstance(batch, Collector) else None
     if batch is not None:  # its waits stop on this job's cancel, and its batches are recorded as this job's
         batch.job_id = job_id
     results, reports = [], []
@@ -314,17 +321,20 @@ def build_graph(
             with db.connection() as conn:
                 jobs.update_job(conn, job_id, status="cancelled", counts={"levels": results},
                                 errors=[{"error": str(exc)}], usage=usage() if usage else {})
+            save_call_stats(db, tenant, extractor)
             raise
         except BaseException as exc:  # Ctrl-C too: failing the row frees the tenant's slot now, not after the lease
             with db.connection() as conn:
                 jobs.update_job(conn, job_id, status="failed", errors=[{"error": f"{type(exc).__name__}: {exc}"}],
                                 usage=usage() if usage else {})
+            save_call_stats(db, tenant, extractor)
             raise
     errors = [failure_summary(tenant, r) for r in reports if r.failed]
     status = "partial" if errors else "done"
     with db.connection() as conn:
         jobs.update_job(conn, job_id, status=status, stage=status, errors=errors, usage=usage() if usage else {})
         job = jobs.get_job(conn, job_id, db.job_lease_s)
+    save_call_stats(db, tenant, extractor)  # the parts share one LLM: its measurements, for the next estimate
     if batch is not None:
         batch.finish()
     return job

@@ -84,5 +84,5 @@ def _run(db: Database, pending: list, summarizer: DescriptionSummarizer, version
             store.save_summary(conn, request.content_hash, summarizer.name, version, summarizer.model, summary)
         return request, summary, None
 
-    with step_pool(summarizer, max(1, concurrency)) as pool:
+    with step_pool(summarizer, max(1, concurrency), "summaries") as pool:
         yield from pool.map(one, pending)

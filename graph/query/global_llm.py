@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from core.citations import cited_numbers
-from core.llm import LLM, LLMError, RefusedError, Usage
+from core.llm import LLM, LLMError, RefusedError, Usage, llm_stage
 from core.llm_limiter import concurrency_of, map_ordered
 from core.prompting import MalformedReply, Tool, call_tool, complete_text
 from graph.query.global_search import (NO_ANSWER, NO_LEVEL, GlobalResult, Point, choose_level, extractive_answer,
@@ -91,8 +91,9 @@ class LLMGlobalSearch:
         calls (retries included) counted and summed here, in this thread. Any other LLMError raises."""
 
         def ask(message: str):
-            return call_tool(self.llm, tool, task="fast", system=system, max_tokens=4096,
-                             messages=[{"role": "user", "content": message}])
+            with llm_stage("global_map"):  # its thinking budget (CROSSROADS_LLM_THINKING), in the worker thread
+                return call_tool(self.llm, tool, task="fast", system=system, max_tokens=4096,
+                                 messages=[{"role": "user", "content": message}])
 
         out = []
         for reply in map_ordered(ask, messages, concurrency_of(self.llm)):

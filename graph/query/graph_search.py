@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 
 from core.database import Database
 from core.embeddings import Embedder
+from core.passages import ChunkText
 from graph import retrieval_store, store
 from graph.levels import AccessLevel, choose_level
 from graph.query.entity_link import DENSE_LINKS, Link, link_scores, meaning_links, name_links
@@ -29,13 +30,8 @@ from graph.query.ppr import GraphMatrix, build_matrix, personalized_pagerank, ra
 CACHED_LEVELS = 16  # graph matrices kept in memory (one per tenant level served recently)
 
 
-@dataclass(frozen=True)
-class GraphHit:
-    id: int  # chunk id
-    doc_id: str
-    title: str
-    heading: str
-    text: str
+@dataclass
+class GraphHit(ChunkText):
     score: float  # PPR mass
 
 

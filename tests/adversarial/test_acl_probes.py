@@ -4,7 +4,9 @@ fixtures corpus, sent to every read surface by readers who lack the documents' g
 Questions are built deterministically (fixed seed) from each restricted document itself: its title,
 headings, entity names, codes, numbers, quoted phrases and its own distinctive words, put into
 English and Russian templates, prompt-injection wording, and smuggled `groups` / `tenant` fields
-(body, query string, headers).
+(body, query string, headers). Query bodies refuse unknown fields: a body carrying smuggled fields
+must be that refusal (422 naming exactly those fields, no answer in it), and the same question is
+then sent without them, still with the query string and header smuggling, and its answer probed.
 
 A leak is, in any response (every string of the JSON, SSE frames included):
 - a restricted doc id or title that the question itself did not carry;
@@ -409,8 +411,16 @@ def world(db, settings, local_embedder, demo_tenant):
 
 
 def _post(world: World, path: str, reader: str, probe: Probe, payload: dict):
-    return world.client.post(path, json={**dict(probe.body), **payload}, params=dict(probe.params),
-                             headers=world.headers(reader, probe))
+    """The probe's answer. Smuggled body fields must first be refused: a 422 naming exactly them,
+    carrying no answer (an answer would mean they were read); then the question goes without them."""
+    params, headers = dict(probe.params), world.headers(reader, probe)
+    if probe.body:
+        r = world.client.post(path, json={**dict(probe.body), **payload}, params=params, headers=headers)
+        assert r.status_code == 422 and r.headers["content-type"].startswith(PROBLEM), (path, r.status_code, r.text[:300])
+        refused = r.json()
+        assert {e["field"].split(".")[0] for e in refused["errors"]} == set(dict(probe.body)), refused
+        assert not {"hits", "answer", "citations", "route"} & set(refused), refused
+    return world.client.post(path, json=payload, params=params, headers=headers)
 
 
 def _timed(world: World, name: str):
@@ -475,7 +485,10 @@ def test_search_api_leaks_nothing(world):
         + [("outsider", p) for p in world.probes[::4]]
     with _timed(world, "search_api_s"):
         for i, (reader, probe) in enumerate(plan):
-            r = _post(world, "/v1/search", reader, probe, {"query": probe.question[:300], "k": K_CHOICES[i % 4]})
+            # with the calibrated threshold, without any (everything down to k), and k distinct documents
+            options = ({}, {"min_score": None}, {"min_score": None, "group_by": "document"})[i % 3]
+            r = _post(world, "/v1/search", reader, probe, {"query": probe.question[:300], "k": K_CHOICES[i % 4],
+                                                           **options})
             if r.status_code != 200:
                 errors.append(f"{reader} {probe.question[:60]!r}: {r.status_code} {r.text[:200]}")
                 continue
@@ -587,6 +600,32 @@ def test_ask_every_route_leaks_nothing(world):
     assert any(stream for (_, _, stream) in routes_seen)
 
 
+def test_chat_completions_leak_nothing(world):
+    """POST /v1/chat/completions (JSON and streamed chunks), every sixth probe by the public reader and
+    the outsider, the previous probe's question as an earlier turn; the whole response checked."""
+    leaks, errors = [], []
+    with _timed(world, "chat_s"):
+        for i, probe in enumerate(world.probes[::6]):
+            reader, stream = ("public", "outsider")[i % 2], i % 3 == 0
+            messages = [{"role": "user", "content": world.probes[i * 6 - 1].question},
+                        {"role": "assistant", "content": "Noted."}, {"role": "user", "content": probe.question}]
+            r = world.client.post("/v1/chat/completions", json={"model": "probe", "stream": stream, "messages": messages},
+                                  params=dict(probe.params), headers=world.headers(reader, probe))
+            if r.status_code != 200:
+                errors.append(f"chat {reader} {probe.question[:60]!r}: {r.status_code} {r.text[:300]}")
+                continue
+            if stream:
+                frames = [json.loads(f[6:]) for f in r.text.split("\n\n") if f.startswith("data: {")]
+                payload = {"frames": [f for f in frames if not f["choices"] or not f["choices"][0]["delta"].get("content")],
+                           "streamed": "".join(f["choices"][0]["delta"].get("content") or "" for f in frames if f["choices"])}
+                assert r.text.rstrip().endswith("data: [DONE]"), r.text[-200:]
+            else:
+                payload = r.json()
+            asked = probe.question + " " + world.probes[i * 6 - 1].question
+            leaks += world.secrets[reader].leaks(payload, asked, f"chat stream={stream}")
+    _fail_on(leaks, errors)
+
+
 # --- the graph: communities, reports, entities, status -----------------------------------------------
 
 
@@ -609,9 +648,10 @@ def test_graph_surfaces_leak_nothing(world):
     leaks, errors = [], []
     get = world.client.get
     staff = world.secrets["staff"]
-    r = get("/v1/communities", headers=world.headers("staff"))
+    r = get("/v1/communities", params={"limit": 1000}, headers=world.headers("staff"))
     assert r.status_code == 200 and r.json()["access_level"] == "staff"
     communities = r.json()["communities"]
+    assert len(communities) == r.json()["total"]  # one page holds them all: every community is probed
     assert communities, "the staff level has communities"
     leaks += staff.leaks(r.json(), "", "communities")
     for level in sorted({c["level"] for c in communities}) + [99]:
@@ -628,7 +668,8 @@ def test_graph_surfaces_leak_nothing(world):
     assert r.status_code == 404 and r.headers["content-type"].startswith(PROBLEM)
     for reader in ("public", "outsider"):
         r = get("/v1/communities", headers=world.headers(reader))
-        assert r.status_code == 200 and r.json() == {"access_level": None, "communities": []}, r.text
+        assert r.status_code == 200 and r.json() == {"access_level": None, "communities": [], "total": 0,
+                                                     "limit": 100, "offset": 0}, r.text
         r = get("/v1/graph/status", headers=world.headers(reader))
         assert r.json() == {"access_level": None, "levels": [], "jobs": None}, r.text
         for cid in ids[:10] + [0]:

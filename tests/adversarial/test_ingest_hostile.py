@@ -277,7 +277,7 @@ def test_two_concurrent_ingests_of_one_tenant_both_finish_cleanly(db, settings, 
     embedder = SerialEmbedder(local_embedder)
     both_planned = threading.Barrier(2)
 
-    def wait_for_the_other(done, total):
+    def wait_for_the_other(stage, done, total):
         # Both runs read the index before either writes, the race the stale plans lost. A run that
         # serialised the ingests would never meet the other here: the timeout lets it go on.
         try:

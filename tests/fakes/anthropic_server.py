@@ -21,7 +21,9 @@ cache_read_input_tokens, and input_tokens counts only the rest, as the real API 
 
 Like the real API it answers 401 without a key (`Authorization: Bearer` or `x-api-key`; pass
 `api_key=` to require one value), 400 to an empty text block or a missing field, and 400 to
-`temperature` / `top_p` / `top_k` on the models that reject sampling parameters.
+`temperature` / `top_p` / `top_k` on the models that reject sampling parameters; `thinking` as the real
+API checks it: `budget_tokens` of at least 1024 and under max_tokens, `{"type": "enabled"}` refused by
+the models that think only adaptively (those same models), a forced `tool_choice` refused with thinking.
 
 The real API's habits on a bad day, scripted per call or drawn at random:
 - `thinking=` puts a thinking block before the text / tool call (adaptive thinking does);
@@ -227,6 +229,11 @@ class FakeAnthropic:
     @property
     def calls(self) -> int:
         return len(self.requests)
+
+    @property
+    def results_downloads(self) -> int:
+        """Downloads of a Message Batch's results: a batch collected once is downloaded once."""
+        return sum(1 for r in self._server.requests if r.method == "GET" and r.path.split("?")[0].endswith("/results"))
 
     @property
     def bodies(self) -> list[dict]:
@@ -469,6 +476,21 @@ def _validate(body: dict) -> str | None:
         for name in ("temperature", "top_p", "top_k"):
             if name in body:
                 return f"`{name}` is deprecated for this model."
+    thinking = body.get("thinking")
+    if thinking is not None:
+        if thinking.get("type") == "enabled":
+            if body["model"].startswith(NO_SAMPLING_MODELS):
+                return ('"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" '
+                        'and "output_config.effort" to control thinking behavior.')
+            budget = thinking.get("budget_tokens")
+            if not isinstance(budget, int) or budget < 1024:
+                return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+            if budget >= body["max_tokens"]:
+                return "`max_tokens` must be greater than `thinking.budget_tokens`"
+        elif thinking.get("type") not in ("adaptive", "disabled"):
+            return f"thinking.type: unsupported {thinking.get('type')!r}"
+        if (body.get("tool_choice") or {}).get("type") in ("tool", "any"):
+            return "Thinking may not be enabled when tool_choice forces tool use."
     for seg_text, _ in _segments(body):
         if seg_text == "":
             return "text content blocks must be non-empty"

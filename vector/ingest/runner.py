@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator, Protocol
 
 import psycopg
 
@@ -55,7 +55,30 @@ class IngestReport:
         return asdict(self)
 
 
-Progress = Callable[[int, int], None]  # (documents done, documents total)
+class Progress(Protocol):
+    """Told where an ingest stands: `parse` counts the added and changed documents chunked, the stages after
+    it (`contexts`, `embed`, `write`) count their chunks done of all their chunks, and `index` (no count)
+    builds the search indexes at the end. A face (the CLI's bar) passes one in; the HTTP path passes none."""
+
+    def __call__(self, stage: str, done: int, total: int) -> None: ...
+
+
+STAGE_UNITS = {"parse": "documents", "contexts": "chunks", "embed": "chunks", "write": "chunks", "index": ""}
+
+
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an ingest, with what it saved: each document is written in its own transaction, so the
+    ones written stay, and a re-run finds them unchanged and goes on with the rest."""
+
+    def __init__(self, report: IngestReport, documents: int):
+        super().__init__()
+        self.report, self.documents = report, documents
+
+    @property
+    def saved(self) -> int:
+        d = self.report.documents
+        return d["added"] + d["changed"] + d["unchanged"] + d["metadata_updated"]
+
 
 # The report's name of a plan's action, where they differ.
 _REPORTED_AS = {"metadata": "metadata_updated"}
@@ -102,8 +125,23 @@ def ingest_documents(
         stored = store.load_state(conn, tenant, list(hashes))
         conn.commit()
 
-    context_failures: dict[str, str] = {}  # doc id -> why a context of it fell back (the first reason)
-    done, changing = 0, []
+    try:
+        _sync(db, embedder, settings, tenant, documents, skipped, prune, progress, contextualizer, key, hashes,
+              stored, report)
+    except KeyboardInterrupt:
+        raise IngestInterrupted(report, len(documents)) from None
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _sync(db: Database, embedder: Embedder, settings: Settings, tenant: str, documents: list[SourceDocument],
+          skipped: list[Skipped], prune: bool, progress: Progress | None, contextualizer: Contextualizer, key: str,
+          hashes: dict[str, str], stored: dict, report: IngestReport) -> None:
+    def tell(stage: str, done: int, total: int) -> None:
+        if progress:
+            progress(stage, done, total)
+
+    changing = []
     for doc in documents:
         action = classify(doc, hashes[doc.doc_id], key, stored.get(doc.doc_id))
         if action in ("added", "changed"):
@@ -115,40 +153,53 @@ def ingest_documents(
             report.documents["metadata_updated"] += 1
         else:
             report.documents["unchanged"] += 1
-        done += 1
-    if progress:
-        progress(done, len(documents))
+
+    # Chunked up front (cheap next to embedding), so the later stages count chunks of a known total.
+    tell("parse", 0, len(changing))
+    drafts = []
+    for doc in changing:
+        drafts.append(chunk_document(doc, max_chars=settings.chunk_max_chars, overlap=settings.chunk_overlap))
+        tell("parse", len(drafts), len(changing))
+    total = sum(map(len, drafts))
+    done = 0
+    llm_contexts = not isinstance(contextualizer, TitleContextualizer)
+
+    context_failures: dict[str, str] = {}  # doc id -> why a context of it fell back (the first reason)
 
     def planned():
         """Plans made lazily, so contexts an LLM wrote are saved group by group, not all at the end."""
         nonlocal done
-        for doc in changing:
+        for doc, doc_drafts in zip(changing, drafts):
+            if llm_contexts:
+                tell("contexts", done, total)
             try:
-                yield _plan_changed(db, tenant, doc, stored.get(doc.doc_id), key, settings, contextualizer, embedder,
-                                    context_failures, report)
+                yield _plan_changed(db, tenant, doc, doc_drafts, stored.get(doc.doc_id), key, contextualizer,
+                                    embedder, context_failures, report)
             except CrossroadsError as exc:  # e.g. the API key or model id is wrong: this document waits for a re-run
                 report.errors.append({"doc_id": doc.doc_id, "error": str(exc)})
                 report.documents["failed"] += 1
-                done += 1
+                done += len(doc_drafts)
 
     for group in _groups(planned()):
+        tell("embed", done, total)
         try:
             vectors = _vectors_for(db, embedder, tenant, group, report)
         except CrossroadsError as exc:
             for plan in group:
                 report.errors.append({"doc_id": plan.doc_id, "error": str(exc)})
             report.documents["failed"] += len(group)
-            done += len(group)
+            done += sum(len(plan.document.chunks) for plan in group)
+            tell("write", done, total)
         else:
             for plan in group:
                 _write_one(db, embedder, tenant, plan, vectors, report)
-                done += 1
+                done += len(plan.document.chunks)
+                tell("write", done, total)
             _compact_statistics(db, tenant)
-        if progress:
-            progress(done, len(documents))
 
     if context_failures:
         report.notes.append(_context_failure_note(report.contexts_failed, context_failures))
+    tell("index", 0, 0)
     if prune:
         _prune(db, tenant, {d.doc_id for d in documents}, skipped, report)
     _compact_statistics(db, tenant)
@@ -157,8 +208,6 @@ def ingest_documents(
             if store.ensure_vector_index(conn, embedder.model_id, embedder.dimension):
                 log.info("built the HNSW index for %s", embedder.model_id)
     _ensure_tenant_graph(db, embedder, settings, tenant, report)
-    report.seconds = round(time.perf_counter() - started, 3)
-    return report
 
 
 def _warning_notes(documents: list[SourceDocument]) -> list[str]:
@@ -222,14 +271,13 @@ def _compact_statistics(db: Database, tenant: str) -> None:
             log.info("compacted the full-text statistics of tenant %s", tenant)
 
 
-def _plan_changed(db, tenant, doc, stored, key, settings, contextualizer, embedder,
+def _plan_changed(db, tenant, doc, drafts, stored, key, contextualizer, embedder,
                   context_failures: dict[str, str], report: IngestReport) -> DocumentPlan:
-    """Chunk an added or changed document, give each chunk its context (cached ones reused), plan the rows.
+    """Give each chunk (`drafts`) of an added or changed document its context (cached ones reused), plan the rows.
 
     A context the LLM failed to write is the offline one, left out of the cache, and the document is
     stored under a key marking the fallback: the next ingest sees it as changed, asks again for
     exactly those chunks, and re-embeds the ones whose context then changes."""
-    drafts = chunk_document(doc, max_chars=settings.chunk_max_chars, overlap=settings.chunk_overlap)
     if isinstance(contextualizer, TitleContextualizer):
         contexts, cache = [c.text for c in contextualizer.contexts(doc, drafts)], None
     else:

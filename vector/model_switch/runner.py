@@ -1,10 +1,10 @@
-"""Embedding model migration: stage a new model's vectors beside the served ones, switch, drop.
+"""Embedding model switch: stage a new model's vectors beside the served ones, switch, drop.
 
 Vectors of different models are not comparable, so changing the model is a full re-embedding done
-as a versioned migration: `migrate` computes the new model's vectors into `chunk_vectors_staged`
+in steps: `stage_vectors` computes the new model's vectors into `chunk_vectors_staged`
 while search keeps serving `chunks.embedding`; `eval --embeddings` compares both; `switch` swaps
 them in one transaction (the old ones are parked in staging, so switching back is free); `drop`
-deletes a model's parked vectors. Every batch commits on its own, so an interrupted `migrate`
+deletes a model's parked vectors. Every batch commits on its own, so an interrupted `stage_vectors`
 continues where it stopped. All SQL lives in `vector.model_switch.sql`.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _check_dimension(conn: psycopg.Connection, model: str, dimension: int) -> No
         )
 
 
-def migrate(db: Database, embedder: Embedder, tenant: str, *, batch_size: int = BATCH_SIZE,
+def stage_vectors(db: Database, embedder: Embedder, tenant: str, *, batch_size: int = BATCH_SIZE,
             progress: Progress | None = None) -> MigrateReport:
     """Stage the embedder's vectors for every chunk of the tenant that lacks a current one."""
     started = time.perf_counter()
@@ -179,7 +179,7 @@ def switch(db: Database, tenant: str, model: str, *, spec: str | None = None,
     With `tenant_graph_min_rows`, the tenant's own HNSW graph of the new model is built in the same
     transaction when it needs one (vector/hnsw_index.py), and its graphs of models that no longer
     serve it are dropped afterwards."""
-    again = f"run `crossroads embeddings migrate --tenant {tenant} --to {spec or model}` again, then switch"
+    again = f"run `crossroads embeddings stage --tenant {tenant} --to {spec or model}` again, then switch"
     with db.connection() as conn:
         served = msql.served_models(conn, tenant)
         if not served:

@@ -26,7 +26,7 @@ WHERE c.tenant_id = %(tenant)s AND c.embed_model IS DISTINCT FROM %(model)s
 
 
 def lock_tenant(conn: psycopg.Connection, tenant: str) -> None:
-    """Serialises migrate batches, switch and drop of one tenant (held until the transaction ends)."""
+    """Serialises staging batches, switch and drop of one tenant (held until the transaction ends)."""
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"embeddings\x1f{tenant}",))
 
 

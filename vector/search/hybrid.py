@@ -22,6 +22,7 @@ import psycopg
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import ModelNotServedError, SearchUnavailableError
+from core.passages import ChunkText
 from core.text_safety import storable_text
 from vector.search import sql as search_sql
 from vector.search.bm25 import MAX_SCORED, Bm25Leg
@@ -55,12 +56,7 @@ def use_exact_scan(readable: int, indexed: int, ef_search: int) -> bool:
 
 
 @dataclass
-class Candidate:
-    id: int
-    doc_id: str
-    title: str
-    heading: str
-    text: str
+class Candidate(ChunkText):
     lang: str
     vector_rank: int | None = None
     vector_score: float | None = None  # cosine similarity

@@ -126,7 +126,7 @@ def check_model_has_vectors(conn: psycopg.Connection, tenant: str, model: str, s
             " WHERE c.tenant_id = %s AND s.embed_model = %s)", (tenant, model)
         ).fetchone()[0]:
             raise ModelNotServedError(
-                f"tenant {tenant} has no staged vectors of {model}: run `crossroads embeddings migrate "
+                f"tenant {tenant} has no staged vectors of {model}: run `crossroads embeddings stage "
                 f"--tenant {tenant} --to {model}` first"
             )
         return
@@ -155,6 +155,8 @@ def scan_sizes(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], 
     readable, tenant_rows, table, own = conn.execute(
         "SELECT " + _READER_AND_TENANT_CHUNKS + ", (SELECT reltuples FROM pg_class WHERE oid = 'chunks'::regclass),"
         " EXISTS (SELECT 1 FROM tenant_vector_indexes WHERE tenant_id = %(tenant)s AND embed_model = %(m)s)"
+        # partitioned by tenant (vector/partitions.py): the tenant's partition has its own graph
+        " OR EXISTS (SELECT 1 FROM pg_partitioned_table WHERE partrelid = 'chunks'::regclass)"
         " FROM fulltext_acl_stats WHERE tenant_id = %(tenant)s",
         {"tenant": tenant, "groups": list(groups), "m": model},
     ).fetchone()

@@ -13,7 +13,7 @@ from tests.fakes.voyage_server import FakeVoyage, fake_vector
 from vector import store
 from vector.model_switch import sql as migration_sql
 from vector.search import sql as search_sql
-from vector.model_switch.runner import drop, migrate, status, switch
+from vector.model_switch.runner import drop, stage_vectors, status, switch
 from vector.ingest.runner import ingest_documents
 from vector.ingest.prepare import embed_text
 from vector.search.hybrid import HybridSearcher
@@ -117,7 +117,7 @@ def test_migrate_stages_every_chunk_while_search_keeps_serving_the_old_model(db,
     queries = ["how often are database backups made?", "retry attempts of the payments gateway", "отпуск"]
     with HybridSearcher(db, local_embedder) as old:
         before = results(old, tenant, queries)
-        report = migrate(db, voyage, tenant, batch_size=3)
+        report = stage_vectors(db, voyage, tenant, batch_size=3)
         assert results(old, tenant, queries) == before  # still served by the old vectors
     n = len(indexed)
     assert report.complete and report.to_do == report.embedded == report.written == voyage.texts_embedded == n
@@ -135,7 +135,7 @@ def test_migrate_stages_every_chunk_while_search_keeps_serving_the_old_model(db,
                             (migration_sql.staged_index_name(NEW),)).fetchone()
 
     calls = voyage.calls
-    again = migrate(db, voyage, tenant, batch_size=3)  # a re-run finds nothing to do and calls nothing
+    again = stage_vectors(db, voyage, tenant, batch_size=3)  # a re-run finds nothing to do and calls nothing
     assert again.complete and again.to_do == again.embedded == again.written == 0 and voyage.calls == calls
     info = status(db, tenant)
     assert info["served"] == [{"model": local_embedder.model_id, "chunks": n}]
@@ -148,17 +148,17 @@ def test_migrate_stages_every_chunk_while_search_keeps_serving_the_old_model(db,
 def test_interrupted_migrate_resumes_and_switch_refuses_until_complete(db, local_embedder, tenant, indexed, voyage):
     failing = FailingAfter(voyage.inner, calls_ok=2)
     with pytest.raises(EmbeddingError):
-        migrate(db, failing, tenant, batch_size=2)
+        stage_vectors(db, failing, tenant, batch_size=2)
     assert failing.texts_embedded == 4 and len(staged(db, tenant, NEW)) == 4  # two committed batches
     run = status(db, tenant)["migrations"][0]
     assert run["status"] == "running" and "HTTP 500" in run["error"] and run["counts"]["written"] == 4
 
-    with pytest.raises(CrossroadsError, match=r"have no current voyage/mig-fake vector: run `crossroads embeddings migrate"):
+    with pytest.raises(CrossroadsError, match=r"have no current voyage/mig-fake vector: run `crossroads embeddings stage"):
         switch(db, tenant, NEW)
     assert {r["model"] for r in chunk_rows(db, tenant)} == {local_embedder.model_id}  # nothing moved
     assert staged(db, tenant, local_embedder.model_id) == {}
 
-    resumed = migrate(db, voyage, tenant, batch_size=2)
+    resumed = stage_vectors(db, voyage, tenant, batch_size=2)
     n = len(indexed)
     assert resumed.complete and resumed.to_do == n - 4 and voyage.texts_embedded == n - 4  # no text twice
     assert set(staged(db, tenant, NEW)) == {r["id"] for r in indexed}
@@ -167,7 +167,7 @@ def test_interrupted_migrate_resumes_and_switch_refuses_until_complete(db, local
 
 def test_changed_or_stale_chunks_are_re_embedded_and_block_the_switch(db, settings, local_embedder, tenant, indexed,
                                                                      voyage, tmp_path):
-    migrate(db, voyage, tenant)
+    stage_vectors(db, voyage, tenant)
     first = voyage.texts_embedded
     # An ingest with the old model meanwhile: the changed chunk is a new row without a staged vector.
     (tmp_path / "status.md").write_text(CORPUS["status.md"].replace("every minute", "every five minutes"), encoding="utf-8")
@@ -181,7 +181,7 @@ def test_changed_or_stale_chunks_are_re_embedded_and_block_the_switch(db, settin
     assert [(s["current"], s["stale"]) for s in status(db, tenant)["staged"]] == [(len(indexed) - 2, 1)]
     with pytest.raises(CrossroadsError, match="2 of"):
         switch(db, tenant, NEW)
-    report = migrate(db, voyage, tenant)
+    report = stage_vectors(db, voyage, tenant)
     assert report.to_do == report.embedded == 2 and voyage.texts_embedded == first + 2 and report.complete
 
 
@@ -189,7 +189,7 @@ def test_a_rebuilt_text_that_does_not_match_its_hash_is_reported(db, tenant, ind
     row = indexed[0]
     with db.connection() as conn:  # as if embed_text had changed since the ingest
         conn.execute("UPDATE chunks SET content_hash = 'f00d' WHERE id = %s", (row["id"],))
-    report = migrate(db, voyage, tenant)
+    report = stage_vectors(db, voyage, tenant)
     assert report.mismatches == 1 and report.mismatched == [{"chunk_id": row["id"], "doc_id": row["doc_id"]}]
     assert report.complete  # embedded from the chunk's own text, so the switch is still possible
 
@@ -200,7 +200,7 @@ def test_staged_vector_leg_keeps_the_acl_filter_and_uses_its_index(db, tenant, i
     with HybridSearcher(db, voyage, vectors="staged") as candidate:
         with pytest.raises(ModelNotServedError, match="no staged vectors of voyage/mig-fake"):
             candidate.search(tenant, ["hr"], hr["text"], mode="hybrid")  # loud, not a silent bm25-only result
-        migrate(db, voyage, tenant)
+        stage_vectors(db, voyage, tenant)
         insider = candidate.search(tenant, ["hr"], hr["text"], k=3, mode="dense")
         assert insider.hits[0].id == hr["id"] and insider.hits[0].score == pytest.approx(1.0, abs=1e-5)
         assert insider.trace["vectors"] == "staged" and insider.trace["timings_ms"]["vector_graph"] == "exact"
@@ -216,7 +216,7 @@ def test_staged_vector_leg_keeps_the_acl_filter_and_uses_its_index(db, tenant, i
 
 
 def test_switch_flips_atomically_and_back(db, local_embedder, tenant, indexed, voyage):
-    migrate(db, voyage, tenant, batch_size=4)
+    stage_vectors(db, voyage, tenant, batch_size=4)
     result = switch(db, tenant, NEW)
     assert result["vectors_promoted"] == result["vectors_parked"] == len(indexed)
     assert result["previous"] == [local_embedder.model_id] and result["index_keys_updated"] == len(CORPUS)
@@ -254,7 +254,7 @@ def test_switch_flips_atomically_and_back(db, local_embedder, tenant, indexed, v
 def test_a_switch_that_fails_midway_changes_nothing(db, local_embedder, tenant, indexed, voyage, monkeypatch):
     from vector.model_switch import runner as embedding_migration
 
-    migrate(db, voyage, tenant)
+    stage_vectors(db, voyage, tenant)
 
     def broken(conn, model, dimension):  # fails after the rows were swapped, inside the transaction
         raise RuntimeError("index build failed")
@@ -269,7 +269,7 @@ def test_a_switch_that_fails_midway_changes_nothing(db, local_embedder, tenant, 
 
 
 def test_ingest_after_switch_with_the_new_model_embeds_nothing(db, settings, tenant, indexed, voyage, tmp_path):
-    migrate(db, voyage, tenant)
+    stage_vectors(db, voyage, tenant)
     switch(db, tenant, NEW)
     calls = voyage.calls
     docs, _ = load_source(tmp_path, [], settings.max_document_bytes)
@@ -283,7 +283,7 @@ def test_ingest_after_switch_with_the_new_model_embeds_nothing(db, settings, ten
 
 
 def test_drop_removes_old_staged_vectors_and_refuses_the_served_model(db, local_embedder, tenant, indexed, voyage):
-    migrate(db, voyage, tenant)
+    stage_vectors(db, voyage, tenant)
     with pytest.raises(CrossroadsError, match="cannot be dropped"):
         drop(db, tenant, local_embedder.model_id)  # served: dropping it would empty the vector leg
     switch(db, tenant, NEW)
