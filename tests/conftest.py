@@ -259,3 +259,32 @@ def wait_for_job(client, headers: dict, job_id: int, timeout_s: float = 120) -> 
         if job["status"] != "running" or time.monotonic() > deadline:
             return job
         time.sleep(0.1)
+
+
+def bearer(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def reader_and_writer(db, client, tenant: str, docs: list[dict]) -> dict[str, str]:
+    """Tokens of `tenant`: "staff" reads group staff only, "writer" (hr + staff) has put `docs` in first."""
+    from api import tokens
+
+    with db.connection() as conn:
+        made = {name: tokens.create_token(conn, tenant, groups, role)[0] for name, groups, role in (
+            ("staff", ["staff"], "reader"), ("writer", ["hr", "staff"], "writer"))}
+    r = client.post("/v1/documents:batch", json={"documents": docs}, headers=bearer(made["writer"]))
+    assert r.status_code == 200 and r.json()["errors"] == 0, r.text
+    return made
+
+
+def write_mini_dataset(folder: Path) -> Path:
+    """A three-document evaluation set (corpus.jsonl + queries.jsonl with gold ids) for the eval commands."""
+    folder.mkdir(parents=True, exist_ok=True)
+    docs = [("b1", "Backups", "Database backups run every night at two o'clock."),
+            ("b2", "Retention", "Backup copies are kept for thirty days."),
+            ("p1", "Payments", "Failed payment calls are retried five times.")]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in docs))
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
+        {"qid": "q1", "question": "When do database backups run?", "gold": ["b1"]},
+        {"qid": "q2", "question": "How many retries for failed payments?", "gold": ["p1"]}]))
+    return folder

@@ -6,9 +6,8 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from api import tokens
 from api.app import create_app
-from tests.conftest import parse_sse
+from tests.conftest import bearer, parse_sse, reader_and_writer
 
 TENANT = f"ask_{uuid.uuid4().hex[:8]}"
 PROBLEM = "application/problem+json"
@@ -20,18 +19,10 @@ DOCS = [
 ]
 
 
-def bearer(token: str) -> dict:
-    return {"Authorization": f"Bearer {token}"}
-
 
 @pytest.fixture(scope="module")
 def tok(db, client):
-    with db.connection() as conn:
-        made = {name: tokens.create_token(conn, TENANT, groups, role)[0] for name, groups, role in (
-            ("staff", ["staff"], "reader"), ("writer", ["hr", "staff"], "writer"))}
-    r = client.post("/v1/documents:batch", json={"documents": DOCS}, headers=bearer(made["writer"]))
-    assert r.status_code == 200 and r.json()["errors"] == 0, r.text
-    return made
+    return reader_and_writer(db, client, TENANT, DOCS)
 
 
 def test_route_contract(client, tok):

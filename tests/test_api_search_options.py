@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from api import tokens, usecases
+from api import usecases
+from tests.conftest import bearer, reader_and_writer
 from vector.search.hybrid import Candidate, SearchResult
 
 TENANT = f"searchopt_{uuid.uuid4().hex[:8]}"
@@ -26,9 +27,6 @@ DOCS = [
      "Project Sandpiper is confidential: five thousand."},
 ]
 
-
-def bearer(token: str) -> dict:
-    return {"Authorization": f"Bearer {token}"}
 
 
 # --- the cut, on a scripted searcher ------------------------------------------------------------------
@@ -94,12 +92,7 @@ def test_no_threshold_on_fused_scores_when_the_reranker_failed():
 
 @pytest.fixture(scope="module")
 def tok(db, client):
-    with db.connection() as conn:
-        made = {name: tokens.create_token(conn, TENANT, groups, role)[0] for name, groups, role in (
-            ("staff", ["staff"], "reader"), ("writer", ["hr", "staff"], "writer"))}
-    r = client.post("/v1/documents:batch", json={"documents": DOCS}, headers=bearer(made["writer"]))
-    assert r.status_code == 200 and r.json()["errors"] == 0, r.text
-    return made
+    return reader_and_writer(db, client, TENANT, DOCS)
 
 
 def _search(client, token, **body):

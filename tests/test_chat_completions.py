@@ -10,11 +10,11 @@ import openai
 import pytest
 from fastapi.testclient import TestClient
 
-from api import tokens
 from api.app import create_app
 from core.llm import make_llm
 from core.settings import Settings
 from router.service import QuestionRouter
+from tests.conftest import bearer, reader_and_writer
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 from vector.prompts import REWRITE_TOOL
 
@@ -29,18 +29,10 @@ DOCS = [
 ]
 
 
-def bearer(token: str) -> dict:
-    return {"Authorization": f"Bearer {token}"}
-
 
 @pytest.fixture(scope="module")
 def tok(db, client):
-    with db.connection() as conn:
-        made = {name: tokens.create_token(conn, TENANT, groups, role)[0] for name, groups, role in (
-            ("staff", ["staff"], "reader"), ("writer", ["hr", "staff"], "writer"))}
-    r = client.post("/v1/documents:batch", json={"documents": DOCS}, headers=bearer(made["writer"]))
-    assert r.status_code == 200 and r.json()["errors"] == 0, r.text
-    return made
+    return reader_and_writer(db, client, TENANT, DOCS)
 
 
 def sdk(client: TestClient, token: str) -> openai.OpenAI:

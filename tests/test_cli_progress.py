@@ -13,6 +13,7 @@ from api.cli_search import settings_lines
 from graph.build.contracts import STAGE_UNITS as GRAPH_UNITS, BuildSettings, OfflineReporter
 from graph.build.extract_offline import OfflineExtractor
 from graph.build.runner import build_graph
+from tests.conftest import write_mini_dataset
 from tests.test_jobs import stored_row
 from vector.ingest.runner import STAGE_UNITS, IngestInterrupted, ingest_documents
 from vector.ingest.sources import SourceDocument
@@ -161,7 +162,6 @@ def test_a_new_tenant_is_confirmed_at_a_terminal_and_noted_in_a_script(db, tenan
 
 def test_eval_api_config_measures_what_post_v1_search_returns_in_process_and_over_http(db, settings, local_embedder,
                                                                                        client, tmp_path):
-    import json
     import uuid
 
     from api import tokens
@@ -170,15 +170,7 @@ def test_eval_api_config_measures_what_post_v1_search_returns_in_process_and_ove
     from vector.evaluation.runner import eval_tenant, evaluate, index_dataset
     from vector.search.factory import make_searcher
 
-    data = tmp_path / f"api_{uuid.uuid4().hex[:6]}"
-    data.mkdir()
-    docs = [("b1", "Backups", "Database backups run every night at two o'clock."),
-            ("b2", "Retention", "Backup copies are kept for thirty days."),
-            ("p1", "Payments", "Failed payment calls are retried five times.")]
-    (data / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in docs))
-    (data / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
-        {"qid": "q1", "question": "When do database backups run?", "gold": ["b1"]},
-        {"qid": "q2", "question": "How many retries for failed payments?", "gold": ["p1"]}]))
+    data = write_mini_dataset(tmp_path / f"api_{uuid.uuid4().hex[:6]}")
     dataset = load_dataset(data)
     index_dataset(db, local_embedder, settings, dataset)
 
