@@ -227,3 +227,11 @@ def tenant_connection(db: Database, tenant: str):
     require_tenant(db, tenant)
     with db.connection() as conn:
         yield conn
+
+
+def announce_queued(job_id: int, json_out: bool, follow: str) -> None:
+    """Say that a job waits for `crossroads worker`, and how to follow it."""
+    if json_out:
+        print_json({"job_id": job_id, "status": "queued"})
+    else:
+        out.print(f"job {job_id}: queued; a worker (`crossroads worker`) runs it. Follow it with {follow}")

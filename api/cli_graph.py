@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from api import usecases
-from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, interrupted, out,
+from api.cli_common import (EXIT_PARTIAL, JsonOption, TenantOption, announce_queued, app, database, err, fail, interrupted, out,
                             print_json, progress_bar, require_tenant, tenant_connection)
 from core.errors import CrossroadsError, JobNotFoundError, JobRunningError
 from core.settings import get_settings
@@ -99,11 +99,7 @@ def _queue_build(db, tenant: str, level: str | None, pipeline, claims: bool | No
         fail(CrossroadsError(f"{exc}. Follow it with `crossroads graph status --tenant {tenant}`"))
     except CrossroadsError as exc:
         fail(exc)
-    if json_out:
-        print_json({"job_id": job_id, "status": "queued"})
-    else:
-        out.print(f"job {job_id}: queued; a worker (`crossroads worker`) runs it. Follow it with "
-                  f"`crossroads graph status --tenant {tenant}`")
+    announce_queued(job_id, json_out, f"`crossroads graph status --tenant {tenant}`")
 
 
 def _print_build(job: dict, pipeline) -> None:

@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import typer
 
-from api.cli_common import JsonOption, TenantOption, app, database, fail, out, print_json
+from api.cli_common import JsonOption, TenantOption, announce_queued, app, database, fail, out
 from api.cli_graph import graph_app
 from core.errors import CrossroadsError
 from core.settings import Settings, get_settings
@@ -57,8 +57,4 @@ def queued(settings: Settings, enqueue: Callable, json_out: bool) -> None:
             job_id = enqueue(db)
         except CrossroadsError as exc:  # JobQueuedError and JobRunningError are ones: one job per tenant and kind
             fail(exc)
-    if json_out:
-        print_json({"job_id": job_id, "status": "queued"})
-    else:
-        out.print(f"job {job_id}: queued; a worker (`crossroads worker`) runs it. Follow it with "
-                  f"`GET /v1/jobs/{job_id}`")
+    announce_queued(job_id, json_out, f"`GET /v1/jobs/{job_id}`")

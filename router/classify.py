@@ -207,9 +207,15 @@ def classify(question: str, *, llm: LLM | None = None, forced: str | None = None
 
 def _record_agreement(llm_decision: RouteDecision, offline_decision: RouteDecision) -> None:
     """How often the offline router agrees with the model is the evidence for trusting it without a key:
-    kept in the trace and logged for an operator to count."""
+    kept in the trace and logged for an operator to count. The learned model's probabilities travel
+    with the LLM's decision (`/v1/route` returns them), so an app sees how sure the second opinion
+    is; `classifier` stays "llm", the one that decided, and `offline_classifier` names the other."""
     agrees = llm_decision.route == offline_decision.route
     llm_decision.features["offline_route"] = offline_decision.route
+    llm_decision.features["offline_classifier"] = offline_decision.classifier
     llm_decision.features["offline_agrees"] = agrees
+    if "probabilities" in offline_decision.features:
+        llm_decision.features["probabilities"] = offline_decision.features["probabilities"]
+        llm_decision.features["low_confidence"] = None  # the LLM decided: no fallback to local was taken
     log.info("route agreement: llm=%s offline=%s (%s) agrees=%s", llm_decision.route, offline_decision.route,
              offline_decision.classifier, agrees)

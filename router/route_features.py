@@ -3,8 +3,11 @@
 The cue table (router/question_cues.py, scored by router/classify.py) sees the FORM of a question
 and fires on explicit words ("across all", "the director of", "Which is older, A or B?"); the
 embedding places a question among questions of similar intent even when it names no cue word
-("What narrative devices recur?"). The model weighs both, so each feature here is a plain number
-the heuristic already measured: no regex of its own, nothing tuned to one corpus.
+("What narrative devices recur?"). The model weighs both: the numbers the heuristic already measured,
+and the counts of the generic clause structures in router/question_cues.py (`STRUCTURES`: relative,
+contact and participial clauses after any noun, described possessors and of-objects, a name inside a
+clause, imperative overview requests, in English and Russian) that the heuristic does not score.
+Nothing here is tuned to one corpus.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import math
 
 import numpy as np
 
-from router.question_cues import CUES
+from router.question_cues import CUES, STRUCTURES, Question
 from router.types import RouteDecision
 
 # Cues that router/classify.py adds beside the table (see `find_cues` and `premise_cues` there).
@@ -24,9 +27,16 @@ CUE_NAMES: tuple[str, ...] = tuple(cue.name for cue in CUES) + DERIVED_CUES
 SUMMARY_FEATURES = ("global points", "comparison points", "bridge points", "penalty points",
                     "heuristic says global", "heuristic says multihop", "named entities (log)", "words (log)",
                     "ends with a question mark")
-CUE_FEATURES: tuple[str, ...] = SUMMARY_FEATURES + tuple(f"cue: {name}" for name in CUE_NAMES)
+STRUCTURE_NAMES: tuple[str, ...] = tuple(s.name for s in STRUCTURES) + ("descriptions nested",)
+CUE_FEATURES: tuple[str, ...] = (SUMMARY_FEATURES + tuple(f"cue: {name}" for name in CUE_NAMES)
+                                 + tuple(f"structure: {name}" for name in STRUCTURE_NAMES))
 _CUE_INDEX = {name: i for i, name in enumerate(CUE_NAMES)}
 POINTS_CAP = 6.0  # a long chain of relational nouns is still one multi-hop question: bound its pull
+COUNT_CAP = 3  # the same for clause counts
+# the clauses that each describe an entity: two or more in one question nest one description in another
+DESCRIBING = frozenset({"relative clause", "contact clause", "reduced passive clause", "described of-object",
+                        "described possessor", "Russian relative clause", "Russian 'того, кто'",
+                        "Russian participial phrase"})
 
 
 def cue_features(question: str, heuristic: RouteDecision) -> np.ndarray:
@@ -44,7 +54,15 @@ def cue_features(question: str, heuristic: RouteDecision) -> np.ndarray:
         index = _CUE_INDEX.get(name)
         if index is not None:  # a cue added to the table after training carries no weight until retrained
             cues[index] = min(abs(points), POINTS_CAP)
-    return np.concatenate([np.asarray(summary, dtype=np.float64), cues])
+    return np.concatenate([np.asarray(summary, dtype=np.float64), cues, structure_features(question)])
+
+
+def structure_features(question: str) -> np.ndarray:
+    """The STRUCTURE_NAMES counts, each capped at COUNT_CAP; the last is how many describing clauses."""
+    q = Question.of(question)
+    counts = [min(s.count(q), COUNT_CAP) for s in STRUCTURES]
+    nested = sum(c for s, c in zip(STRUCTURES, counts) if s.name in DESCRIBING)
+    return np.asarray(counts + [min(nested, COUNT_CAP)], dtype=np.float64)
 
 
 def feature_row(question: str, vector: np.ndarray, heuristic: RouteDecision) -> np.ndarray:

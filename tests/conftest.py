@@ -265,6 +265,14 @@ def bearer(token: str) -> dict:
     return {"Authorization": f"Bearer {token}"}
 
 
+RETRY_AND_SALARY = [
+    {"doc_id": "retry.md", "acl": ["staff"],
+     "text": "# Retry policy\n\nThe retry limit for error 429 is five attempts with exponential backoff."},
+    {"doc_id": "hr.md", "acl": ["hr"],
+     "text": "# Salary review\n\nThe retry bonus of Project Sandpiper is paid in March to the Platform team."},
+]
+
+
 def reader_and_writer(db, client, tenant: str, docs: list[dict]) -> dict[str, str]:
     """Tokens of `tenant`: "staff" reads group staff only, "writer" (hr + staff) has put `docs` in first."""
     from api import tokens

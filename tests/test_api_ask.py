@@ -7,16 +7,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from tests.conftest import bearer, parse_sse, reader_and_writer
+from tests.conftest import RETRY_AND_SALARY, bearer, parse_sse, reader_and_writer
 
 TENANT = f"ask_{uuid.uuid4().hex[:8]}"
 PROBLEM = "application/problem+json"
-DOCS = [
-    {"doc_id": "retry.md", "acl": ["staff"],
-     "text": "# Retry policy\n\nThe retry limit for error 429 is five attempts with exponential backoff."},
-    {"doc_id": "hr.md", "acl": ["hr"],
-     "text": "# Salary review\n\nThe retry bonus of Project Sandpiper is paid in March to the Platform team."},
-]
+DOCS = RETRY_AND_SALARY  # the salary document is for hr only: staff must never see it
 
 
 

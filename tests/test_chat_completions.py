@@ -14,19 +14,14 @@ from api.app import create_app
 from core.llm import make_llm
 from core.settings import Settings
 from router.service import QuestionRouter
-from tests.conftest import bearer, reader_and_writer
+from tests.conftest import RETRY_AND_SALARY, bearer, reader_and_writer
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 from vector.prompts import REWRITE_TOOL
 
 TENANT = f"chat_{uuid.uuid4().hex[:8]}"
 PROBLEM = "application/problem+json"
 QUESTION = "What is the retry limit for error 429?"
-DOCS = [
-    {"doc_id": "retry.md", "acl": ["staff"],
-     "text": "# Retry policy\n\nThe retry limit for error 429 is five attempts with exponential backoff."},
-    {"doc_id": "hr.md", "acl": ["hr"],
-     "text": "# Salary review\n\nThe retry bonus of Project Sandpiper is paid in March to the Platform team."},
-]
+DOCS = RETRY_AND_SALARY  # the salary document is for hr only: staff must never see it
 
 
 
