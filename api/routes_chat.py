@@ -20,21 +20,29 @@ With `stream: true` the answer comes as `chat.completion.chunk` server-sent even
 `data: [DONE]`. An answer streamed from the model that then fails its citation check cannot be taken
 back in this format (it can with /v1/ask's `withdraw` event): the replacement follows a visible notice
 saying so, and the last chunk's `crossroads.withdrawn` is true.
+
+Errors of this endpoint come in OpenAI's body, `{"error": {"message", "type", "param", "code"}}`, with the
+status codes of every other endpoint: the SDKs and front-ends that call it read that shape (and show
+`message`), where every other endpoint answers RFC 9457 problem details. `message` is the problem's
+detail, `param` the first field at fault, `code` the problem's kind (`validation`, `unauthorized`, ...).
 """
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import time
 import uuid
-from typing import Literal
+from typing import Callable, Literal
 
-from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.auth import Principal, reader
-from api.problems import validation_problem
+from api.problems import URN, internal_error, validation_problem
 from api.routes_query import ERRORS, answer_events, answer_question, to_json
 from api.schemas import MAX_HISTORY_CHARS, MAX_HISTORY_TURNS, MAX_TURN_CHARS, Route, Strict, Text, check_text
 from api.services import Services, services
@@ -158,12 +166,68 @@ def _extras(answer: dict, withdrawn: bool = False) -> dict:
             "latency_ms": answer["latency_ms"], "withdrawn": withdrawn}
 
 
-@routes.post("/chat/completions", response_model=None,
-             summary="OpenAI-compatible chat: the last user message answered like /v1/ask, with citations",
-             responses={**ERRORS, 200: {"description": "A `chat.completion`; with `stream`: `text/event-stream` of "
-                                                      "`chat.completion.chunk` objects ending with `data: [DONE]`",
-                                        "model": ChatCompletion,
-                                        "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
+# OpenAI's error types by status; any other 4xx is an invalid request, any 5xx a server error
+_ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+                429: "rate_limit_error"}
+
+
+class OpenAIError(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class OpenAIErrorBody(BaseModel):
+    error: OpenAIError
+
+
+def openai_error(problem: Response) -> JSONResponse:
+    """A problem+json response in OpenAI's error body, its status and headers (Retry-After,
+    WWW-Authenticate) kept."""
+    body = json.loads(problem.body)
+    status = problem.status_code
+    kind = body.get("type", "")
+    errors = body.get("errors") or []
+    error = {"message": body.get("detail") or body.get("title") or "The request failed.",
+             "type": _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error"),
+             "param": errors[0]["field"] if errors else None,
+             "code": kind[len(URN):] if kind.startswith(URN) else None}
+    headers = {k: v for k, v in problem.headers.items() if k.lower() not in ("content-length", "content-type")}
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+class OpenAIErrorRoute(APIRoute):
+    """A route whose errors (validation, auth, refusals, a crash) are answered by the app's own problem
+    handlers, then reshaped by `openai_error`: one source of status codes and messages for both shapes."""
+
+    def get_route_handler(self) -> Callable:
+        handle = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handle(request)
+            except Exception as exc:  # noqa: BLE001 - each is answered as the app answers it, then reshaped
+                handler = _handler_for(request.app.exception_handlers, exc)
+                if handler is None:
+                    return openai_error(internal_error(request.url.path))
+                problem = handler(request, exc)
+                return openai_error(await problem if inspect.isawaitable(problem) else problem)
+
+        return route
+
+
+def _handler_for(handlers: dict, exc: Exception):
+    """The handler the app would run for `exc`: by status for an HTTP exception, else by class (Starlette's order)."""
+    if isinstance(exc, StarletteHTTPException) and exc.status_code in handlers:
+        return handlers[exc.status_code]
+    return next((handlers[cls] for cls in type(exc).__mro__ if cls in handlers), None)
+
+
+_OPENAI_ERRORS = {code: {"description": entry["description"] + " (OpenAI's error body)", "model": OpenAIErrorBody}
+                  for code, entry in ERRORS.items()}
+
+
 def chat_completions(body: ChatRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
     question, history = _conversation(body, svc.settings.api_max_question_chars)
     router_ = svc.router()
@@ -183,6 +247,16 @@ def chat_completions(body: ChatRequest, principal: Principal = Depends(reader), 
                   "usage": _usage(answer["usage"]), "citations": answer["citations"], "crossroads": _extras(answer),
                   "system_fingerprint": None}
     return JSONResponse(json.loads(to_json(completion)))
+
+
+routes.add_api_route(
+    "/chat/completions", chat_completions, methods=["POST"], response_model=None,
+    route_class_override=OpenAIErrorRoute,
+    summary="OpenAI-compatible chat: the last user message answered like /v1/ask, with citations",
+    responses={**_OPENAI_ERRORS, 200: {"description": "A `chat.completion`; with `stream`: `text/event-stream` of "
+                                                     "`chat.completion.chunk` objects ending with `data: [DONE]`",
+                                       "model": ChatCompletion,
+                                       "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
 
 
 class ModelInfo(BaseModel):

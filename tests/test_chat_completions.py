@@ -97,15 +97,36 @@ def test_a_reader_without_the_group_gets_nothing_of_the_document(client, tok):
 def test_what_cannot_be_honoured_is_422_naming_the_field(client, tok, body, field):
     payload = {"model": "m", "messages": [{"role": "user", "content": QUESTION}], **body}
     r = client.post("/v1/chat/completions", json=payload, headers=bearer(tok["staff"]))
-    assert r.status_code == 422 and r.headers["content-type"].startswith(PROBLEM), r.text
-    assert any(e["field"] == field or e["field"].startswith(field + ".") for e in r.json()["errors"]), r.json()
+    assert r.status_code == 422 and r.headers["content-type"] == "application/json", r.text
+    error = r.json()["error"]  # OpenAI's error body: what the clients of this endpoint parse
+    assert error["type"] == "invalid_request_error" and error["code"] == "validation", error
+    assert error["param"] == field or error["param"].startswith(field + "."), error
+    assert field in error["message"], error
 
 
-def test_the_sdk_raises_its_own_errors(client, tok):
-    with pytest.raises(openai.UnprocessableEntityError):
+def test_the_sdk_raises_its_own_errors_with_the_reason(client, tok):
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
         sdk(client, tok["staff"]).chat.completions.create(model="m", n=2, messages=[{"role": "user", "content": "q"}])
-    with pytest.raises(openai.AuthenticationError):
+    assert refused.value.status_code == 422 and refused.value.param == "n" and refused.value.code == "validation"
+    assert refused.value.body["message"].startswith("n: ") and "n: " in refused.value.message
+    with pytest.raises(openai.AuthenticationError) as unauthorized:
         sdk(client, "not-a-token").chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
+    assert unauthorized.value.body["type"] == "authentication_error" and unauthorized.value.code == "unauthorized"
+    assert "token" in unauthorized.value.body["message"]
+    assert unauthorized.value.response.headers["WWW-Authenticate"].startswith("Bearer")
+    # the other endpoints keep problem details
+    assert client.get("/v1/models").headers["content-type"].startswith(PROBLEM)
+
+
+def test_a_bug_is_a_500_in_openai_format_without_internals(db, settings, local_embedder, tok):
+    from tests.test_api_ask import BrokenRouter
+
+    with TestClient(create_app(settings, db, embedder=local_embedder, router=BrokenRouter()),
+                    raise_server_exceptions=False) as broken:
+        with pytest.raises(openai.InternalServerError) as failed:
+            sdk(broken, tok["staff"]).chat.completions.create(model="m", messages=[{"role": "user", "content": "q?"}])
+    assert failed.value.body["type"] == "server_error" and "incident" in failed.value.body["message"]
+    assert "secret" not in str(failed.value.body) and "Traceback" not in str(failed.value.body)
 
 
 def test_bad_unicode_is_4xx(client, tok):
@@ -114,7 +135,7 @@ def test_bad_unicode_is_4xx(client, tok):
                 b'{"model": "m", "messages": [{"role": "user", "content": "a\\u0000b"}]}',
                 b'{"model": "m", "messages": [{"role": "user", "content": "\xff\xfe"}]}'):
         r = client.post("/v1/chat/completions", content=raw, headers=h)
-        assert r.status_code in (400, 422) and r.headers["content-type"].startswith(PROBLEM), r.text
+        assert r.status_code in (400, 422) and r.json()["error"]["message"], r.text
     r = client.post("/v1/ask", content=b'{"question": "q?", "history": [{"role": "user", "content": "\\udfff"}]}',
                     headers=h)
     assert r.status_code == 422, r.text

@@ -38,6 +38,11 @@ def test_ingest_json_contract_resync_and_partial_exit_code(cli_env, tmp_path):
         added=2, changed=0, unchanged=0, deleted=0, skipped=0
     )
     assert set(out["chunks"]) >= {"added", "changed", "deleted"} and out["embeddings_computed"] == out["chunks"]["added"] == 2
+    # search end to end with no threshold, one hit per document, as a reader of the group
+    found = json.loads(crossroads(cli_env, "search", "how many retries", "--tenant", "cli", "--groups", "staff",
+                                  "--min-score", "none", "--group-by", "document", "--k", "5", "--json").stdout)
+    assert found["group_by"] == "document" and found["threshold"]["source"] == "none"
+    assert found["threshold"]["cut"] == 0 and sorted(h["doc_id"] for h in found["hits"]) == ["a.md", "b.md"]
 
     (corpus / "bad.md").write_bytes(b"\xff\xfe\x00garbage\x00")
     (corpus / "a.md").unlink()

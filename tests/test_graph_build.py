@@ -73,7 +73,7 @@ def test_hr_only_entity_never_reaches_another_level(db, demo):
     assert HR_ONLY.lower() in level_text(db, demo, "all")  # the test can fail: it is in the corpus
     assert HR_ONLY.lower() not in level_text(db, demo, "staff")
     with db.connection() as conn:
-        staff_chunks = {c.chunk_id for c in store.level_chunks(conn, demo, ("public", "staff"))}
+        staff_chunks = {c.id for c in store.level_chunks(conn, demo, ("public", "staff"))}
         hr_only_chunks = {r[0] for r in conn.execute(
             "SELECT id FROM chunks WHERE tenant_id = %s AND NOT acl && %s", (demo, ["public", "staff"]))}
         cited = {c for r in store.list_reports(conn, demo, "staff") for c in r["source_chunk_ids"]}

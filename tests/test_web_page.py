@@ -531,6 +531,12 @@ def test_writer_documents_graph_explorer_phone_layout_and_offline_docs(page, liv
     item.locator("button.danger").click()
     expect(page.locator("#upload-status")).to_contain_text("Deleted notes/evil.md")
     expect(item).to_have_count(0)
+    # a PDF goes as its bytes, converted by the server (POST /v1/documents:upload)
+    page.set_input_files("#upload-file", str(Path(__file__).parent.parent / "fixtures" / "formats" / "report.pdf"))
+    page.check("#upload-acl input[value='team']")
+    page.click("#upload-button")
+    expect(page.locator("#upload-status")).to_contain_text("report.pdf: added")
+    expect(page.locator(".document-item[data-doc='report.pdf']")).to_contain_text("Quarterly Freight Report")
     page.click("#signout")
 
     # the whole-graph explorer, as a reader of the demo tenant
@@ -553,7 +559,8 @@ def test_writer_documents_graph_explorer_phone_layout_and_offline_docs(page, liv
     visible = page.evaluate("window.Crossroads.explorer().nodes(':visible').length")
     assert 1 < visible < total  # one hop around the entity
     page.select_option("#hops", "0")
-    assert page.evaluate("window.Crossroads.explorer().nodes(':visible').length") == total
+    # cytoscape restyles on its next frame: wait for it (fails after the timeout if the whole graph never shows)
+    page.wait_for_function(f"window.Crossroads.explorer().nodes(':visible').length === {total}", timeout=10_000)
     zoom = page.evaluate("window.Crossroads.explorer().zoom()")
     page.click("#zoom-in")
     assert page.evaluate("window.Crossroads.explorer().zoom()") > zoom
