@@ -33,8 +33,6 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-import anthropic
-from anthropic.types import Message
 from psycopg.types.json import Jsonb
 
 from core import jobs
@@ -110,6 +108,8 @@ class Collector:
     def _gather(self, batch_id: str) -> None:
         """Take in a batch's results: those kept on its rows, and, when some are not there yet, the API's
         (waiting for the batch to end)."""
+        from anthropic.types import Message  # deferred as in core.llm: the SDK is imported once a key is used
+
         with self.db.connection() as conn:
             rows = conn.execute("SELECT custom_id, result FROM llm_batch_requests WHERE tenant_id = %s "
                                 "AND batch_id = %s", (self.tenant, batch_id)).fetchall()
@@ -175,6 +175,8 @@ class Collector:
     def _call(self, call: Callable[[], T], model: str, what: str) -> T:
         """A Batches API call with the LLM's retries; its final failure stops the build (nothing is lost:
         what was submitted is recorded and collected by the next build)."""
+        import anthropic
+
         try:
             return self.llm._send(lambda headers: call(), model)
         except LLMError as exc:

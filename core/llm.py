@@ -13,9 +13,10 @@ import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Protocol
 
-import anthropic
+if TYPE_CHECKING:
+    import anthropic
 
 from core.llm_limiter import backoff_s, limiter_for
 from core.pricing import price_of, thinking_mode
@@ -199,6 +200,7 @@ class AnthropicLLM:
     """
 
     def __init__(self, settings: Settings, meter: UsageMeter | None = None):
+        import anthropic  # deferred: importing the SDK costs ~1.2 s, which a CLI without a key never pays
         if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value().strip():
             raise ValueError("AnthropicLLM needs ANTHROPIC_API_KEY; use make_llm(), which returns None offline")
         self.settings = settings
@@ -280,6 +282,7 @@ class AnthropicLLM:
                     on_text: Callable[[str], None]) -> LLMResponse:
         """A free-text call whose text is handed to `on_text` piece by piece as it arrives; returns the
         whole reply like `complete`. Retried like `complete` only until the first piece was handed on."""
+        import anthropic
         params = self.request(task=task, system=system, messages=messages, max_tokens=max_tokens)
         started = False
 
@@ -321,6 +324,7 @@ class AnthropicLLM:
 
     def _send(self, call: Callable[[dict[str, str]], Any], model: str) -> Any:
         """`call(headers)` with retries; the headers say which retry it is, as the SDK's own would."""
+        import anthropic
         retries = self.settings.llm_max_retries
         for attempt in range(retries + 1):
             wait = 0.0
@@ -432,6 +436,7 @@ def _sdk_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _retryable(err: anthropic.AnthropicError) -> bool:
+    import anthropic
     if isinstance(err, (anthropic.APITimeoutError, anthropic.APIConnectionError)):
         return True
     if isinstance(err, anthropic.APIStatusError):
@@ -458,6 +463,7 @@ def _retry_after_s(err: anthropic.AnthropicError) -> float | None:
 
 
 def _to_llm_error(err: anthropic.AnthropicError, model: str, settings: Settings) -> LLMError:
+    import anthropic
     retries = settings.llm_max_retries
     after = f"after {retries} retries" if retries else "(retries disabled)"
     if isinstance(err, anthropic.APITimeoutError):
