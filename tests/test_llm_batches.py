@@ -69,19 +69,24 @@ def test_a_batch_build_runs_end_to_end_at_half_the_price(db, settings, local_emb
     assert measured == {"extraction": 3, "summaries": 1, "reports": 1}
 
 
+
+def build_killed_in_its_first_batch(db, tenant: str, api: FakeAnthropic, monkeypatch) -> None:
+    """A batch build whose process dies while its first batch is in progress (the fake holds batches)."""
+    def killed(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    api.hold_batches = True
+    with monkeypatch.context() as patched:
+        patched.setattr(batches, "time", SimpleNamespace(sleep=killed))
+        with pytest.raises(KeyboardInterrupt):
+            build(db, tenant, api)
+
 def test_a_build_killed_after_submitting_is_collected_by_the_next_without_paying_twice(
         db, settings, local_embedder, tenant, monkeypatch):
     ingest(db, settings, local_embedder, tenant)
 
-    def killed(seconds: float) -> None:
-        raise KeyboardInterrupt  # the process dies while its first batch is in progress
-
     with FakeAnthropic(handler=Api()) as api:
-        api.hold_batches = True
-        with monkeypatch.context() as patched:
-            patched.setattr(batches, "time", SimpleNamespace(sleep=killed))
-            with pytest.raises(KeyboardInterrupt):
-                build(db, tenant, api)
+        build_killed_in_its_first_batch(db, tenant, api, monkeypatch)
         assert api.batch_creates == 1 and pending_rows(db, tenant) == 3  # the extraction batch, recorded
         with db.connection() as conn:  # what `graph status` shows
             assert [(b["batch_id"], b["requests"]) for b in batches.waiting(conn, tenant)] == [("msgbatch_fake_0001", 3)]
@@ -99,15 +104,8 @@ def test_a_plain_build_and_graph_status_collect_a_batch_a_killed_build_left_with
         db, settings, local_embedder, tenant, monkeypatch):
     ingest(db, settings, local_embedder, tenant)
 
-    def killed(seconds: float) -> None:
-        raise KeyboardInterrupt
-
     with FakeAnthropic(handler=Api()) as api:
-        api.hold_batches = True
-        with monkeypatch.context() as patched:
-            patched.setattr(batches, "time", SimpleNamespace(sleep=killed))
-            with pytest.raises(KeyboardInterrupt):
-                build(db, tenant, api)
+        build_killed_in_its_first_batch(db, tenant, api, monkeypatch)
         status_llm = make_llm(llm_settings(api))
         batches.collect_finished(status_llm, db, tenant)  # `graph status` while the batch runs: looks, no wait
         with db.connection() as conn:
