@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from api.cli_common import (JsonOption, TenantOption, app, database, err, fail, out, parse_groups, print_json,
-                            require_tenant)
+                            require_groups, require_tenant)
 from core.errors import CrossroadsError
 from core.settings import get_settings
 
@@ -38,6 +38,7 @@ def ask(
     try:
         with database(settings) as db:
             require_tenant(db, tenant)
+            require_groups(db, tenant, parse_groups(groups))
             with QuestionRouter(db, settings, use_llm=False if offline else None) as router:
                 if json_out:
                     print_json(router.ask(tenant, parse_groups(groups), question, route).to_dict())

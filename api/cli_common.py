@@ -221,6 +221,20 @@ def require_tenant(db: Database, tenant: str) -> None:
                              f"documents into it with `crossroads ingest PATH --tenant {tenant}`"))
 
 
+def require_groups(db: Database, tenant: str, groups: list[str]) -> None:
+    """Fail (exit 1) for a reader's group that the tenant names nowhere (no document, level or token): a
+    typo in --groups would read as "nothing relevant found" and hide the documents the reader may see."""
+    from core.tenants import known_groups
+
+    with db.connection() as conn:
+        known = known_groups(conn, tenant)
+    unknown = sorted(set(groups) - known)
+    if unknown:
+        names = ", ".join(sorted(known)[:30]) or "none yet"
+        fail(CrossroadsError(f"tenant {tenant!r} names no group {', '.join(map(repr, unknown))} (its groups: {names}); "
+                             "check the spelling, or leave the group out"))
+
+
 @contextmanager
 def tenant_connection(db: Database, tenant: str):
     """A connection for reading a tenant that must exist (require_tenant)."""

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from api import usecases
 from api.cli_common import (JsonOption, TenantOption, app, database, fail, out, parse_groups, print_json, progress_bar,
-                            require_tenant)
+                            require_groups, require_tenant)
 from core.errors import CrossroadsError
 from core.settings import Settings, get_settings
 from vector.search.factory import make_searcher, with_transforms
@@ -41,6 +41,7 @@ def search(
     settings = get_settings()
     with database(settings) as db, make_searcher(db, settings) as searcher:
         require_tenant(db, tenant)
+        require_groups(db, tenant, parse_groups(groups))
         result = usecases.search(with_transforms(searcher, settings), tenant, parse_groups(groups), query, k, mode,
                                  min_score=cutoff, group_by=group_by)
     hits = result.hits

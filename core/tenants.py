@@ -30,3 +30,15 @@ def tenants(conn: psycopg.Connection) -> list[TenantSummary]:
         """
     ).fetchall()
     return [TenantSummary(t, int(docs), int(chunks), updated) for t, docs, chunks, updated in rows]
+
+
+def known_groups(conn: psycopg.Connection, tenant: str) -> set[str]:
+    """The groups a tenant names anywhere: in its documents' ACLs, its access levels and its API tokens."""
+    rows = conn.execute(
+        """
+        SELECT DISTINCT g FROM (
+            SELECT unnest(acl) AS g FROM documents WHERE tenant_id = %(t)s
+            UNION SELECT unnest(groups) FROM access_levels WHERE tenant_id = %(t)s AND groups IS NOT NULL
+            UNION SELECT unnest(groups) FROM api_tokens WHERE tenant_id = %(t)s) named
+        """, {"t": tenant}).fetchall()
+    return {g for (g,) in rows}

@@ -161,6 +161,9 @@ def test_tenants_are_listed_and_a_mistyped_tenant_is_an_error_not_an_empty_answe
     for command in (("documents", "list"), ("graph", "status"), ("levels", "list")):
         proc = crossroads(cli_env, *command, "--tenant", "knwon", rc=1)
         assert "no tenant 'knwon'" in proc.stderr and "known" in proc.stderr and "Traceback" not in proc.stderr
+    for command in ("search", "ask"):  # a mistyped group hides what the reader may see: an error, not "nothing found"
+        typo = crossroads(cli_env, command, "the kept document", "--tenant", "known", "--groups", "staff,stafff", rc=1)
+        assert "no group 'stafff'" in typo.stderr and "its groups: staff" in typo.stderr, typo.stderr
     missing = crossroads(cli_env, "documents", "delete", "kept.md", "nosuch.md", "--tenant", "known", rc=3)
     assert "nosuch.md" in missing.stderr and "deleted 1 documents" in missing.stdout
     # a tenant whose last document is gone still exists while its levels do
