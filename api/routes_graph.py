@@ -1,8 +1,9 @@
-"""Communities and entities (role: reader), only ever from the caller's access level; the graph's
-status (reader: its own level; admin: every level and the recent builds).
+"""Communities, entities and relationships (role: reader), only ever from the caller's access level;
+the graph's status (reader: its own level; admin: every level and the recent builds).
 
-The level is the one `graph.levels.choose_level` picks: all of its groups are among the token's
-groups, so every chunk behind its graph is readable by the caller. No other level is consulted, so
+The level is the one `graph.levels.choose_level` picks (or, for relationships, one the caller names
+among the `eligible` ones): all of its groups are among the token's groups, so every chunk behind
+its graph is readable by the caller. No level outside those is consulted, so
 an entity found only in `hr` documents never reaches a caller without `hr`, and a level's name,
 groups and counts reach only its readers and the tenant's admins.
 """
@@ -16,9 +17,9 @@ from api.services import Services, services
 from api.auth import Principal, reader
 from api.problems import ApiProblem
 from api.routes_query import ERRORS
-from api.schemas import CommunityDetail, CommunityList, EntityList, GraphStatus
+from api.schemas import CommunityDetail, CommunityList, EntityList, GraphStatus, RelationshipList
 from graph import store
-from graph.levels import choose_level
+from graph.levels import choose_level, eligible
 from graph.status import level_statuses, recent_builds
 
 routes = APIRouter(prefix="/v1", tags=["graph"])
@@ -87,6 +88,39 @@ def list_entities(q: str | None = Query(None, max_length=200, description="Part 
             total = store.count_entities(conn, principal.tenant, access.name, q)
     return {"access_level": access.name if access else None, "entities": entities, "total": total, "limit": limit,
             "offset": offset}
+
+
+@routes.get("/relationships", response_model=RelationshipList, responses={**ERRORS, 404: {
+                "description": "No access level of that name that this token may read",
+                "content": {"application/problem+json": {}}}},
+            summary="Relationships of the caller's access level (those touching `entity`), a page at a time")
+def list_relationships(level: str | None = Query(None, pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+                                                 description="An access level all of whose groups the token holds "
+                                                             "(default: the one /v1/entities reads)."),
+                       entity: str | None = Query(None, min_length=1, max_length=200, pattern=r"^[^\x00]+$",
+                                                  description="Only relationships with this entity key at one end."),
+                       limit: int = Query(100, ge=1, le=1000, description="Relationships per page (1..1000)."),
+                       offset: int = Query(0, ge=0, le=MAX_OFFSET, description="Relationships to skip."),
+                       principal: Principal = Depends(reader), svc: Services = Depends(services)):
+    relationships, total = [], 0
+    with svc.db().connection() as conn:
+        levels = store.list_levels(conn, principal.tenant)
+        if level is None:
+            access = choose_level(levels, set(principal.groups))
+        else:
+            # an unknown level and one the token may not read answer alike: a level's name reaches only its readers
+            readable = eligible(levels, set(principal.groups))
+            access = next((lvl for lvl in readable if lvl.name == level), None)
+            if access is None:
+                names = ", ".join(lvl.name for lvl in readable) or "none"
+                raise ApiProblem(404, "access-level-not-found", "Access level not found",
+                                 f"No access level {level!r} that this token may read (readable: {names}); "
+                                 "leave `level` out to get the one its groups are served from.")
+        if access is not None:
+            relationships = store.find_relationships(conn, principal.tenant, access.name, entity, limit, offset)
+            total = store.count_relationships(conn, principal.tenant, access.name, entity)
+    return {"access_level": access.name if access else None, "relationships": relationships, "total": total,
+            "limit": limit, "offset": offset}
 
 
 @routes.get("/graph/status", response_model=GraphStatus, responses=ERRORS,

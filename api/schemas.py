@@ -257,7 +257,7 @@ class Entity(BaseModel):
 
 
 class Relationship(BaseModel):
-    source: str  # entity keys, both members of the community
+    source: str  # entity keys (in a community's detail, both among its members)
     target: str
     description: str
     weight: float
@@ -282,6 +282,16 @@ class CommunityDetail(BaseModel):
 class EntityList(Page):
     access_level: str | None
     entities: list[Entity] = Field(description="Best connected first, ties by key.")
+
+
+class NamedRelationship(Relationship):
+    source_name: str
+    target_name: str
+
+
+class RelationshipList(Page):
+    access_level: str | None
+    relationships: list[NamedRelationship] = Field(description="Strongest (weight) first, ties by source, then target key.")
 
 
 class GraphBuildRequest(Strict):

@@ -395,3 +395,34 @@ def relationships_among(conn: psycopg.Connection, tenant: str, level: str, keys:
         (tenant, level, list(keys), list(keys), limit),
     ).fetchall()
     return [{"source": s, "target": t, "description": d, "weight": float(w)} for s, t, d, w in rows]
+
+
+# A relationship is listed only with both of its entities served: a withdrawn entity's name came from a
+# chunk the level no longer reads, so it must not come back as an edge's end.
+_RELATIONSHIP_FROM = (
+    " FROM graph_relationships r"
+    " JOIN graph_entities s ON s.tenant_id = r.tenant_id AND s.access_level = r.access_level"
+    "  AND s.key = r.source_key AND s.withdrawn_at IS NULL"
+    " JOIN graph_entities t ON t.tenant_id = r.tenant_id AND t.access_level = r.access_level"
+    "  AND t.key = r.target_key AND t.withdrawn_at IS NULL"
+    " WHERE r.tenant_id = %s AND r.access_level = %s AND r.withdrawn_at IS NULL"
+    "  AND (%s::text IS NULL OR r.source_key = %s OR r.target_key = %s)"
+)
+
+
+def find_relationships(conn: psycopg.Connection, tenant: str, level: str, entity: str | None, limit: int,
+                       offset: int = 0) -> list[dict]:
+    """One level's served relationships (only those touching entity key `entity` when given), strongest
+    first, ties by source and target key: (source, target) is the table's key, so the order is total."""
+    rows = conn.execute(
+        "SELECT r.source_key, r.target_key, s.name, t.name, r.description, r.weight" + _RELATIONSHIP_FROM
+        + " ORDER BY r.weight DESC, r.source_key, r.target_key LIMIT %s OFFSET %s",
+        (tenant, level, entity, entity, entity, limit, offset),
+    ).fetchall()
+    return [{"source": s, "target": t, "source_name": sn, "target_name": tn, "description": d, "weight": float(w)}
+            for s, t, sn, tn, d, w in rows]
+
+
+def count_relationships(conn: psycopg.Connection, tenant: str, level: str, entity: str | None) -> int:
+    """How many relationships `find_relationships` pages through (a list's total)."""
+    return conn.execute("SELECT count(*)" + _RELATIONSHIP_FROM, (tenant, level, entity, entity, entity)).fetchone()[0]

@@ -549,6 +549,9 @@ def test_writer_documents_graph_explorer_phone_layout_and_offline_docs(page, liv
     labelled = page.evaluate("window.Crossroads.explorer().nodes('.labelled').length")
     assert 0 < labelled <= 25
     top = httpx.get(live_server + "/v1/entities?limit=1", headers={"Authorization": f"Bearer {staff_token}"}).json()
+    edges = httpx.get(live_server + "/v1/relationships?limit=1", headers={"Authorization": f"Bearer {staff_token}"}).json()
+    if top["total"] <= 500 and edges["total"] <= 2000:  # under the explorer's caps: every relationship drawn, across communities too
+        assert page.evaluate("window.Crossroads.explorer().edges().length") == edges["total"] > 0
     name = top["entities"][0]["name"]
     page.fill("#entity-q", name)
     page.click("#entity-search button")

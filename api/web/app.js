@@ -11,7 +11,10 @@
   const MAX_GRAPH_NODES = 60;
   const HISTORY_MAX = 50;
   const COMMUNITIES_PAGE = 1000;       // the API's largest page: the list and its level selector want them all
-  const EXPLORER_MAX_COMMUNITIES = 80; // community reports fetched for the whole-graph explorer
+  const EXPLORER_MAX_NODES = 500;      // entities drawn, the best connected (cose's cost grows with their square)
+  const EXPLORER_MAX_EDGES = 2000;     // relationships fetched, the strongest
+  const ENTITIES_PAGE = 500;           // the API's largest pages of /v1/entities and /v1/relationships
+  const RELATIONSHIPS_PAGE = 1000;
   const EXPLORER_LABELS = 25;          // only the best-connected nodes carry a label (and the selected ones)
 
   const $ = (id) => document.getElementById(id);
@@ -855,29 +858,29 @@
 
   // ---------------------------------------------------------------- whole-graph explorer (cytoscape)
 
-  // The graph of the caller's access level, pieced from the API: the root communities' reports give
-  // members and the relationships among them; /v1/entities adds the best-connected entities in no
-  // fetched community. Relationships between two root communities are not in any report, so they
-  // are not drawn (the status line says so).
+  // The graph of the caller's access level, a page at a time: its best-connected entities from
+  // /v1/entities and its strongest relationships from /v1/relationships, up to the caps (the status
+  // line says when one cut the graph). A relationship is drawn when both its entities are.
+  async function fetchPages(path, key, pageSize, cap) {
+    const items = [];
+    let total = 0;
+    while (items.length < cap) {
+      const page = await api(`${path}?limit=${Math.min(pageSize, cap - items.length)}&offset=${items.length}`);
+      total = page.total;
+      items.push(...page[key]);
+      if (!page[key].length || items.length >= total) break;
+    }
+    return { items, total };
+  }
+
   async function fetchGraph() {
-    const roots = (await api(`/v1/communities?level=0&limit=${COMMUNITIES_PAGE}`)).communities
-      .sort((a, b) => b.size - a.size || a.id - b.id).slice(0, EXPLORER_MAX_COMMUNITIES);
-    const details = [];
-    for (let i = 0; i < roots.length; i += 6) {
-      details.push(...await Promise.all(roots.slice(i, i + 6).map((c) => api("/v1/communities/" + c.id))));
-    }
-    const nodes = new Map();
-    const edges = new Map();
-    for (const d of details) {
-      for (const m of d.members) if (!nodes.has(m.key)) nodes.set(m.key, { ...m, community: d.id, communityTitle: d.title });
-      for (const r of d.relationships) {
-        const [a, b] = [r.source, r.target].sort();
-        if (a !== b) edges.set(`${a}\u0000${b}`, { source: a, target: b, weight: r.weight, description: r.description });
-      }
-    }
-    const extra = await api("/v1/entities?limit=500");
-    for (const m of extra.entities) if (!nodes.has(m.key) && nodes.size < 500) nodes.set(m.key, { ...m, community: null, communityTitle: "" });
-    return { nodes: [...nodes.values()], edges: [...edges.values()].filter((e) => nodes.has(e.source) && nodes.has(e.target)), communities: roots.length };
+    const [entities, relationships] = await Promise.all([
+      fetchPages("/v1/entities", "entities", ENTITIES_PAGE, EXPLORER_MAX_NODES),
+      fetchPages("/v1/relationships", "relationships", RELATIONSHIPS_PAGE, EXPLORER_MAX_EDGES),
+    ]);
+    const keys = new Set(entities.items.map((e) => e.key));
+    return { nodes: entities.items, edges: relationships.items.filter((r) => keys.has(r.source) && keys.has(r.target)),
+      totalNodes: entities.total, totalEdges: relationships.total, fetchedEdges: relationships.items.length };
   }
 
   async function loadExplorer() {
@@ -947,8 +950,11 @@
     }
     // colours set through CSSOM (the policy allows no inline style attributes)
     for (const swatch of legend.querySelectorAll(".swatch")) swatch.style.backgroundColor = swatch.dataset.color;
-    $("explorer-status").textContent = `${nodes.length} entities, ${graph.edges.length} relationships from ${graph.communities} root communities` +
-      " (relationships between two communities are not drawn; labels on the best-connected and the selected)";
+    const cut = [];
+    if (nodes.length < graph.totalNodes) cut.push(`the ${nodes.length} best-connected of ${graph.totalNodes} entities, and only relationships among them`);
+    if (graph.fetchedEdges < graph.totalEdges) cut.push(`the ${graph.fetchedEdges} strongest of ${graph.totalEdges} relationships fetched`);
+    $("explorer-status").textContent = `${nodes.length} entities, ${graph.edges.length} relationships` +
+      (cut.length ? ` (capped: ${cut.join("; ")})` : "") + "; labels on the best-connected and the selected";
     $("cy").dataset.nodes = String(nodes.length);
   }
 
@@ -983,7 +989,6 @@
     node.select();
     const m = node.data("entity");
     info.append(el("strong", { text: m.name }), ` · ${m.type || "entity"} · degree ${m.degree ?? 0}`);
-    if (m.communityTitle) info.append(el("p", { text: `community: ${m.communityTitle}` }));
     if (m.description) info.append(el("p", { text: m.description }));
     info.dataset.entity = key;
   }
