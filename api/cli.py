@@ -104,16 +104,20 @@ def ingest(
     prune: bool = typer.Option(False, "--prune", metavar="", help="Delete indexed documents of this tenant that the source no longer has."),
     yes: bool = typer.Option(False, "--yes", "-y", metavar="", help="Create the tenant without asking when it is new."),
     queue: bool = typer.Option(False, "--queue", metavar="", help="Queue it for `crossroads worker` (PATH on storage the workers mount)."),
+    batch: bool = typer.Option(False, "--batch", metavar="", help="LLM chunk contexts as Message Batches: half the price, answered within 24 h; waits for them."),
     json_out: bool = JsonOption,
 ) -> None:
     """Index documents as a sync: unchanged text costs nothing, changed text re-embeds only changed chunks.
-    Interrupted (Ctrl-C), it keeps the documents written: run it again to resume."""
+    Interrupted (Ctrl-C), it keeps the documents written: run it again to resume (with --batch, it
+    collects the Message Batches already sent instead of paying for them again)."""
     from core.llm import UsageMeter
     from vector.ingest.runner import STAGE_UNITS, IngestInterrupted
     from vector.ingest.sources import load_source
 
     settings = get_settings()
     if queue:
+        if batch:  # a queued reindex job has no batch setting yet
+            fail(CrossroadsError("--batch cannot be queued; run `crossroads ingest --batch` without --queue"))
         from api.cli_worker import queued
         from api.worker_jobs import enqueue_reindex
 
@@ -129,13 +133,14 @@ def ingest(
         with progress_bar("ingest", STAGE_UNITS) as progress:
             try:
                 indexed = usecases.index_documents(db, make_embedder(settings), settings, tenant, documents, skipped,
-                                                   prune=prune, progress=progress, meter=meter)
+                                                   prune=prune, progress=progress, meter=meter, batch=batch)
             except CrossroadsError as exc:
                 fail(exc)
             except IngestInterrupted as exc:
                 where = progress.describe(with_eta=False)
+                sent = " and collects the Message Batches already sent" if batch else ""
                 interrupted(f"{exc.saved} of {exc.documents} documents saved (stopped at {where}); run the same "
-                            "command again to resume: it skips the saved ones")
+                            f"command again to resume: it skips the saved ones{sent}")
             except KeyboardInterrupt:  # before the ingest began: reading the model, opening the database
                 interrupted("nothing was saved; run the same command again")
     report = indexed.report

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Callable, Sequence
 
+from core.batches import BatchLLM
 from core.database import Database
 from core.errors import BadDocument, CrossroadsError
 from core.llm import Usage, UsageMeter, make_llm
@@ -38,11 +39,19 @@ class Indexed:
 
 def index_documents(db: Database, embedder, settings: Settings, tenant: str, documents: Sequence[SourceDocument],
                     skipped: Sequence[dict] = (), *, prune: bool = False, progress=None,
-                    meter: UsageMeter | None = None) -> Indexed:
+                    meter: UsageMeter | None = None, batch: bool = False) -> Indexed:
     """Index documents as a sync (`crossroads ingest`, PUT and POST /v1/documents): unchanged text costs
     nothing, changed text re-embeds only its changed chunks. `meter` counts the contexts' LLM usage; the
-    caller keeps it, so usage is recorded even when indexing fails."""
-    contextualizer = make_contextualizer(settings, make_llm(settings, meter if meter is not None else UsageMeter()))
+    caller keeps it, so usage is recorded even when indexing fails. `batch` (`ingest --batch`): the chunk
+    contexts go out as Message Batches at the batch price, waited for (core.batches)."""
+    llm = make_llm(settings, meter if meter is not None else UsageMeter())
+    if batch:
+        if llm is None or settings.contextual_retrieval == "title":
+            raise CrossroadsError("`ingest --batch` sends the LLM's chunk contexts as Anthropic Message Batches: set "
+                                  "ANTHROPIC_API_KEY (and CROSSROADS_CONTEXTUAL_RETRIEVAL to auto or llm), or "
+                                  "ingest without --batch")
+        llm = BatchLLM(llm, db, tenant, settings.llm_batch_poll_s, job="ingest")
+    contextualizer = make_contextualizer(settings, llm)
     report = ingest_documents(db, embedder, settings, tenant, list(documents), list(skipped), prune=prune,
                               progress=progress, contextualizer=contextualizer)
     return Indexed(report, contextualizer.mode)

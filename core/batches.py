@@ -1,5 +1,5 @@
-"""Message Batches for bulk LLM work (`crossroads graph build --batch`): the same requests at half the
-price (core.pricing.BATCH_FACTOR), answered within 24 hours instead of at once.
+"""Message Batches for bulk LLM work (`crossroads graph build --batch`, chunk contexts of `crossroads ingest
+--batch`): the same requests at half the price (core.pricing.BATCH_FACTOR), answered within 24 hours instead of at once.
 
 A step runs its items through `BatchLLM.map`. Each item's work runs with the `BatchLLM` as its LLM,
 which answers a request from the results collected so far, or notes the request and raises
@@ -23,6 +23,10 @@ Collected results are kept on their rows (`result`) until a build uses them, so 
 once, whoever collects it: a batch build, a build without `--batch` (`CollectingLLM`: it answers the
 requests an earlier batch build sent from that batch, waiting for it if it is still running, and sends
 only the others one by one), or `graph status` (`collect_finished`: the batches that have ended, no wait).
+
+An ingest with `--batch` (vector/ingest/runner.py) is a job like a build here (`job="ingest"`: named in what
+to run again): it sends its chunk contexts through `BatchLLM.map`, leaves its rows to the next ingest when it
+dies, and deletes those it used once the contexts are written (cached with their chunks).
 """
 from __future__ import annotations
 
@@ -52,6 +56,12 @@ _STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permissio
            "overloaded_error": 529}
 
 
+# The API's limits on one Message Batch: 100,000 requests, 256 MB. A part stops short of the size, since the
+# request envelope adds to the parameters' JSON; an ingest's contexts each carry their whole document.
+MAX_BATCH_REQUESTS = 100_000
+MAX_BATCH_BYTES = 200 * 1024 * 1024
+
+
 class Deferred(Exception):
     """A request with no collected result yet. Not an `LLMError`: no step mistakes it for a failure."""
 
@@ -66,10 +76,11 @@ class Collector:
     rows when already downloaded, else from the API), answering requests by custom_id.
 
     `job_id`: the build's job, set before the build runs: its cancel request stops the wait for a batch,
-    and the rows of the requests it submits name it. `poll_s`: seconds between looks at a running batch."""
+    and the rows of the requests it submits name it. `poll_s`: seconds between looks at a running batch.
+    `job`: what sends the requests ("build", "ingest"), named in the errors that tell what to run again."""
 
-    def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float):
-        self.llm, self.db, self.tenant, self.poll_s = llm, db, tenant, poll_s
+    def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float, *, job: str = "build"):
+        self.llm, self.db, self.tenant, self.poll_s, self.job = llm, db, tenant, poll_s, job
         self.models, self.concurrency = llm.models, llm.concurrency
         self.job_id: int | None = None
         self._lock = threading.Lock()
@@ -158,11 +169,11 @@ class Collector:
                     problem = result.error.error
                     self._answers[entry.custom_id] = (
                         f"the request failed in Message Batch {batch_id}: {problem.type}: {problem.message}; "
-                        "not cached: the next build sends it again", _STATUS.get(problem.type))
+                        f"not cached: the next {self.job} sends it again", _STATUS.get(problem.type))
                 else:  # expired (not processed within 24 hours) or canceled
                     self._answers[entry.custom_id] = (
                         f"the request {result.type} in Message Batch {batch_id} before it was processed; "
-                        "not cached: run the build again to send it again", None)
+                        f"not cached: run the {self.job} again to send it again", None)
         with self.db.connection() as conn, conn.cursor() as cur:
             if kept:  # downloaded once: a build that dies before using them finds them here
                 cur.executemany("UPDATE llm_batch_requests SET result = %s WHERE tenant_id = %s AND custom_id = %s",
@@ -180,10 +191,10 @@ class Collector:
         try:
             return self.llm._send(lambda headers: call(), model)
         except LLMError as exc:
-            raise CrossroadsError(f"could not {what}: {exc}; run the build again: it collects the batches "
+            raise CrossroadsError(f"could not {what}: {exc}; run the {self.job} again: it collects the batches "
                                   "already sent") from exc
         except anthropic.AnthropicError as exc:  # not an API answer: a malformed result line, say
-            raise CrossroadsError(f"could not {what}: {exc}; run the build again") from exc
+            raise CrossroadsError(f"could not {what}: {exc}; run the {self.job} again") from exc
 
     def _stop_if_cancelled(self) -> None:
         """A wait for a batch may last hours: a cancel request ends it (the batch is collected next build)."""
@@ -198,8 +209,8 @@ class Collector:
 class BatchLLM(Collector):
     """`LLM` whose calls go out in Message Batches, through `llm`'s client, priced at the batch price."""
 
-    def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float):
-        super().__init__(llm, db, tenant, poll_s)
+    def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float, *, job: str = "build"):
+        super().__init__(llm, db, tenant, poll_s, job=job)
         self.batches = 0  # batches this build created
         self._wanted: dict[str, dict[str, Any]] = {}  # custom_id -> parameters, deferred in the current pass
 
@@ -246,12 +257,13 @@ class BatchLLM(Collector):
         for batch_id in sorted(set(known.values())):
             self._gather(batch_id)
         fresh = {cid: params for cid, params in wanted.items() if cid not in self._answers}
-        if fresh:
-            self._collect(self._submit(fresh))
+        # all parts sent before any is waited for: they run side by side
+        for batch_id in [self._submit(part) for part in batch_parts(fresh)]:
+            self._collect(batch_id)
         for cid in wanted:
             if cid not in self._answers:  # never expected: guards the passes against going round forever
-                self._answers[cid] = ("the Message Batch's results did not include this request; run the build "
-                                      "again to send it again", None)
+                self._answers[cid] = ("the Message Batch's results did not include this request; run the "
+                                      f"{self.job} again to send it again", None)
 
     def _submit(self, requests: dict[str, dict[str, Any]]) -> str:
         model = next(iter(requests.values()))["model"]
@@ -275,8 +287,9 @@ class CollectingLLM(Collector):
     custom_id -> batch id): those are answered from their batch (kept results, or collected from the API,
     waiting for it to end: sending them again would pay twice), every other call goes to `llm` at once."""
 
-    def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float, pending: dict[str, str]):
-        super().__init__(llm, db, tenant, poll_s)
+    def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float, pending: dict[str, str], *,
+                 job: str = "build"):
+        super().__init__(llm, db, tenant, poll_s, job=job)
         self._pending = pending
         self._gathered: set[str] = set()
         self._gathering = threading.Lock()  # one thread collects a batch; the others wait for it
@@ -304,6 +317,20 @@ class CollectingLLM(Collector):
         return self.llm.complete(task=task, system=system, messages=messages, max_tokens=max_tokens,
                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
                                  temperature=temperature)
+
+
+def batch_parts(requests: dict[str, dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
+    """`requests` (custom_id -> parameters) in parts that each fit in one Message Batch, in custom_id order."""
+    parts: list[dict[str, dict[str, Any]]] = []
+    size = 0
+    for cid, params in sorted(requests.items()):
+        n = len(json.dumps(params, ensure_ascii=False).encode()) + len(cid) + 32
+        if not parts or len(parts[-1]) >= MAX_BATCH_REQUESTS or size + n > MAX_BATCH_BYTES:
+            parts.append({})
+            size = 0
+        parts[-1][cid] = params
+        size += n
+    return parts
 
 
 def pending_requests(db: Database, tenant: str, ids: list[str] | None = None) -> dict[str, str]:

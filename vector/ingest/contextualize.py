@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+from core.batches import BatchLLM, Deferred
 from core.llm import LLM, LLMError
 from core.llm_limiter import concurrency_of, map_ordered
 from core.prompting import MalformedReply, complete_text
@@ -115,6 +116,8 @@ class LLMContextualizer:
     def contexts(self, doc: SourceDocument, drafts: Sequence[ChunkDraft]) -> list[ChunkContext]:
         if not drafts:
             return []
+        if isinstance(self.llm, BatchLLM):
+            return self._batched(doc, drafts)
         # The first chunk alone: its call writes the document to the prompt cache (and finds whether
         # only an excerpt fits), so the others, sent concurrently after it, read the cache at 0.1x
         # instead of each paying the cache write.
@@ -128,6 +131,23 @@ class LLMContextualizer:
             if isinstance(item, BaseException):
                 raise item
             out.append(ChunkContext(item[0]) if isinstance(item, tuple) else item)
+        return out
+
+    def _batched(self, doc: SourceDocument, drafts: Sequence[ChunkDraft]) -> list[ChunkContext]:
+        """Every chunk asked at once (`ingest --batch`): the first chunk alone would cost a whole second batch
+        (minutes to hours) for a cache write that a batch applies only best-effort. Each request still marks
+        the document prefix cacheable. `Deferred` once every chunk without a collected result is noted, so
+        they all go into the same batch (core.batches.BatchLLM.map runs the document again once it is in)."""
+        out, deferred = [], None
+        for draft in drafts:
+            try:
+                item = self._guarded(doc, draft, None)
+            except Deferred as exc:
+                deferred = exc
+                continue
+            out.append(ChunkContext(item[0]) if isinstance(item, tuple) else item)
+        if deferred is not None:
+            raise deferred
         return out
 
     def _guarded(self, doc: SourceDocument, draft: ChunkDraft, excerpt: int | None):

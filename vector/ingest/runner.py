@@ -2,7 +2,9 @@
 
 A thin runner around pure steps (`prepare`, `sync`): it reads what the index holds, embeds only
 texts that have no vector yet, and writes each document in its own transaction, so a crash leaves
-every document either in its old or its new version and a re-run finishes the job.
+every document either in its old or its new version and a re-run finishes the job. With `--batch`
+the LLM's chunk contexts of every changed document are asked first, in Message Batches (core.batches):
+a re-run after a crash collects the batches already sent.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Iterable, Iterator, Protocol
 
 import psycopg
 
+from core.batches import BatchLLM
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError
@@ -20,7 +23,7 @@ from core.settings import Settings
 from vector import store
 from vector import hnsw_index
 from core.llm import LLMError
-from vector.ingest.contextualize import Contextualizer, TitleContextualizer
+from vector.ingest.contextualize import ChunkContext, Contextualizer, TitleContextualizer
 from vector.ingest.prepare import (PreparedDocument, chunk_document, chunk_key, document_hash, fallback_key, index_key,
                             prepare_document)
 from vector.ingest.sources import Skipped, SourceDocument
@@ -163,18 +166,24 @@ def _sync(db: Database, embedder: Embedder, settings: Settings, tenant: str, doc
     total = sum(map(len, drafts))
     done = 0
     llm_contexts = not isinstance(contextualizer, TitleContextualizer)
+    batch = getattr(contextualizer, "llm", None)
+    batch = batch if isinstance(batch, BatchLLM) else None
+    ready: list = [None] * len(changing)  # per document, its contexts from Message Batches (`--batch`)
+    if batch is not None:
+        tell("contexts", 0, total)
+        ready = _contexts_in_batches(db, tenant, changing, drafts, contextualizer, batch)
 
     context_failures: dict[str, str] = {}  # doc id -> why a context of it fell back (the first reason)
 
     def planned():
         """Plans made lazily, so contexts an LLM wrote are saved group by group, not all at the end."""
         nonlocal done
-        for doc, doc_drafts in zip(changing, drafts):
+        for doc, doc_drafts, doc_ready in zip(changing, drafts, ready):
             if llm_contexts:
                 tell("contexts", done, total)
             try:
                 yield _plan_changed(db, tenant, doc, doc_drafts, stored.get(doc.doc_id), key, contextualizer,
-                                    embedder, context_failures, report)
+                                    embedder, context_failures, report, doc_ready)
             except CrossroadsError as exc:  # e.g. the API key or model id is wrong: this document waits for a re-run
                 report.errors.append({"doc_id": doc.doc_id, "error": str(exc)})
                 report.documents["failed"] += 1
@@ -196,6 +205,8 @@ def _sync(db: Database, embedder: Embedder, settings: Settings, tenant: str, doc
                 done += len(plan.document.chunks)
                 tell("write", done, total)
             _compact_statistics(db, tenant)
+    if batch is not None:  # the contexts it collected are written (cached with their chunks): their rows go
+        batch.finish()
 
     if context_failures:
         report.notes.append(_context_failure_note(report.contexts_failed, context_failures))
@@ -271,9 +282,45 @@ def _compact_statistics(db: Database, tenant: str) -> None:
             log.info("compacted the full-text statistics of tenant %s", tenant)
 
 
+Written = tuple[list[str], dict[str, str], dict[str, ChunkContext]]  # chunk keys, cached contexts, new ones
+
+
+def _written_contexts(db, tenant, doc, drafts, contextualizer) -> Written:
+    """The contexts of a document's chunks: those cached, and the others written now (by chunk key)."""
+    keys = [chunk_key(d) for d in drafts]
+    with db.connection() as conn:
+        cached = store.load_contexts(conn, tenant, doc.doc_id, contextualizer.mode)
+    missing = [i for i, k in enumerate(keys) if k not in cached]
+    try:
+        written = dict(zip((keys[i] for i in missing), contextualizer.contexts(doc, [drafts[i] for i in missing])))
+    except LLMError as exc:
+        raise CrossroadsError(f"could not write chunk contexts: {exc}") from exc
+    return keys, cached, written
+
+
+def _contexts_in_batches(db, tenant, changing, drafts, contextualizer, batch: BatchLLM) -> list:
+    """`ingest --batch`: the contexts of every changed document, asked in Message Batches before any document
+    is indexed (one batch per pass of `BatchLLM.map`, usually one in all; core.batches), per document its
+    `Written`, or the CrossroadsError it fails with, recorded as the interactive path records it. A batch that
+    cannot be sent or collected fails the documents it was for: what was sent is recorded, and the next
+    ingest collects it rather than pay again."""
+    def written(pair) -> Written | CrossroadsError:
+        try:
+            return _written_contexts(db, tenant, *pair, contextualizer)
+        except CrossroadsError as exc:  # the key or model is wrong: this document waits for a re-run
+            return exc
+
+    try:
+        return list(batch.map(written, list(zip(changing, drafts))))
+    except CrossroadsError as exc:
+        return [exc] * len(changing)
+
+
 def _plan_changed(db, tenant, doc, drafts, stored, key, contextualizer, embedder,
-                  context_failures: dict[str, str], report: IngestReport) -> DocumentPlan:
+                  context_failures: dict[str, str], report: IngestReport,
+                  ready: Written | CrossroadsError | None = None) -> DocumentPlan:
     """Give each chunk (`drafts`) of an added or changed document its context (cached ones reused), plan the rows.
+    `ready`: its contexts as collected from Message Batches (`ingest --batch`), else they are written here.
 
     A context the LLM failed to write is the offline one, left out of the cache, and the document is
     stored under a key marking the fallback: the next ingest sees it as changed, asks again for
@@ -281,14 +328,9 @@ def _plan_changed(db, tenant, doc, drafts, stored, key, contextualizer, embedder
     if isinstance(contextualizer, TitleContextualizer):
         contexts, cache = [c.text for c in contextualizer.contexts(doc, drafts)], None
     else:
-        keys = [chunk_key(d) for d in drafts]
-        with db.connection() as conn:
-            cached = store.load_contexts(conn, tenant, doc.doc_id, contextualizer.mode)
-        missing = [i for i, k in enumerate(keys) if k not in cached]
-        try:
-            written = dict(zip((keys[i] for i in missing), contextualizer.contexts(doc, [drafts[i] for i in missing])))
-        except LLMError as exc:
-            raise CrossroadsError(f"could not write chunk contexts: {exc}") from exc
+        if isinstance(ready, CrossroadsError):
+            raise ready
+        keys, cached, written = ready or _written_contexts(db, tenant, doc, drafts, contextualizer)
         failed = [c.failed for c in written.values() if c.failed]
         if failed:
             context_failures.setdefault(doc.doc_id, failed[0])
