@@ -92,6 +92,18 @@ class Collector:
         """What the calls measured (core.llm.CallStats), as the wrapped LLM's."""
         return self.llm.stats
 
+    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
+                 cached_prefix: str | None = None, tools: list[dict] | None = None,
+                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
+        params = self.llm.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
+                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
+                                  temperature=temperature)
+        return self._answer(task, params, custom_id(params))
+
+    def _answer(self, task: Task, params: dict[str, Any], cid: str) -> LLMResponse:
+        """The reply to the request `params` (custom_id `cid`): the subclass says from where."""
+        raise NotImplementedError
+
     def thinking_budget(self, stage: str, model: str) -> int:
         return self.llm.thinking_budget(stage, model)
 
@@ -214,13 +226,7 @@ class BatchLLM(Collector):
         self.batches = 0  # batches this build created
         self._wanted: dict[str, dict[str, Any]] = {}  # custom_id -> parameters, deferred in the current pass
 
-    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
-                 cached_prefix: str | None = None, tools: list[dict] | None = None,
-                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
-        params = self.llm.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
-                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
-                                  temperature=temperature)
-        cid = custom_id(params)
+    def _answer(self, task: Task, params: dict[str, Any], cid: str) -> LLMResponse:
         with self._lock:
             if cid not in self._answers:
                 self._wanted[cid] = params
@@ -294,13 +300,7 @@ class CollectingLLM(Collector):
         self._gathered: set[str] = set()
         self._gathering = threading.Lock()  # one thread collects a batch; the others wait for it
 
-    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
-                 cached_prefix: str | None = None, tools: list[dict] | None = None,
-                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
-        params = self.llm.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
-                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
-                                  temperature=temperature)
-        cid = custom_id(params)
+    def _answer(self, task: Task, params: dict[str, Any], cid: str) -> LLMResponse:
         batch_id = self._pending.get(cid)
         if batch_id is not None:
             with self._gathering:
@@ -314,9 +314,7 @@ class CollectingLLM(Collector):
             if answered:
                 return self._answered(task, params, cid)
         # not in a batch, or its batch is gone (older than 29 days): sent now
-        return self.llm.complete(task=task, system=system, messages=messages, max_tokens=max_tokens,
-                                 cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
-                                 temperature=temperature)
+        return self.llm.send(params, task=task)
 
 
 def batch_parts(requests: dict[str, dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:

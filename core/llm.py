@@ -271,9 +271,12 @@ class AnthropicLLM:
     def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
                  cached_prefix: str | None = None, tools: list[dict] | None = None,
                  tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
-        params = self.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
-                              cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
-                              temperature=temperature)
+        return self.send(self.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
+                                      cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
+                                      temperature=temperature), task=task)
+
+    def send(self, params: dict[str, Any], *, task: Task) -> LLMResponse:
+        """One call with the parameters `request` built (with retries), as its reply."""
         msg = self._send(lambda headers: self._client.messages.create(**_sdk_params(params), extra_headers=headers),
                          params["model"])
         return self.reply(params, msg, task=task)
