@@ -58,7 +58,8 @@ def create_app(settings: Settings | None = None, db: Database | None = None, *, 
     # outermost last: metrics time everything, then the body limit, then the catch-all 500
     app.add_middleware(problems.CatchAllMiddleware)
     app.add_middleware(ReadRoutingMiddleware, services=shared)  # outside the catch-all: a replica's 500 is retried
-    app.add_middleware(problems.BodyLimitMiddleware, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(problems.BodyLimitMiddleware, max_bytes=settings.api_max_body_bytes,
+                       reshape={routes_chat.CHAT_PATH: routes_chat.openai_error})
     app.add_middleware(MetricsMiddleware, metrics=shared.metrics)
     for module in (routes_query, routes_chat, routes_documents, routes_graph, routes_jobs, routes_ops):
         app.include_router(module.routes)

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import uuid
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Callable
 
 import psycopg
 from fastapi import FastAPI, Request
@@ -206,10 +206,13 @@ class BodyTooLarge(Exception):
 
 
 class BodyLimitMiddleware:
-    """413 for bodies over the limit: by Content-Length up front, or by counting a streamed body."""
+    """413 for bodies over the limit: by Content-Length up front, or by counting a streamed body.
+    `reshape`: path -> a function that rewrites the problem response for a path whose clients expect
+    another error body (the OpenAI-compatible chat endpoint)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int):
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, max_bytes: int,
+                 reshape: dict[str, Callable[[JSONResponse], JSONResponse]] | None = None):
+        self.app, self.max_bytes, self.reshape = app, max_bytes, dict(reshape or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -258,5 +261,8 @@ class BodyLimitMiddleware:
     async def _too_large(self, scope, receive, send, path) -> None:
         detail = (f"The body is over the {self.max_bytes:,} byte limit (CROSSROADS_API_MAX_BODY_BYTES); "
                   "send fewer or smaller documents per request.")
-        await problem_response(413, "Request body too large", detail, path, slug="body-too-large",
-                               max_bytes=self.max_bytes)(scope, receive, send)
+        response = problem_response(413, "Request body too large", detail, path, slug="body-too-large",
+                                    max_bytes=self.max_bytes)
+        if path in self.reshape:
+            response = self.reshape[path](response)
+        await response(scope, receive, send)

@@ -50,6 +50,7 @@ from api.services import Services, services
 log = logging.getLogger("crossroads.api")
 
 routes = APIRouter(prefix="/v1", tags=["chat"])
+CHAT_PATH = "/v1/chat/completions"  # its clients read OpenAI's error body, even for a 413 (api/app.py)
 
 MODEL_NAME = "crossroads"  # what GET /v1/models lists; the models that answer are the server's settings
 WITHDRAWN_NOTICE = ("\n\n---\n(The text above did not pass the citation check and is withdrawn; "

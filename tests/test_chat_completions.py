@@ -141,6 +141,16 @@ def test_bad_unicode_is_4xx(client, tok):
     assert r.status_code == 422, r.text
 
 
+
+def test_a_body_over_the_limit_is_413_in_openai_form_there_and_a_problem_elsewhere(client, tok, settings):
+    h = {**bearer(tok["staff"]), "Content-Type": "application/json"}
+    huge = b'{"model": "m", "messages": [{"role": "user", "content": "' + b"x" * settings.api_max_body_bytes + b'"}]}'
+    r = client.post("/v1/chat/completions", content=huge, headers=h)
+    assert r.status_code == 413 and "CROSSROADS_API_MAX_BODY_BYTES" in r.json()["error"]["message"], r.text[:300]
+    assert r.json()["error"]["code"] == "body-too-large"
+    r = client.post("/v1/ask", content=huge, headers=h)
+    assert r.status_code == 413 and r.headers["content-type"].startswith(PROBLEM), r.text[:300]
+
 # --- /v1/ask's history ----------------------------------------------------------------------------------
 
 
