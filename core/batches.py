@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from abc import ABC, abstractmethod
 import logging
 import threading
 import time
@@ -89,20 +90,8 @@ class Collector:
 
     @property
     def stats(self):
-        """What the calls measured (core.llm.CallStats), as the wrapped LLM's."""
+        """What the calls measured (core.llm_stats.CallStats), as the wrapped LLM's."""
         return self.llm.stats
-
-    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
-                 cached_prefix: str | None = None, tools: list[dict] | None = None,
-                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
-        params = self.llm.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
-                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
-                                  temperature=temperature)
-        return self._answer(task, params, custom_id(params))
-
-    def _answer(self, task: Task, params: dict[str, Any], cid: str) -> LLMResponse:
-        """The reply to the request `params` (custom_id `cid`): the subclass says from where."""
-        raise NotImplementedError
 
     def thinking_budget(self, stage: str, model: str) -> int:
         return self.llm.thinking_budget(stage, model)
@@ -218,7 +207,24 @@ class Collector:
         watch.raise_if_stopped()
 
 
-class BatchLLM(Collector):
+class BatchAnsweringLLM(Collector, ABC):
+    """`LLM` over collected Message Batch results: builds each request and its custom_id, and leaves to the
+    subclass whether the reply comes from a batch or is sent now."""
+
+    def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
+                 cached_prefix: str | None = None, tools: list[dict] | None = None,
+                 tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse:
+        params = self.llm.request(task=task, system=system, messages=messages, max_tokens=max_tokens,
+                                  cached_prefix=cached_prefix, tools=tools, tool_choice=tool_choice,
+                                  temperature=temperature)
+        return self._answer(task, params, custom_id(params))
+
+    @abstractmethod
+    def _answer(self, task: Task, params: dict[str, Any], cid: str) -> LLMResponse:
+        """The reply to the request `params` (custom_id `cid`): from a batch, or sent now."""
+
+
+class BatchLLM(BatchAnsweringLLM):
     """`LLM` whose calls go out in Message Batches, through `llm`'s client, priced at the batch price."""
 
     def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float, *, job: str = "build"):
@@ -288,7 +294,7 @@ class BatchLLM(Collector):
         return batch.id
 
 
-class CollectingLLM(Collector):
+class CollectingLLM(BatchAnsweringLLM):
     """`LLM` of a build without `--batch` that an earlier batch build left requests to collect (`pending`:
     custom_id -> batch id): those are answered from their batch (kept results, or collected from the API,
     waiting for it to end: sending them again would pay twice), every other call goes to `llm` at once."""

@@ -4,7 +4,7 @@ The cue table (router/question_cues.py, scored by router/classify.py) sees the F
 and fires on explicit words ("across all", "the director of", "Which is older, A or B?"); the
 embedding places a question among questions of similar intent even when it names no cue word
 ("What narrative devices recur?"). The model weighs both: the numbers the heuristic already measured,
-and the counts of the generic clause structures in router/question_cues.py (`STRUCTURES`: relative,
+and the counts of the generic clause structures in router/question_structure.py (`STRUCTURES`: relative,
 contact and participial clauses after any noun, described possessors and of-objects, a name inside a
 clause, imperative overview requests, in English and Russian) that the heuristic does not score.
 Nothing here is tuned to one corpus.
@@ -15,7 +15,8 @@ import math
 
 import numpy as np
 
-from router.question_cues import CUES, STRUCTURES, Question
+from router.question_cues import CUES, Question
+from router.question_structure import STRUCTURES
 from router.types import RouteDecision
 
 # Cues that router/classify.py adds beside the table (see `find_cues` and `premise_cues` there).

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import AnthropicLLM, CallStats, LLMError, Usage, language_of, llm_stage
+from core.llm import AnthropicLLM, LLMError, Usage, llm_stage
+from core.llm_stats import CallStats, language_of
 from core.settings import Settings
 from graph.build.calibration import MIN_CALLS, Calibration, save_call_stats
 from graph.build.estimate import DEFAULT_BAND, estimate_reports

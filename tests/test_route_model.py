@@ -198,7 +198,7 @@ def test_every_cue_the_heuristic_fires_is_a_feature():
 
 
 def test_structure_features_see_chained_clauses_and_overview_requests():
-    """The generic clause counts the model reads beside the cue table (router/question_cues.py STRUCTURES):
+    """The generic clause counts the model reads beside the cue table (router/question_structure.py STRUCTURES):
     questions written for this test, one form each."""
     def fired(question: str) -> set[str]:
         return {name for name, count in zip(STRUCTURE_NAMES, structure_features(question)) if count}

@@ -1,4 +1,4 @@
-"""What a build's LLM calls measured (core.llm.CallStats), kept per tenant in `llm_call_stats`, and read back
+"""What a build's LLM calls measured (core.llm_stats.CallStats), kept per tenant in `llm_call_stats`, and read back
 by the next estimate (graph.build.estimate): characters per token by model, stage and language of the
 input, the characters of a stage's instructions (system prompt and tools), output tokens per call by
 model, stage and thinking budget, and how much single calls spread.
@@ -10,7 +10,7 @@ import math
 from dataclasses import astuple, dataclass, fields
 
 from core.database import Database
-from core.llm import StageStats
+from core.llm_stats import StageStats
 
 MIN_CALLS = 20
 # The widest spread a measured range is given, relative to its centre: a few outlying calls (a reply cut

@@ -34,7 +34,7 @@ DEFAULT_BAND = (0.6, 1.5)
 
 
 def _measured_lang(chunk_lang: str) -> str:
-    """The language calls are measured under (core.llm.language_of, by script) for a chunk's language."""
+    """The language calls are measured under (core.llm_stats.language_of, by script) for a chunk's language."""
     return "russian" if chunk_lang == "russian" else "english"
 
 
