@@ -41,6 +41,7 @@ eval-router: install
 
 eval-router-blind: install
 	$(BIN)/python -m bench.router_blind
+	$(BIN)/python -m bench.router_blind --set bench/router_blind2/questions.jsonl
 
 eval-answers: install
 	$(BIN)/python -m bench.answer_eval
