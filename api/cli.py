@@ -105,28 +105,41 @@ def ingest(
     yes: bool = typer.Option(False, "--yes", "-y", metavar="", help="Create the tenant without asking when it is new."),
     queue: bool = typer.Option(False, "--queue", metavar="", help="Queue it for `crossroads worker` (PATH on storage the workers mount)."),
     batch: bool = typer.Option(False, "--batch", metavar="", help="LLM chunk contexts as Message Batches: half the price, answered within 24 h; waits for them."),
+    dry_run: bool = typer.Option(False, "--dry-run", metavar="", help="Print what the LLM's chunk contexts would cost, each figure with its range, and stop: nothing is written."),
     json_out: bool = JsonOption,
 ) -> None:
     """Index documents as a sync: unchanged text costs nothing, changed text re-embeds only changed chunks.
-    Interrupted (Ctrl-C), it keeps the documents written: run it again to resume (with --batch, it
-    collects the Message Batches already sent instead of paying for them again)."""
+    Interrupted (Ctrl-C), it keeps the documents written: run it again to resume (with --batch or without,
+    it collects the Message Batches a --batch run already sent instead of paying for them again)."""
     from core.llm import UsageMeter
     from vector.ingest.runner import STAGE_UNITS, IngestInterrupted
     from vector.ingest.sources import load_source
 
     settings = get_settings()
-    if queue:
-        if batch:  # a queued reindex job has no batch setting yet
-            fail(CrossroadsError("--batch cannot be queued; run `crossroads ingest --batch` without --queue"))
+    if queue and not dry_run:
         from api.cli_worker import queued
         from api.worker_jobs import enqueue_reindex
 
-        queued(settings, lambda db: enqueue_reindex(db, tenant, path, parse_groups(acl), prune), json_out)
+        refused = usecases.batch_ingest_refused(settings) if batch else None
+        if refused:
+            fail(CrossroadsError(refused))
+        queued(settings, lambda db: enqueue_reindex(db, tenant, path, parse_groups(acl), prune, batch), json_out)
         return
     try:
         documents, skipped = load_source(path, parse_groups(acl), settings.max_document_bytes)
     except FileNotFoundError as exc:
         fail(exc)
+    if dry_run:
+        with database(settings) as db:
+            try:
+                estimate = usecases.estimate_ingest(db, settings, tenant, documents, batch=batch)
+            except CrossroadsError as exc:
+                fail(exc)
+        if json_out:
+            print_json({"estimate": estimate})
+        else:
+            _print_context_estimate(estimate)
+        return
     meter = UsageMeter()
     with database(settings) as db:
         created = _confirm_new_tenant(db, tenant, yes)
@@ -154,6 +167,25 @@ def ingest(
                       + ("cost unknown" if llm['cost_usd'] is None else f"${llm['cost_usd']:.4f}"))
     if not report.clean:
         raise typer.Exit(EXIT_PARTIAL)
+
+
+def _print_context_estimate(e: dict) -> None:
+    if not e["calls"]:
+        out.print(f"chunk contexts ({e['contexts']}): no LLM call: nothing to pay")
+        return
+    cost = ("cost unknown: set the model's price in CROSSROADS_LLM_PRICES" if e["cost_usd"] is None else
+            f"~${e['cost_usd']:.4f} (${e['cost_usd_range'][0]}-${e['cost_usd_range'][1]})")
+    price = " at the Message Batches price" if e["batch"] else ""
+    out.print(f"chunk contexts ({e['model']}): {e['calls']:,} calls for {e['documents']:,} documents, "
+              f"{e['input_tokens']:,} input tokens ({e['input_tokens_range'][0]:,}-{e['input_tokens_range'][1]:,}) "
+              f"+ {e['cache_write_tokens']:,} cache writes / {e['cache_read_tokens']:,} cache reads, "
+              f"{e['output_tokens']:,} output ({e['output_tokens_range'][0]:,}-{e['output_tokens_range'][1]:,}); "
+              f"{cost}{price}", markup=False)
+    if e["cache_min_tokens"] is None:
+        out.print("prompt caching not counted: the model's minimum cacheable prefix is unknown", markup=False)
+    else:
+        out.print(f"prompt caching counted for {e['documents_cached']:,} of {e['documents']:,} documents (those of "
+                  f"at least {e['cache_min_tokens']:,} tokens, the model's minimum cacheable prefix)", markup=False)
 
 
 def _confirm_new_tenant(db, tenant: str, yes: bool) -> bool:

@@ -14,6 +14,10 @@ A PDF, DOCX, HTML page, email or mailbox is sent as it is: POST /v1/documents:up
 with the file's bytes as the body and its media type as Content-Type (raw bytes rather than multipart:
 no form parser to trust, and `curl --data-binary @report.pdf` is the whole client). The server converts it
 as `crossroads ingest` converts a file (api.usecases.uploaded_document), then indexes it as PUT does.
+
+Chunk contexts as Message Batches (`crossroads ingest --batch`) are answered within hours, longer than a
+request waits: `batch: true` here is a 422 pointing to POST /v1/jobs/reindex with `batch: true`, a job that
+waits for them in a worker and survives a restart (the next run collects what was sent).
 """
 from __future__ import annotations
 
@@ -29,8 +33,8 @@ from api.services import Services, services
 from api.auth import Principal, reader, writer
 from api.problems import ApiProblem, field_errors, validation_problem
 from api.schemas import (
-    AclRequest, AclResult, BatchDocument, BatchRequest, BatchResponse, ChunkDetail, Deleted, DocumentBody,
-    DocumentDetail, DocumentList,
+    BATCH_VIA_JOB, AclRequest, AclResult, BatchDocument, BatchRequest, BatchResponse, ChunkDetail, Deleted, DocumentBody,
+    DocumentDetail, DocumentList, DocumentPut,
     DocumentResult, Group, Text, check_doc_id, doc_id_error, document_size_error,
 )
 from api.routes_query import ERRORS
@@ -65,12 +69,20 @@ def _ingest(svc: Services, tenant: str, documents: list[SourceDocument]):
 
     meter = UsageMeter()
     try:
-        return usecases.index_documents(svc.db(), svc.embedder(), svc.settings, tenant, documents, meter=meter).report
+        # a context a killed `ingest --batch` sent is taken from its batch once that has ended, never waited for
+        return usecases.index_documents(svc.db(), svc.embedder(), svc.settings, tenant, documents, meter=meter,
+                                        wait_for_batches=False).report
     finally:
         total = meter.total
         svc.metrics.usage({"input_tokens": total.input_tokens, "output_tokens": total.output_tokens,
                            "cache_read_tokens": total.cache_read_tokens,
                            "cache_write_tokens": total.cache_write_tokens, "cost_usd": total.cost_usd})
+
+
+def _refuse_batch(batch: bool) -> None:
+    """`batch: true` is the reindex job's (POST /v1/jobs/reindex): a request cannot wait hours for a Message Batch."""
+    if batch:
+        raise validation_problem([{"loc": ("body", "batch"), "type": "value_error", "msg": BATCH_VIA_JOB}])
 
 
 def _not_readable(doc_id: str) -> ApiProblem:
@@ -93,9 +105,10 @@ def _echoable(raw_id) -> str | None:
 @routes.put("/documents/{doc_id:path}", response_model=DocumentResult, status_code=200,
             responses={**ERRORS, 201: {"description": "Created", "model": DocumentResult}},
             summary="Create or replace one document (only changed chunks are re-embedded)")
-def put_document(doc_id: str, body: DocumentBody, response: Response, principal: Principal = Depends(writer),
+def put_document(doc_id: str, body: DocumentPut, response: Response, principal: Principal = Depends(writer),
                  svc: Services = Depends(services)):
     check_doc_id(doc_id)
+    _refuse_batch(body.batch)
     too_big = document_size_error(body.text, svc.settings.max_document_bytes)
     if too_big:
         raise validation_problem([{"loc": ("body", "text"), "msg": too_big, "type": "too_long"}])
@@ -181,6 +194,7 @@ def upload_document(response: Response,
 @routes.post("/documents:batch", response_model=BatchResponse, responses=ERRORS,
              summary="Create or replace many documents; a bad item is reported by its index and the rest still land")
 def batch_documents(body: BatchRequest, principal: Principal = Depends(writer), svc: Services = Depends(services)):
+    _refuse_batch(body.batch)
     limit = svc.settings.api_max_batch_documents
     if len(body.documents) > limit:
         raise validation_problem([{"loc": ("body", "documents"), "type": "too_long",

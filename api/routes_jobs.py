@@ -150,8 +150,11 @@ def queue_reindex(response: Response, body: ReindexRequest, principal: Principal
 
     path = ingest_path(svc.settings.jobs_ingest_root, body.path)
     acl = sorted(set(body.acl))
+    refused = usecases.batch_ingest_refused(svc.settings) if body.batch else None
+    if refused:  # checked before queueing: a worker would only fail the job hours of nothing later
+        raise validation_problem([{"loc": ("body", "batch"), "type": "value_error", "msg": refused}])
     try:
-        job_id = enqueue_reindex(svc.db(), principal.tenant, path, acl, body.prune)
+        job_id = enqueue_reindex(svc.db(), principal.tenant, path, acl, body.prune, body.batch)
     except (JobQueuedError, JobRunningError) as exc:
         raise _already(exc, REINDEX_KIND) from None
     except CrossroadsError as exc:  # the path went away between the check and the queueing

@@ -156,9 +156,19 @@ class BatchDocument(DocumentBody):
     doc_id: Text = Field(..., min_length=1, max_length=DOC_ID_MAX_CHARS)
 
 
+BATCH_VIA_JOB = ("Message Batches answer within hours, longer than a request waits: put the documents on the "
+                 "storage the workers read and queue POST /v1/jobs/reindex with `batch: true`, or send this "
+                 "request without `batch`")
+
+
+class DocumentPut(DocumentBody):
+    batch: bool = Field(False, description="Only false: Message Batches go through POST /v1/jobs/reindex.")
+
+
 class BatchRequest(Strict):
     # items are validated one by one, so one bad item is reported without rejecting the others
     documents: list[Any] = Field(..., min_length=1, description="Each item: doc_id, text, acl, title?, lang?, source?.")
+    batch: bool = Field(False, description="Only false: Message Batches go through POST /v1/jobs/reindex.")
 
 
 class AclRequest(Strict):
@@ -311,6 +321,9 @@ class ReindexRequest(Strict):
     acl: list[Group] = Field(default_factory=list, max_length=100,
                              description="Groups for documents without `acl` in their front matter.")
     prune: bool = Field(False, description="Delete documents of the tenant that the source no longer has.")
+    batch: bool = Field(False, description="Write the LLM's chunk contexts as Message Batches: half the price, "
+                                           "answered within 24 h, which the job waits for (needs an API key and "
+                                           "LLM contexts on the server).")
 
 
 class EmbeddingsStageRequest(Strict):

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Callable, Sequence
 
-from core.batches import BatchLLM
+from core.batches import BatchLLM, CollectingLLM, pending_requests
 from core.database import Database
 from core.errors import BadDocument, CrossroadsError
-from core.llm import Usage, UsageMeter, make_llm
+from core.llm import AnthropicLLM, Usage, UsageMeter, make_llm
 from core.pricing import BATCH_FACTOR
 from core.settings import Settings
 from graph import store as graph_store
@@ -39,22 +39,63 @@ class Indexed:
 
 def index_documents(db: Database, embedder, settings: Settings, tenant: str, documents: Sequence[SourceDocument],
                     skipped: Sequence[dict] = (), *, prune: bool = False, progress=None,
-                    meter: UsageMeter | None = None, batch: bool = False) -> Indexed:
+                    meter: UsageMeter | None = None, batch: bool = False,
+                    job_id: int | None = None, wait_for_batches: bool = True) -> Indexed:
     """Index documents as a sync (`crossroads ingest`, PUT and POST /v1/documents): unchanged text costs
     nothing, changed text re-embeds only its changed chunks. `meter` counts the contexts' LLM usage; the
     caller keeps it, so usage is recorded even when indexing fails. `batch` (`ingest --batch`): the chunk
-    contexts go out as Message Batches at the batch price, waited for (core.batches)."""
+    contexts go out as Message Batches at the batch price, waited for (core.batches); `job_id`: the queued
+    job running it, whose cancel request ends the wait. Without `batch`, the contexts an earlier batch ingest
+    sent and never used (it died) are answered from its batches (core.batches.CollectingLLM), not paid again;
+    waiting for one still running unless `wait_for_batches` is False (an HTTP request: those are sent now)."""
     llm = make_llm(settings, meter if meter is not None else UsageMeter())
     if batch:
-        if llm is None or settings.contextual_retrieval == "title":
-            raise CrossroadsError("`ingest --batch` sends the LLM's chunk contexts as Anthropic Message Batches: set "
-                                  "ANTHROPIC_API_KEY (and CROSSROADS_CONTEXTUAL_RETRIEVAL to auto or llm), or "
-                                  "ingest without --batch")
+        refused = batch_ingest_refused(settings)
+        if refused:
+            raise CrossroadsError(refused)
         llm = BatchLLM(llm, db, tenant, settings.llm_batch_poll_s, job="ingest")
+        llm.job_id = job_id
+    elif isinstance(llm, AnthropicLLM) and settings.contextual_retrieval != "title":
+        pending = pending_requests(db, tenant)
+        if pending:
+            llm = CollectingLLM(llm, db, tenant, settings.llm_batch_poll_s, pending, job="ingest",
+                                wait=wait_for_batches)
+            llm.job_id = job_id
     contextualizer = make_contextualizer(settings, llm)
     report = ingest_documents(db, embedder, settings, tenant, list(documents), list(skipped), prune=prune,
                               progress=progress, contextualizer=contextualizer)
     return Indexed(report, contextualizer.mode)
+
+
+def estimate_ingest(db: Database, settings: Settings, tenant: str, documents: Sequence[SourceDocument], *,
+                    batch: bool = False) -> dict:
+    """What an ingest of `documents` would spend on the LLM's chunk contexts (`crossroads ingest --dry-run`):
+    vector.ingest.estimate's figures and ranges for the chunks without a cached context, at the batch price with
+    `batch`; `contexts` names how contexts are written (no call, $0, when offline). Reads, writes nothing."""
+    from core.embeddings import model_id_for
+    from vector.ingest.estimate import context_requests, estimate_contexts
+    from vector.ingest.runner import contexts_to_write
+
+    if batch:
+        refused = batch_ingest_refused(settings)
+        if refused:
+            raise CrossroadsError(refused)
+    contextualizer = make_contextualizer(settings, make_llm(settings))
+    work = contexts_to_write(db, settings, tenant, list(documents), contextualizer,
+                             model_id_for(settings, settings.embed_provider))
+    estimate = estimate_contexts([context_requests(doc, drafts) for doc, drafts in work], settings.llm_model_fast,
+                                 batch=batch, max_tokens=getattr(contextualizer, "max_tokens", 0))
+    return estimate | {"contexts": contextualizer.mode}
+
+
+def batch_ingest_refused(settings: Settings) -> str | None:
+    """Why an ingest with Message Batches cannot run with these settings (the CLI's error, the reindex job's
+    422), or None when it can."""
+    key = settings.anthropic_api_key
+    if key is None or not key.get_secret_value().strip() or settings.contextual_retrieval == "title":
+        return ("`ingest --batch` sends the LLM's chunk contexts as Anthropic Message Batches: set ANTHROPIC_API_KEY "
+                "(and CROSSROADS_CONTEXTUAL_RETRIEVAL to auto or llm), or ingest without --batch")
+    return None
 
 
 # media type -> the file suffix vector.ingest.formats reads it by (POST /v1/documents:upload)

@@ -154,15 +154,18 @@ def _wait(watch: jobs.JobWatch, seconds: float) -> None:
         watch.raise_if_stopped()
 
 
-def enqueue_reindex(db: Database, tenant: str, path: Path, acl: list[str], prune: bool) -> int:
+def enqueue_reindex(db: Database, tenant: str, path: Path, acl: list[str], prune: bool, batch: bool = False) -> int:
     """Queue a sync of `path` (a folder, file or JSONL) into the tenant. The path is resolved here and must
-    be where every worker finds it (shared storage): a worker without it fails the job saying so."""
+    be where every worker finds it (shared storage): a worker without it fails the job saying so. `batch`:
+    the chunk contexts go as Message Batches (`crossroads ingest --batch`); the job waits for them."""
     path = path.expanduser().resolve()
     if not path.exists():
         raise CrossroadsError(f"{path} does not exist: queue a path on storage the workers mount")
+    params = {"path": str(path), "acl": acl, "prune": prune}
+    if batch:
+        params["batch"] = True
     with db.connection() as conn:
-        return jobs.enqueue_job(conn, REINDEX_KIND, tenant, {"path": str(path), "acl": acl, "prune": prune},
-                                db.job_lease_s)
+        return jobs.enqueue_job(conn, REINDEX_KIND, tenant, params, db.job_lease_s)
 
 
 def reindex_handler(db: Database, settings: Settings, embedder):
@@ -180,7 +183,8 @@ def reindex_handler(db: Database, settings: Settings, embedder):
                 raise CrossroadsError(f"{exc} on worker {jobs.worker_name()}: put the folder on storage every worker "
                                       "mounts at the same path, then queue it again") from None
             report = index_documents(db, embedder, settings, job["tenant"], documents, skipped,
-                                     prune=wanted["prune"], progress=_progress(db, watch)).report
+                                     prune=wanted["prune"], progress=_progress(db, watch),
+                                     batch=wanted.get("batch", False), job_id=job["id"]).report
             errors = [{"error": f"skipped {s['where']}: {s['reason']}"} for s in report.skipped]
             errors += [{"error": f"failed {e['doc_id']}: {e['error']}"} for e in report.errors]
             counts = {"documents": report.documents, "chunks": report.chunks,

@@ -26,7 +26,8 @@ only the others one by one), or `graph status` (`collect_finished`: the batches 
 
 An ingest with `--batch` (vector/ingest/runner.py) is a job like a build here (`job="ingest"`: named in what
 to run again): it sends its chunk contexts through `BatchLLM.map`, leaves its rows to the next ingest when it
-dies, and deletes those it used once the contexts are written (cached with their chunks).
+dies (with `--batch` or without: `CollectingLLM` again), and deletes those it used once the contexts are
+written (cached with their chunks).
 """
 from __future__ import annotations
 
@@ -117,9 +118,9 @@ class Collector:
             self._replies[cid] = reply
         return reply
 
-    def _gather(self, batch_id: str) -> None:
+    def _gather(self, batch_id: str, *, wait: bool = True) -> None:
         """Take in a batch's results: those kept on its rows, and, when some are not there yet, the API's
-        (waiting for the batch to end)."""
+        (waiting for the batch to end; without `wait`, only if it has ended)."""
         from anthropic.types import Message  # deferred as in core.llm: the SDK is imported once a key is used
 
         with self.db.connection() as conn:
@@ -130,7 +131,7 @@ class Collector:
                 if result is not None:
                     self._answers[cid] = Message.model_validate(result)
         if any(result is None for _, result in rows):
-            self._collect(batch_id)
+            self._collect(batch_id, wait=wait)
 
     def _collect(self, batch_id: str, *, wait: bool = True) -> bool:
         """Wait for the batch to end (or look once, without `wait`) and take in its results, keeping the
@@ -282,13 +283,16 @@ class BatchLLM(BatchAnsweringLLM):
         batch = self._call(lambda: self.llm.client.messages.batches.create(
             requests=[{"custom_id": cid, "params": params} for cid, params in sorted(requests.items())]), model,
             "send a Message Batch")
-        # recorded at once: a build that dies from here on leaves the batch to the next one to collect
+        # recorded at once: a build that dies from here on leaves the batch to the next one to collect. The row
+        # names a build's job only: the batch collection job queues that build again with its parameters, which
+        # a re-index job's (a folder, not a level) are not
+        sent_by = self.job_id if self.job == "build" else None
         with self.db.connection() as conn, conn.cursor() as cur:
             cur.executemany("INSERT INTO llm_batch_requests (tenant_id, custom_id, batch_id, job_id) "
                             "VALUES (%s, %s, %s, %s) ON CONFLICT (tenant_id, custom_id) DO UPDATE "
                             "SET batch_id = EXCLUDED.batch_id, job_id = EXCLUDED.job_id, submitted_at = now(), "
                             "result = NULL",
-                            [(self.tenant, cid, batch.id, self.job_id) for cid in requests])
+                            [(self.tenant, cid, batch.id, sent_by) for cid in requests])
         self.batches += 1
         log.info("sent Message Batch %s with %d requests", batch.id, len(requests))
         return batch.id
@@ -297,12 +301,14 @@ class BatchLLM(BatchAnsweringLLM):
 class CollectingLLM(BatchAnsweringLLM):
     """`LLM` of a build without `--batch` that an earlier batch build left requests to collect (`pending`:
     custom_id -> batch id): those are answered from their batch (kept results, or collected from the API,
-    waiting for it to end: sending them again would pay twice), every other call goes to `llm` at once."""
+    waiting for it to end: sending them again would pay twice), every other call goes to `llm` at once.
+    Without `wait` (an HTTP request, which cannot wait hours), a batch still running is not waited for: its
+    requests are sent now, paid again rather than holding the caller."""
 
     def __init__(self, llm: AnthropicLLM, db: Database, tenant: str, poll_s: float, pending: dict[str, str], *,
-                 job: str = "build"):
+                 job: str = "build", wait: bool = True):
         super().__init__(llm, db, tenant, poll_s, job=job)
-        self._pending = pending
+        self._pending, self._wait = pending, wait
         self._gathered: set[str] = set()
         self._gathering = threading.Lock()  # one thread collects a batch; the others wait for it
 
@@ -313,7 +319,7 @@ class CollectingLLM(BatchAnsweringLLM):
                 if batch_id not in self._gathered:
                     log.info("collecting Message Batch %s sent by an earlier build, not sending its requests again",
                              batch_id)
-                    self._gather(batch_id)
+                    self._gather(batch_id, wait=self._wait)
                     self._gathered.add(batch_id)
             with self._lock:
                 answered = cid in self._answers

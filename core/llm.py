@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 from core.llm_limiter import backoff_s, limiter_for
 from core.llm_stats import CallStats
-from core.pricing import price_of, thinking_mode
+from core.pricing import effort_for, price_of, thinking_mode
 from core.pricing import set_overrides as set_price_overrides
 from core.settings import Settings
 
@@ -240,6 +240,9 @@ class AnthropicLLM:
             temperature = None
             if tool_choice and tool_choice.get("type") in ("tool", "any"):
                 tool_choice = {"type": "auto"}
+        effort = self.effort(stage_of(task), model)
+        if effort:
+            params["output_config"] = {"effort": effort}
         if temperature is not None:
             # anthropic>=1.0 dropped the `temperature` keyword, and Sonnet 5 / Opus 5 / Opus 4.7+
             # answer 400 "`temperature` is deprecated for this model", so it is sent only on request
@@ -266,6 +269,12 @@ class AnthropicLLM:
         or when the model does not think (core.pricing.thinking_mode; warned once there)."""
         budget = self.settings.llm_thinking.get(stage, 0)
         return budget if budget and thinking_mode(model) is not None else 0
+
+    def effort(self, stage: str, model: str) -> str | None:
+        """The effort level a call of `stage` by `model` is sent (CROSSROADS_LLM_EFFORT): None when none is set, or
+        when the model does not take that level (core.pricing.effort_for; warned once there). Estimates do not
+        count it: the API documents effort as a behavioural signal, not a token budget."""
+        return effort_for(model, self.settings.llm_effort.get(stage))
 
     def complete(self, *, task: Task, system: str, messages: list[dict], max_tokens: int = 1024,
                  cached_prefix: str | None = None, tools: list[dict] | None = None,

@@ -66,10 +66,25 @@ THINKING_MODES: dict[str, str] = {
     "claude-opus-5": "adaptive",
 }
 
+# The effort levels (`output_config.effort`) each model takes, from the effort documentation: Opus 4.5 takes
+# low / medium / high; `max` came with Opus 4.6 and Sonnet 4.6, `xhigh` with Opus 4.7. Haiku 4.5 takes no
+# effort at all (a 400, as for a level a model lacks): a model not listed is sent none (warned once).
+_BASIC_EFFORT = ("low", "medium", "high")
+EFFORT_LEVELS: dict[str, tuple[str, ...]] = {
+    "claude-opus-4-5": _BASIC_EFFORT,
+    "claude-opus-4-6": (*_BASIC_EFFORT, "max"),
+    "claude-sonnet-4-6": (*_BASIC_EFFORT, "max"),
+    "claude-opus-4-7": (*_BASIC_EFFORT, "xhigh", "max"),
+    "claude-opus-4-8": (*_BASIC_EFFORT, "xhigh", "max"),
+    "claude-sonnet-5": (*_BASIC_EFFORT, "xhigh", "max"),
+    "claude-opus-5": (*_BASIC_EFFORT, "xhigh", "max"),
+}
+
 _DATED = re.compile(r"^(?P<alias>.+)-\d{8}$")
 _overrides: dict[str, Price] = {}
 _warned: set[str] = set()
 _warned_thinking: set[str] = set()
+_warned_effort: set[tuple[str, str]] = set()
 _lock = threading.Lock()
 
 
@@ -114,3 +129,19 @@ def thinking_mode(model: str) -> str | None:
                 log.warning("model %r is not known to support thinking: CROSSROADS_LLM_THINKING is not sent to it",
                             model)
     return mode
+
+
+def effort_for(model: str, level: str | None) -> str | None:
+    """The effort level to send `model` for a wanted `level` (None: none wanted), or None when the model does
+    not take that level (warned once per model and level: sending it would be a 400)."""
+    if level is None:
+        return None
+    levels = _lookup(EFFORT_LEVELS, model) or ()
+    if level in levels:
+        return level
+    with _lock:
+        if (model, level) not in _warned_effort:
+            _warned_effort.add((model, level))
+            log.warning("model %r does not take effort %r (it takes %s): CROSSROADS_LLM_EFFORT is not sent to it",
+                        model, level, ", ".join(levels) or "none")
+    return None

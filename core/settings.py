@@ -24,6 +24,8 @@ from pydantic_settings import (
 
 # What an LLM call is for, as CROSSROADS_LLM_THINKING names it (core.llm.llm_stage sets it per call).
 LLMStage = Literal["extraction", "summaries", "reports", "global_map", "answer"]
+# The API's `output_config.effort` levels ("high" is the API's default: the same as sending none).
+LLMEffort = Literal["low", "medium", "high", "xhigh", "max"]
 
 
 def _unset_when_blank(value):
@@ -125,6 +127,10 @@ class Settings(BaseSettings):
     llm_thinking: dict[LLMStage, Annotated[int, AfterValidator(_thinking_budget)]] = Field(
         {}, description='Thinking tokens per call by task, counted as output: `{"reports": 4000}`; '
                         "tasks: extraction, summaries, reports, global_map, answer; at least 1024, or 0 (off).",
+    )
+    llm_effort: dict[LLMStage, LLMEffort] = Field(
+        {}, description='Effort per task (`output_config.effort`): `{"extraction": "low"}`; levels: low, medium, '
+                        "high, xhigh, max; sent only to models that take it. Not in estimates: a signal, no budget.",
     )
     llm_prices: dict[str, tuple[float, float]] = Field(
         {}, description='Prices, USD per 1M tokens: `{"model": [in, out]}`.'

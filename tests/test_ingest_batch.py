@@ -24,14 +24,15 @@ FILES = {name: SHORT.replace("Status page", f"{title} page").replace("status.", 
          for name, title in (("a.md", "Alpha"), ("b.md", "Bravo"), ("c.md", "Charlie"))}
 
 
-def index(db, settings, embedder, tenant, root, api: FakeAnthropic) -> tuple[usecases.Indexed, UsageMeter]:
-    """What `crossroads ingest ROOT --tenant T --batch` runs."""
+def index(db, settings, embedder, tenant, root, api: FakeAnthropic, batch: bool = True
+          ) -> tuple[usecases.Indexed, UsageMeter]:
+    """What `crossroads ingest ROOT --tenant T --batch` runs (without `batch`: `crossroads ingest` with a key)."""
     online = settings.model_copy(update=dict(anthropic_api_key=SecretStr("test-key"), anthropic_base_url=api.url,
                                              llm_max_retries=0, llm_timeout_s=5.0, llm_batch_poll_s=0.01))
     docs, skipped = load_source(root, [], settings.max_document_bytes)
     meter = UsageMeter()
     indexed = usecases.index_documents(db, UnitEmbedder(embedder), online, tenant, docs, skipped, meter=meter,
-                                       batch=True)
+                                       batch=batch)
     return indexed, meter
 
 
@@ -91,6 +92,48 @@ def test_an_ingest_killed_while_its_batch_runs_is_collected_by_the_next_without_
     assert meter.summary()["llm_calls"] == 3  # counted once, by the ingest that used them
     assert all("zanzibarite" in c for c in stored_contexts(db, tenant).values())
     assert pending_rows(db, tenant) == 0
+
+
+def test_a_plain_ingest_after_a_killed_batch_ingest_collects_its_batch_without_paying_twice(
+        db, settings, embedder, tenant, tmp_path, monkeypatch):
+    write_corpus(tmp_path, FILES)
+    with FakeAnthropic(handler=situate) as api:
+        api.hold_batches = True
+        with monkeypatch.context() as patched:
+            patched.setattr(batches, "time", SimpleNamespace(sleep=lambda seconds: _kill()))
+            with pytest.raises(KeyboardInterrupt):
+                index(db, settings, embedder, tenant, tmp_path, api)
+        assert api.batch_creates == 1 and pending_rows(db, tenant) == 3
+        api.hold_batches = False
+        indexed, meter = index(db, settings, embedder, tenant, tmp_path, api, batch=False)  # no --batch
+    assert indexed.report.clean and indexed.report.documents["added"] == 3, indexed.report
+    # answered from the batch the killed run sent: no interactive call, no second batch, each context paid once
+    assert api.calls == 0 and api.batch_creates == 1 and api.paid == 3 and api.results_downloads == 1
+    assert meter.summary()["llm_calls"] == 3
+    assert all("zanzibarite" in c for c in stored_contexts(db, tenant).values())
+    assert pending_rows(db, tenant) == 0
+
+
+def test_an_http_ingest_does_not_wait_for_a_batch_still_running(db, settings, embedder, tenant, tmp_path,
+                                                                 monkeypatch):
+    write_corpus(tmp_path, {"a.md": FILES["a.md"]})
+    with FakeAnthropic(handler=situate) as api:
+        api.hold_batches = True  # the killed run's batch runs for hours
+        with monkeypatch.context() as patched:
+            patched.setattr(batches, "time", SimpleNamespace(sleep=lambda seconds: _kill()))
+            with pytest.raises(KeyboardInterrupt):
+                index(db, settings, embedder, tenant, tmp_path, api)
+            # what PUT /v1/documents runs: the context is sent now (a wait would raise, as sleep is patched)
+            online = settings.model_copy(update=dict(anthropic_api_key=SecretStr("test-key"),
+                                                     anthropic_base_url=api.url, llm_max_retries=0))
+            docs, _ = load_source(tmp_path, [], settings.max_document_bytes)
+            indexed = usecases.index_documents(db, UnitEmbedder(embedder), online, tenant, docs,
+                                               wait_for_batches=False)
+    assert indexed.report.clean and indexed.report.documents["added"] == 1 and api.calls == 1
+
+
+def _kill() -> None:
+    raise KeyboardInterrupt  # the process dies while its batch is in progress
 
 
 def test_errored_and_expired_contexts_fall_back_flagged_and_are_sent_again(db, settings, embedder, tenant, tmp_path):
@@ -174,3 +217,30 @@ def test_the_cli_ingests_with_batch_and_exits_partial_on_a_failed_context(db, se
     out = json.loads(ran.stdout)
     assert out["documents"]["added"] == 3 and out["contexts_failed"] == 1 and out["errors"] == []
     assert out["llm"]["llm_calls"] == 2 and api.batch_creates == 1 and api.calls == 0
+
+
+def test_a_dry_run_estimates_the_contexts_still_to_write_and_sends_nothing(db, settings, embedder, tenant, tmp_path,
+                                                                           monkeypatch):
+    from typer.testing import CliRunner
+
+    from api import cli
+
+    write_corpus(tmp_path, FILES)
+    with FakeAnthropic(handler=situate) as api:
+        env = dict(CROSSROADS_DATABASE_URL=db.url, CROSSROADS_STATE_DIR=str(settings.state_dir),
+                   CROSSROADS_CHUNK_MAX_CHARS=str(settings.chunk_max_chars), ANTHROPIC_API_KEY="test-key",
+                   CROSSROADS_ANTHROPIC_BASE_URL=api.url)
+        ran = CliRunner().invoke(cli.app, ["ingest", str(tmp_path), "--tenant", tenant, "--batch", "--dry-run",
+                                           "--json"], env=env)
+        assert ran.exit_code == 0, ran.output
+        before = json.loads(ran.stdout)["estimate"]
+        # three one-chunk documents far below Haiku 4.5's 4096-token minimum: no caching counted
+        assert (before["calls"], before["documents"], before["documents_cached"]) == (3, 3, 0), before
+        assert before["cache_read_tokens"] == before["cache_write_tokens"] == 0 and before["batch"] is True
+        assert 0 < before["cost_usd_range"][0] <= before["cost_usd"] <= before["cost_usd_range"][1]
+        assert api.calls == 0 and api.batch_creates == 0 and stored_contexts(db, tenant) == {}  # nothing sent, nothing written
+        index(db, settings, embedder, tenant, tmp_path, api)
+        online = settings.model_copy(update=dict(anthropic_api_key=SecretStr("test-key"), anthropic_base_url=api.url))
+        docs, _ = load_source(tmp_path, [], settings.max_document_bytes)
+        after = usecases.estimate_ingest(db, online, tenant, docs)
+    assert (after["calls"], after["cost_usd"]) == (0, 0.0)  # every context cached with its chunk

@@ -171,3 +171,42 @@ def test_a_blank_ingest_root_is_unset_not_the_working_directory():
     from core.settings import Settings
 
     assert Settings(jobs_ingest_root=" ").jobs_ingest_root is None
+
+
+def test_batch_ingest_is_a_reindex_job_and_the_document_endpoints_point_there(db, settings, local_embedder, rooted,
+                                                                              admin, tenant, root):
+    from fastapi.testclient import TestClient
+    from pydantic import SecretStr
+
+    from api.app import create_app
+    from tests.fakes.anthropic_server import FakeAnthropic
+    from tests.test_contextual import situate
+
+    field_problem(rooted.post("/v1/jobs/reindex", json={"path": "docs", "batch": True}, headers=admin), "batch")
+    with db.connection() as conn:
+        writer = {"Authorization": f"Bearer {tokens.create_token(conn, tenant, ['staff'], 'writer', 'w')[0]}"}
+    one = {"text": "Backups run nightly.", "acl": ["staff"], "batch": True}
+    for r in (rooted.put("/v1/documents/a.md", json=one, headers=writer),
+              rooted.post("/v1/documents:batch", json={"documents": [{"doc_id": "a.md", **one}], "batch": True},
+                          headers=writer)):
+        field_problem(r, "batch")
+        assert "POST /v1/jobs/reindex" in r.json()["errors"][0]["message"]
+    assert rows(db, tenant) == []
+
+    with FakeAnthropic(handler=situate) as api:
+        online = settings.model_copy(update=dict(jobs_ingest_root=root, anthropic_api_key=SecretStr("test-key"),
+                                                 anthropic_base_url=api.url, llm_max_retries=0,
+                                                 llm_batch_poll_s=0.01))
+        with TestClient(create_app(online, db, embedder=local_embedder), raise_server_exceptions=False) as keyed:
+            r = keyed.post("/v1/jobs/reindex", json={"path": "docs", "acl": ["staff"], "batch": True}, headers=admin)
+        assert r.status_code == 202, r.text
+        job_id = r.json()["job_id"]
+        assert rows(db, tenant)[-1][3]["batch"] is True
+        worker = Worker(db, {REINDEX_KIND: reindex_handler(db, online, local_embedder)}, poll_s=0.05, stop_grace_s=5)
+        deadline = time.monotonic() + 60
+        while rows(db, tenant)[-1][2] == "queued" and time.monotonic() < deadline:
+            worker.run(max_jobs=1)
+    with db.connection() as conn:
+        job = jobs.get_job(conn, job_id, db.job_lease_s)
+    assert (job["status"], job["counts"]["documents"]["added"]) == ("done", 2), job
+    assert api.calls == 0 and api.batch_creates == 1 and api.paid >= 2  # every context in one Message Batch

@@ -23,7 +23,8 @@ Like the real API it answers 401 without a key (`Authorization: Bearer` or `x-ap
 `api_key=` to require one value), 400 to an empty text block or a missing field, and 400 to
 `temperature` / `top_p` / `top_k` on the models that reject sampling parameters; `thinking` as the real
 API checks it: `budget_tokens` of at least 1024 and under max_tokens, `{"type": "enabled"}` refused by
-the models that think only adaptively (those same models), a forced `tool_choice` refused with thinking.
+the models that think only adaptively (those same models), a forced `tool_choice` refused with thinking;
+`output_config.effort` refused by a model that takes none (Haiku 4.5) or not that level (EFFORT_BY_MODEL).
 
 The real API's habits on a bad day, scripted per call or drawn at random:
 - `thinking=` puts a thinking block before the text / tool call (adaptive thinking does);
@@ -183,6 +184,14 @@ def _habit(name: str, healthy: Script) -> Script:
 
 # Models that answer 400 to sampling parameters, as Sonnet 5, Opus 5 and Opus 4.7+ do.
 NO_SAMPLING_MODELS = ("claude-sonnet-5", "claude-opus-5", "claude-opus-4-7", "claude-opus-4-8")
+# `output_config.effort` levels by model, as the effort documentation lists them; any other model (Haiku 4.5)
+# answers an effort with a 400, as does a model given a level it lacks. Kept apart from core.pricing's table:
+# the fake checks the client, it does not share its assumptions.
+EFFORT_BY_MODEL = {"claude-opus-4-5": ("low", "medium", "high"),
+                   "claude-opus-4-6": ("low", "medium", "high", "max"),
+                   "claude-sonnet-4-6": ("low", "medium", "high", "max")}
+EFFORT_BY_MODEL |= {m: ("low", "medium", "high", "xhigh", "max")
+                    for m in ("claude-opus-4-7", "claude-opus-4-8", "claude-sonnet-5", "claude-opus-5")}
 
 
 def estimate_tokens(s: str) -> int:
@@ -476,6 +485,13 @@ def _validate(body: dict) -> str | None:
         for name in ("temperature", "top_p", "top_k"):
             if name in body:
                 return f"`{name}` is deprecated for this model."
+    effort = (body.get("output_config") or {}).get("effort")
+    if effort is not None:
+        levels = next((v for m, v in EFFORT_BY_MODEL.items() if body["model"].startswith(m)), ())
+        if not levels:
+            return "output_config.effort: This model does not support the effort parameter."
+        if effort not in levels:
+            return f"output_config.effort: {effort!r} is not supported for this model; use one of {', '.join(levels)}"
     thinking = body.get("thinking")
     if thinking is not None:
         if thinking.get("type") == "enabled":

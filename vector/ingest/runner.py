@@ -4,7 +4,7 @@ A thin runner around pure steps (`prepare`, `sync`): it reads what the index hol
 texts that have no vector yet, and writes each document in its own transaction, so a crash leaves
 every document either in its old or its new version and a re-run finishes the job. With `--batch`
 the LLM's chunk contexts of every changed document are asked first, in Message Batches (core.batches):
-a re-run after a crash collects the batches already sent.
+a re-run after a crash, with `--batch` or without, collects the batches already sent.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Protocol
 
 import psycopg
 
-from core.batches import BatchLLM
+from core.batches import BatchLLM, Collector
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError
@@ -166,8 +166,9 @@ def _sync(db: Database, embedder: Embedder, settings: Settings, tenant: str, doc
     total = sum(map(len, drafts))
     done = 0
     llm_contexts = not isinstance(contextualizer, TitleContextualizer)
-    batch = getattr(contextualizer, "llm", None)
-    batch = batch if isinstance(batch, BatchLLM) else None
+    collector = getattr(contextualizer, "llm", None)  # Message Batches: sent now (BatchLLM) or earlier (collected)
+    collector = collector if isinstance(collector, Collector) else None
+    batch = collector if isinstance(collector, BatchLLM) else None
     ready: list = [None] * len(changing)  # per document, its contexts from Message Batches (`--batch`)
     if batch is not None:
         tell("contexts", 0, total)
@@ -205,8 +206,8 @@ def _sync(db: Database, embedder: Embedder, settings: Settings, tenant: str, doc
                 done += len(plan.document.chunks)
                 tell("write", done, total)
             _compact_statistics(db, tenant)
-    if batch is not None:  # the contexts it collected are written (cached with their chunks): their rows go
-        batch.finish()
+    if collector is not None:  # the contexts it collected are written (cached with their chunks): their rows go
+        collector.finish()
 
     if context_failures:
         report.notes.append(_context_failure_note(report.contexts_failed, context_failures))
@@ -219,6 +220,28 @@ def _sync(db: Database, embedder: Embedder, settings: Settings, tenant: str, doc
             if store.ensure_vector_index(conn, embedder.model_id, embedder.dimension):
                 log.info("built the HNSW index for %s", embedder.model_id)
     _ensure_tenant_graph(db, embedder, settings, tenant, report)
+
+
+def contexts_to_write(db: Database, settings: Settings, tenant: str, documents: list[SourceDocument],
+                      contextualizer: Contextualizer, embed_model: str) -> list[tuple[SourceDocument, list]]:
+    """What an ingest of `documents` would ask the LLM (`crossroads ingest --dry-run`): per added or changed
+    document, its chunks without a cached context; nothing is written. Offline contexts ask nothing."""
+    if isinstance(contextualizer, TitleContextualizer):
+        return []
+    key = index_key(settings.chunk_max_chars, settings.chunk_overlap, contextualizer.mode, embed_model)
+    hashes = {d.doc_id: document_hash(d) for d in documents}
+    work = []
+    with db.connection() as conn:
+        stored = store.load_state(conn, tenant, list(hashes))
+        for doc in documents:
+            if classify(doc, hashes[doc.doc_id], key, stored.get(doc.doc_id)) not in ("added", "changed"):
+                continue
+            drafts = chunk_document(doc, max_chars=settings.chunk_max_chars, overlap=settings.chunk_overlap)
+            cached = store.load_contexts(conn, tenant, doc.doc_id, contextualizer.mode)
+            missing = [d for d in drafts if chunk_key(d) not in cached]
+            if missing:
+                work.append((doc, missing))
+    return work
 
 
 def _warning_notes(documents: list[SourceDocument]) -> list[str]:
