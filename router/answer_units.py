@@ -50,6 +50,7 @@ NAME_TYPE = {"person": {"person"}, "place": {"location"}}
 _MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signify|означает|означают|значит|"
                       r"обозначает|указывает)\b", re.IGNORECASE)
 CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
+_LETTER = re.compile(r"[^\W\d_]")  # an identifier has a letter: a bare number or year is a value, not a name
 _LATIN = re.compile(r"[a-z]", re.IGNORECASE)
 
 
@@ -228,6 +229,12 @@ class Focus:
     script: str = "latin"
     defines: bool = False  # "what does X mean": the unit that defines X answers
 
+    @property
+    def identifiers(self) -> list[re.Pattern]:
+        """The question's rare tokens (core.text.terms.QueryTerms.rare) that hold a letter: codes and
+        identifiers, not bare numbers. Each pattern is the escaped token between two word boundaries."""
+        return [p for p in self.terms.rare if _LETTER.search(p.pattern[len(r"(?<!\w)"):-len(r"(?!\w)")])]
+
     @classmethod
     def of(cls, question: str) -> "Focus":
         terms = QueryTerms.of(question)
@@ -286,10 +293,22 @@ class Scorer:
         return sum(self.weight(s) for s in stems) / self.total
 
     def confidence(self, chosen: list[Unit]) -> float:
-        """The share of the question the units (and their passages' titles) cover. A unit in the other
-        script can match only the question's names (only names survive translation), so there the
-        share is of the names."""
-        covered = set().union(*(self.covered(u) for u in chosen)) if chosen else set()
+        """The share of the question the units (and their passages' titles) cover. The names the question
+        spells count as covered when the units' own documents name them elsewhere among the passages: a
+        document about `RouteOptimizerClient.plan()` answers its limits in a sentence that does not repeat
+        the name. An identifier the question spells (L4, ERR_2043, v4.3) that those documents never hold
+        means they are about something else: no confidence. A unit in the other script can match only
+        the question's names (only names survive translation), so there the share is of the names."""
+        if not chosen:
+            return 0.0
+        documents = {self.passages[u.passage - 1].doc_id for u in chosen}
+        around = [u for u in self.all_units if self.passages[u.passage - 1].doc_id in documents]
+        text = normalise(" ".join(f"{p.title or ''} {p.heading or ''} {p.text or ''}" for p in self.passages
+                                  if p.doc_id in documents))
+        if any(not pattern.search(text) for pattern in self.focus.identifiers):
+            return 0.0
+        covered = set().union(*(self.covered(u) for u in chosen), *(
+            self.covered(u) & self.focus.name_stems for u in around))
         share = self.coverage(covered)
         if self.focus.name_stems and any(_script(u.text) != self.focus.script for u in chosen):
             names = sum(self.weight(s) for s in self.focus.name_stems if s in self.idf)

@@ -33,6 +33,27 @@ def test_list_items_are_never_joined_and_quotes_are_the_exact_units():
     assert got.confidence >= MIN_CONFIDENCE
 
 
+def test_the_document_names_what_its_answering_sentence_does_not_repeat():
+    client = Passage(1, "optimizer.md", "Route Optimizer", "Route Optimizer > Client",
+                     "Internal services call `RouteOptimizerClient.plan()` with a list of stops.")
+    limits = Passage(2, "optimizer.md", "Route Optimizer", "Route Optimizer > Limits",
+                     "- `max_stops_per_route`: at most 120 stops in one route.")
+    question = "How many stops can one route passed to RouteOptimizerClient.plan() hold at most?"
+    alone = local_answer(question, [limits])
+    got = local_answer(question, [client, limits])
+    assert "120" in got.text and got.confidence >= MIN_CONFIDENCE
+    assert got.confidence > alone.confidence  # the name is covered by the same document's other passage
+
+
+def test_an_identifier_the_evidence_never_holds_means_no_answer():
+    berlin = p(1, "On-call in Berlin", "This page covers what is specific to the Berlin office. "
+                                      "Senior engineers on call get a weekly allowance.")
+    got = local_answer("What is the salary band for a Senior Engineer (L4) in Berlin?", [berlin])
+    assert got.confidence == 0.0 and not got.answered
+    year = local_answer("Which allowance did senior engineers in Berlin get in 2024?", [berlin])
+    assert year.confidence > 0  # a bare number is a value the evidence may lack, not a name
+
+
 def test_table_rows_are_units_of_their_own_and_carry_their_header():
     table = ("| Plan | Requests per minute | Burst |\n|---|---|---|\n| Starter | 60 | 10 |\n"
              "| Business | 600 | 100 |\n| Enterprise | 3000 | 500 |")
