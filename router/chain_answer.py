@@ -159,11 +159,14 @@ def least_hops(question: str) -> int:
 
 
 def _related(relation: list[str], stems: frozenset[str]) -> set[str]:
-    """The relation stems a text holds, a stem also matching a word it begins with a suffix of at
-    most two letters (four in Russian, whose agent suffixes are longer), which Snowball leaves on agent
-    nouns (own / owner, руковод / руководител)."""
-    return {r for r in relation if r in stems or (len(r) >= 3 and any(
-        s.startswith(r) and len(s) - len(r) <= (4 if CYRILLIC.match(r) else 2) for s in stems))}
+    """The relation stems a text holds, a stem also matching a word one of them begins with a suffix
+    of at most two letters (four in Russian, whose agent suffixes are longer), which Snowball leaves on
+    agent nouns, whichever side has the noun: own / owner, руковод / руководител in the text, director /
+    directed and founder / founded in the question."""
+    def near(a: str, b: str) -> bool:  # b is a plus a short suffix
+        return len(a) >= 3 and b.startswith(a) and len(b) - len(a) <= (4 if CYRILLIC.match(a) else 2)
+
+    return {r for r in relation if r in stems or any(near(r, s) or (len(s) >= 4 and near(s, r)) for s in stems)}
 
 
 def _bridge(fresh: list, subject, link: tuple[str, str], text: str) -> tuple[str, str, str]:

@@ -109,6 +109,14 @@ def test_a_chain_stopping_short_of_the_asked_type_is_not_reached():
     assert not got.reached and got.chain[-1] == "Marcus Oyelaran"
 
 
+def test_a_hop_states_the_relation_whichever_side_holds_the_agent_noun():
+    film = [p(1, "Big Eyes", "Big Eyes is a 2014 drama film. The film is about the painter Margaret Keane. "
+                             "It was directed by Tim Burton."),
+            p(2, "Tim Burton", "Tim Burton is an American filmmaker. Tim Burton was married to Lena Gieseke.")]
+    got = chain_answer("Who is the spouse of Big Eyes' director?", film)
+    assert got.chain[:2] == ["Big Eyes", "Tim Burton"], got.text  # "directed" states "director"
+
+
 def test_no_answer_when_the_passages_are_about_something_else():
     got = local_answer("Which teams are going to be merged in the 2026 reorganisation?",
                        [p(1, "Billing team", "The Billing team ships on Tuesdays and Thursdays only."),
