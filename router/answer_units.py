@@ -96,6 +96,15 @@ def skeleton_match(a: str, b: str) -> bool:
     return len(short) >= 4 and long_.startswith(short) and len(long_) - len(short) <= 1
 
 
+def same_word(a: str, b: str) -> bool:
+    """Two stems of one word that Snowball cut at different places: the shorter (at least five letters)
+    begins the longer, which adds at most two letters (three in Russian): directed / director,
+    объединилось / объединению ("объедин" / "объединен"). Short stems never match this way."""
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return (len(short) >= 5 and long_.startswith(short)
+            and len(long_) - len(short) <= (3 if CYRILLIC.match(short) else 2))
+
+
 # --- units -------------------------------------------------------------------------------------------
 
 _BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>)")
@@ -278,7 +287,7 @@ class Scorer:
         return sum(self.weight(s) for s in self.focus.terms.stems) or 1.0
 
     def matches(self, stem: str, stems: frozenset[str], skeletons: frozenset[str]) -> bool:
-        if stem in stems:
+        if stem in stems or any(same_word(stem, other) for other in stems):
             return True
         sk = self.focus.name_skeletons.get(stem)
         return bool(sk) and any(skeleton_match(sk, other) for other in skeletons)

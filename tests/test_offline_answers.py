@@ -8,7 +8,7 @@ import json
 import pytest
 
 from graph.query.global_search import class_tfidf, rank_themes
-from router.answer_units import MIN_CONFIDENCE, question_kind, skeleton, units
+from router.answer_units import MIN_CONFIDENCE, Focus, Scorer, question_kind, same_word, skeleton, units
 from router.chain_answer import chain_answer, least_hops
 from router.local_answer import local_answer
 from router.types import Passage
@@ -52,6 +52,16 @@ def test_an_identifier_the_evidence_never_holds_means_no_answer():
     assert got.confidence == 0.0 and not got.answered
     year = local_answer("Which allowance did senior engineers in Berlin get in 2024?", [berlin])
     assert year.confidence > 0  # a bare number is a value the evidence may lack, not a name
+
+
+def test_two_stems_of_one_word_match_but_short_stems_do_not():
+    assert same_word("direct", "director") and same_word("объедин", "объединен")
+    assert not same_word("stat", "state") and not same_word("direct", "directorate")
+    passage = p(1, "Jacksonville", "Jacksonville merged with Duval County in 1968.")
+    question = "В каком году Джэксонвилл стал частью округа Дувал благодаря объединению?"
+    ru = p(2, "Джэксонвилл", "Правительство города объединилось с округом Дувал в 1968 г.")
+    scorer = Scorer(Focus.of(question), [passage, ru], units([passage, ru]))
+    assert "объединен" in scorer.covered(units([passage, ru])[1])  # "объединилось" answers "объединению"
 
 
 def test_table_rows_are_units_of_their_own_and_carry_their_header():
