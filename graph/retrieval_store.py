@@ -100,6 +100,32 @@ def readable_chunks(conn: psycopg.Connection, tenant: str, groups: list[str], ch
     ).fetchall()
 
 
+def passage_similarities(conn: psycopg.Connection, tenant: str, groups: list[str], model: str, vector,
+                          chunk_ids: list[int]) -> list[tuple[int, float]]:
+    """(id, cosine similarity to `vector`) of these chunks that the groups may read and that have a
+    vector of `model`: exact, over all of them (HippoRAG 2 seeds the walk with every passage's dense
+    score, not only the nearest few)."""
+    rows = conn.execute(
+        "SELECT id, 1 - (embedding <=> %s::vector) FROM chunks"
+        " WHERE tenant_id = %s AND id = ANY(%s) AND acl && %s AND embed_model = %s AND embedding IS NOT NULL",
+        (vector, tenant, list(chunk_ids), list(groups), model),
+    ).fetchall()
+    return [(int(i), float(s)) for i, s in rows]
+
+
+def nearest_passages(conn: psycopg.Connection, tenant: str, groups: list[str], model: str, vector,
+                     limit: int) -> list[tuple[int, float]]:
+    """(id, cosine similarity to `vector`) of the `limit` nearest chunks the groups may read, by the
+    tenant's vector index (approximate, as every dense search)."""
+    rows = conn.execute(
+        "SELECT id, 1 - (embedding <=> %s::vector) FROM chunks"
+        " WHERE tenant_id = %s AND acl && %s AND embed_model = %s AND embedding IS NOT NULL"
+        " ORDER BY embedding <=> %s::vector, id LIMIT %s",
+        (vector, tenant, list(groups), model, vector, limit),
+    ).fetchall()
+    return [(int(i), float(s)) for i, s in rows]
+
+
 def relationships_of(conn: psycopg.Connection, tenant: str, level: str, keys: list[str], limit: int) -> list[dict]:
     """The level's served relationships touching any of `keys`, strongest first (graph-local context)."""
     rows = conn.execute(

@@ -1,11 +1,22 @@
 """The graph leg of retrieval: personalized PageRank passages beside hybrid search, for one reader.
 
-`HybridGraphSearcher.search` runs hybrid search (dense + BM25, reranked), seeds the walk with the
-question's linked entities and the dense scores of hybrid's candidates (HippoRAG 2's reset vector),
-and fuses the two rankings by Reciprocal Rank Fusion (k = 60, the usual constant: no weight is fitted,
-so neither ranking is trusted over the other on any dataset). It is an `router.agentic.Searcher`, so
-the multi-hop route's every round gets the PPR candidates too. `graph_only` ranks by PPR alone,
-its passage seeds the dense leg's scores.
+`HybridGraphSearcher.search` runs hybrid search (dense + BM25, reranked), then walks the graph from
+HippoRAG 2's reset vector (the question's linked entities and every passage's dense score) plus
+hybrid's top passage as the first hop (graph.query.ppr.HEAD_SHARE of the restart mass): the walk
+goes "query -> passage -> entity -> passage", so the second hop's passage, which shares the bridge
+entity with the first but not the question's words, collects mass. Fusion keeps hybrid's confident
+head: the passages the reranker scores at or above its calibrated cut ("this answers the question",
+the threshold shipped with the reranker, not fitted here) come first in hybrid's order; the rest of
+hybrid's ranking and the walk's passages are fused by Reciprocal Rank Fusion (k = 60, the usual
+constant: no weight is fitted, so neither is trusted over the other). A single-hop question whose
+answer hybrid already found keeps it on top; the walk fills the places hybrid was unsure of. It is an
+`router.agentic.Searcher`, so the multi-hop route's every round gets the PPR candidates too.
+`graph_only` ranks by PPR alone, the dense leg's top passage its first hop.
+
+Measured on the dev split (docs/benchmarks.md, issue 20), one search, top 10 of each leg fused:
+multihop evidence recall@10 0.63 for plain RRF with HippoRAG 2's seeds over only the dense leg's 50
+candidates, 0.64 with every passage's dense score, 0.78 with the first hop as a seed (hybrid+rerank
+0.65); xquad_ru nDCG@10 0.891 for plain RRF, 0.979 with the confident head (hybrid+rerank 0.979).
 
 Tenant and ACL stay inside both searchers (SQL); this module never widens them.
 """
@@ -20,6 +31,10 @@ from router.types import Passage
 from vector.search.hybrid import HybridSearcher, Mode, SearchResult
 
 RRF_K = 60  # Cormack et al.'s constant, as vector/search/fusion's RRF
+# The first hop: the reranker's single most confident passage. More of hybrid's head spreads the seed
+# over passages that are often the question's distractors (measured: 3 passages 0.75, 5 0.68, 10 0.65
+# evidence recall@10 fused on multihop dev, against 0.78 for one).
+FIRST_HOP = 1
 
 
 def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
@@ -33,9 +48,17 @@ def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
     return sorted(scores, key=lambda pid: (-scores[pid], first_seen[pid]))
 
 
-def dense_scores(result: SearchResult) -> dict[int, float]:
-    """chunk id -> cosine of every candidate the vector leg scored (the walk's passage seeds)."""
-    return {c.id: c.vector_score for c in result.candidates if c.vector_score is not None}
+def confident_cut(searcher: HybridSearcher) -> float | None:
+    """The rerank score at or above which a passage answers the question: the searcher's own cut, else
+    the reranker's calibrated one for this embedder (a searcher built for ranking evaluation applies
+    none, but its reranker still has one). None: no calibrated cut, so no passage counts as confident."""
+    if searcher.rerank_threshold is not None:
+        return searcher.rerank_threshold
+    reranker = searcher.reranker
+    calibrated_for = str(getattr(reranker, "provenance", {}).get("embedder", ""))
+    if calibrated_for and searcher.embedder.model_id.startswith(calibrated_for):
+        return getattr(reranker, "suggested_threshold", None)
+    return None
 
 
 def merge_passages(first: Sequence[Passage], then: Sequence[Passage], limit: int) -> list[Passage]:
@@ -63,12 +86,14 @@ class HybridGraphSearcher(HybridPassageSearcher):
         self.graph, self.graph_only = graph, graph_only
         self.graph_records: list[GraphRecord] = []
         self._level = True  # the reader's access level, chosen at the first walk (True: not yet)
+        self._cut = confident_cut(searcher)
 
-    def walk(self, query: str, k: int, seeds: SearchResult) -> GraphResult:
+    def walk(self, query: str, k: int, first_hop: SearchResult) -> GraphResult:
+        """PPR from the question (entities, every passage's dense score) and `first_hop`'s top passage."""
         if self._level is True:
             self._level = self.graph.level(self.tenant, self.groups)
         result = self.graph.search(self.tenant, self.groups, query, k, level=self._level,
-                                   passage_scores=dense_scores(seeds))
+                                   head=[h.id for h in first_hop.hits[:FIRST_HOP]])
         self.graph_records.append(GraphRecord(query, [h.id for h in result.hits],
                                               result.trace.get("links", []), [b for b, _ in result.bridges],
                                               result.trace if self.keep_traces else {}))
@@ -76,19 +101,20 @@ class HybridGraphSearcher(HybridPassageSearcher):
 
     def search(self, query: str, k: int) -> list[Passage]:
         if self.graph_only:
-            # the dense leg alone gives the walk its passage seeds; its ranking is not used
-            hybrid = self.searcher.search(self.tenant, self.groups, query, k=k, mode="dense")
-            return [Passage.of_chunk(h) for h in self.walk(query, k, hybrid).hits]
+            # the dense leg's top passage is the walk's first hop; its ranking is not used
+            dense = self.searcher.search(self.tenant, self.groups, query, k=FIRST_HOP, mode="dense")
+            return [Passage.of_chunk(h) for h in self.walk(query, k, dense).hits]
         hybrid_passages = super().search(query, k)
-        # HippoRAG 2's reset vector: the linked entities and the dense scores of hybrid's candidates.
-        # Measured on multihop dev against entity-only seeds (which avoid counting the dense signal
-        # twice in the fusion): one search 0.60 vs 0.62, the agentic route 0.81 vs 0.76 evidence
-        # recall@10; the recipe is kept (bench/multihop_agentic.py --graph, docs/benchmarks.md).
-        graph = self.walk(query, k, self.last_result)
+        result = self.last_result
+        graph = self.walk(query, k, result)
         by_id = {p.id: p for p in hybrid_passages} | {h.id: Passage.of_chunk(h) for h in graph.hits
                                                       if h.id not in {p.id for p in hybrid_passages}}
-        fused = rrf([[p.id for p in hybrid_passages], [h.id for h in graph.hits]])
-        return [by_id[pid] for pid in fused[:k]]
+        # reranker scores only: a degraded search's scores are fused ones, on another scale
+        cut = self._cut if self.mode == "hybrid+rerank" and not result.degraded else None
+        confident = [h.id for h in result.hits if cut is not None and h.score >= cut]
+        fused = rrf([[p.id for p in hybrid_passages if p.id not in confident],
+                     [h.id for h in graph.hits if h.id not in confident]])
+        return [by_id[pid] for pid in (confident + fused)[:k]]
 
     def reset(self) -> None:
         super().reset()
@@ -105,7 +131,8 @@ def eval_searches(db, searcher: HybridSearcher, tenant: str, groups: Sequence[st
                   configs: Sequence[str]) -> dict:
     """`crossroads eval`'s graph configs (vector.evaluation.runner.GRAPH_CONFIGS) for one tenant:
     config -> search(question, n) -> doc ids of the ranked chunks. graph: PPR alone (seeded by the
-    dense leg); hybrid+graph: hybrid+rerank fused with PPR; agentic: the multi-hop route's retrieval
+    dense leg: every passage's score, its top passage the first hop); hybrid+graph: hybrid+rerank fused
+    with PPR (hybrid's top passage the first hop); agentic: the multi-hop route's retrieval
     (the agentic loop, offline planner, over hybrid+graph), scored on the passages its answer sees."""
     from router.agentic import Limits, agentic_search
     from router.planner_offline import OfflinePlanner

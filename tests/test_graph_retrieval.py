@@ -12,15 +12,17 @@ import pytest
 from core.text.names import entity_key
 from graph import retrieval_store
 from graph.query.entity_link import meaning_links, name_links
-from graph.query.graph_search import GraphSearcher
+from graph.query import graph_search
+from graph.query.graph_search import GraphHit, GraphResult, GraphSearcher
 from graph.query.local_context import local_context
-from graph.query.ppr import build_matrix, personalized_pagerank, rank_passages, reset_vector
+from graph.query.ppr import HEAD_SHARE, build_matrix, personalized_pagerank, rank_passages, reset_vector
 from router.graph_leg import HybridGraphSearcher, rrf
 from router.question_cues import asks_relation
 from router.service import QuestionRouter
 from vector.evaluation.datasets import Dataset, EvalQuery
 from vector.evaluation.runner import CHUNKS_PER_DOC_SLACK, evaluate
 from vector.search.factory import make_searcher
+from vector.search.hybrid import Candidate, SearchResult
 
 STAFF = ["public", "staff"]
 EVERYONE = ["finance", "hr", "public", "staff"]
@@ -52,6 +54,58 @@ def test_reset_vector_weights_specific_entities_and_keeps_the_passage_share():
     assert entity_share == pytest.approx(1 / (1 + 0.05 + 0.05 * 0.01))
 
 
+def test_first_hop_seed_takes_its_share_and_lifts_the_second_hop_over_closer_strangers():
+    # passage 10 (the first hop) and 20 share Acme; 20 strangers (30..49) sit nearer the question
+    matrix = build_matrix(ENTITIES[:3] + [(f"x{i}", [30 + i]) for i in range(20)], RELATIONSHIPS)
+    dense = {10: 0.8, 20: 0.5} | {30 + i: 0.6 for i in range(20)}
+    plain = reset_vector(matrix, {}, dense)
+    assert [c for c, _ in rank_passages(matrix, personalized_pagerank(matrix, plain), 2)] == [10, 30]
+    seeded = reset_vector(matrix, {}, dense, head=[10, 99])  # 99 is in no graph: ignored
+    first = len(matrix.entity_keys) + matrix.chunk_index[10]
+    assert seeded.sum() == pytest.approx(1.0)
+    assert seeded[first] == pytest.approx(HEAD_SHARE + (1 - HEAD_SHARE) * plain[first])
+    # query -> passage 10 -> Acme -> passage 20, now above every stranger
+    assert [c for c, _ in rank_passages(matrix, personalized_pagerank(matrix, seeded), 2)] == [10, 20]
+    only_head = reset_vector(matrix, {"nobody": 1.0}, head=[20])
+    assert only_head[len(matrix.entity_keys) + matrix.chunk_index[20]] == pytest.approx(1.0)  # the first hop alone
+
+
+class _Hybrid:
+    """A HybridSearcher stand-in: reranked hits with fixed scores, the offline reranker's calibrated cut."""
+
+    def __init__(self, scores: dict[int, float], degraded: bool = False):
+        self.scores, self.degraded, self.rerank_threshold = scores, degraded, None
+        self.reranker = type("R", (), {"provenance": {"embedder": "toy"}, "suggested_threshold": 0.5})()
+        self.embedder = type("E", (), {"model_id": "toy-model"})()
+
+    def search(self, tenant, groups, query, k=10, mode="hybrid+rerank", apply_threshold=True):
+        hits = [Candidate(i, f"d{i}", "", "", "", "english", score=s) for i, s in self.scores.items()][:k]
+        return SearchResult(hits, hits, degraded=self.degraded)
+
+
+class _Graph:
+    def __init__(self, ranked: list[int]):
+        self.ranked, self.heads = ranked, []
+
+    def level(self, tenant, groups):
+        return None
+
+    def search(self, tenant, groups, question, k, level=None, head=()):
+        self.heads.append(list(head))
+        return GraphResult([GraphHit(i, f"d{i}", "", "", "", score=1.0) for i in self.ranked[:k]], "all")
+
+
+def test_fusion_keeps_hybrids_confident_head_and_fuses_the_rest_with_the_walk():
+    graph = _Graph([9, 8, 3])
+    fused = HybridGraphSearcher(_Hybrid({1: 0.9, 2: 0.6, 3: 0.2, 4: 0.1}), graph, "t", ["public"]).search("q", 4)
+    assert graph.heads == [[1]]  # hybrid's top passage is the walk's first hop
+    # 1 and 2 pass the reranker's cut and stay on top; 3 (in both legs) wins the RRF of the rest
+    assert [p.id for p in fused] == [1, 2, 3, 9]
+    # a degraded search's scores are not reranker scores: no confident head, plain RRF
+    degraded = HybridGraphSearcher(_Hybrid({1: 0.9, 2: 0.6, 3: 0.2}, degraded=True), _Graph([9, 8, 3]), "t", ["public"])
+    assert [p.id for p in degraded.search("q", 3)] == [3, 1, 9]
+
+
 def test_name_links_follow_russian_inflection_and_prefer_the_longest_name():
     keys = {entity_key("команда Маршрутизации"), entity_key("New York Times"), entity_key("York")}
     links = name_links("Кто руководит командой Маршрутизации?", keys)
@@ -71,7 +125,8 @@ def test_rrf_fuses_and_keeps_the_first_rankings_order_on_ties():
     assert rrf([[1, 2], [2, 1]]) == [1, 2]
 
 
-def test_graph_search_never_seeds_or_returns_what_the_reader_may_not_read(db, local_embedder, demo_tenant):
+def test_graph_search_never_seeds_or_returns_what_the_reader_may_not_read(db, local_embedder, demo_tenant,
+                                                                            monkeypatch):
     graph = GraphSearcher(db, local_embedder)
     sandpiper = entity_key("Project Sandpiper")
     everyone = graph.search(demo_tenant, EVERYONE, SANDPIPER, 10)
@@ -83,6 +138,18 @@ def test_graph_search_never_seeds_or_returns_what_the_reader_may_not_read(db, lo
     assert not any(h.doc_id.startswith("hr/") for h in staff.hits)
     assert "Sandpiper" not in " ".join(h.text for h in staff.hits)
     assert graph.search(demo_tenant, ["nobody"], SANDPIPER, 10).hits == []  # no level fits: no walk
+    # every passage's dense seed comes through SQL with the reader's ACL, even over a wider level's matrix
+    wide, _ = graph.matrix(demo_tenant, "all")
+    seeds = graph.passage_scores(demo_tenant, STAFF, wide, local_embedder.embed_query(SANDPIPER))
+    with db.connection() as conn:
+        hr = {r[0] for r in conn.execute("SELECT id FROM chunks WHERE tenant_id = %s AND NOT acl && %s",
+                                         (demo_tenant, STAFF))}
+    assert seeds and hr and not hr & set(seeds) and staff.trace["dense_ms"] >= 0
+    # a level too large for the exact scan is seeded by its nearest passages, with the same ACL
+    monkeypatch.setattr(graph_search, "EXACT_SEEDS_UP_TO", 0)
+    nearest = graph.passage_scores(demo_tenant, STAFF, wide, local_embedder.embed_query(SANDPIPER))
+    assert nearest and not hr & set(nearest) and set(nearest) <= set(wide.chunk_ids.tolist())
+    assert len(nearest) <= graph_search.NEAREST_SEEDS
 
 
 def test_entity_vectors_link_by_meaning_and_follow_the_build(db, settings, local_embedder):
@@ -132,6 +199,7 @@ def test_hybrid_graph_search_fuses_both_legs_for_the_reader_only(db, settings, l
     assert not any(p.doc_id.startswith("hr/") for p in passages + only_graph)
     walked = fused.graph_trace()[-1]
     assert walked["hits"] and set(walked["hits"]) & {p.id for p in passages}
+    assert walked["walk"]["head"] == fused.records[-1].hits[:1]  # hybrid's top passage is the first hop
 
 
 def test_relation_cue_takes_only_explicit_relation_questions():

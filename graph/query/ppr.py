@@ -5,7 +5,10 @@ passage nodes; a passage links to every entity it mentions (weight 1), entities 
 relationships (weight = the relationship's weight, a co-occurrence count offline). Synonym edges are
 not added: resolution (graph/build/resolve.py) already merged the near-duplicate names a synonym edge
 would join, so each is one node here. The walk restarts at the question's linked entities and, with
-a small weight, at the passages dense search found; passages are ranked by the mass they collect.
+a small weight, at every passage by its dense score (HippoRAG 2 scores all passage nodes, so a passage
+near the question keeps a base mass wherever it sits in the graph); passages are ranked by the mass
+they collect. A caller that has the first hop (the top passage of a search) adds it as a seed of its
+own (HEAD_SHARE): mass flows from it through the entities it mentions to the second hop's passages.
 
 Defaults are HippoRAG 2's published ones, not fitted here: damping 0.5 and a passage-node reset
 weight of 0.05 relative to the entities. A linked entity's reset weight is divided by the number of
@@ -22,6 +25,12 @@ from scipy import sparse
 DAMPING = 0.5  # probability of following an edge (HippoRAG 2's igraph call); 1 - DAMPING restarts
 PASSAGE_NODE_WEIGHT = 0.05  # HippoRAG 2: dense passage scores enter the reset vector at this weight
 TOLERANCE = 1e-5  # L1 change between iterations at which the walk has converged (float32 resolution)
+# The first hop's share of the restart mass, when a search found it (graph_leg: hybrid's top passage):
+# half, so neither the question's own seeds nor the first hop is trusted over the other (as RRF treats
+# two rankings), not a fitted weight. The walk then reaches "query -> passage -> entity -> passage", the
+# second hop, as HippoRAG's bridge step does. Measured on multihop dev (docs/benchmarks.md, issue 20):
+# shares 0.25-0.75 and 1-3 head passages all land within 0.73-0.80 evidence recall@10 fused.
+HEAD_SHARE = 0.5
 MAX_ITERATIONS = 50  # with damping 0.5 the error halves each step: ~17 iterations reach TOLERANCE
 
 
@@ -92,11 +101,13 @@ def build_matrix(entities: Iterable[tuple[str, Sequence[int]]],
 
 def reset_vector(matrix: GraphMatrix, entity_scores: Mapping[str, float],
                  passage_scores: Mapping[int, float] | None = None,
-                 passage_weight: float = PASSAGE_NODE_WEIGHT) -> np.ndarray | None:
+                 passage_weight: float = PASSAGE_NODE_WEIGHT, head: Sequence[int] = (),
+                 head_share: float = HEAD_SHARE) -> np.ndarray | None:
     """The restart distribution: the linked entities (score / passages mentioning them, scaled to sum 1)
     plus dense passage scores (min-max scaled to (0, 1], the top passage 1) times `passage_weight`, so
-    the passages' share keeps HippoRAG's ratio however many entities were linked. None when nothing
-    of the question is in the graph: no walk then."""
+    the passages' share keeps HippoRAG's ratio however many entities were linked; then the `head`
+    passages (the first hop another search found) take `head_share` of the whole, equally. None when
+    nothing of the question is in the graph: no walk then."""
     n_entities = len(matrix.entity_keys)
     reset = np.zeros(matrix.nodes, dtype=np.float64)
     for key, score in entity_scores.items():
@@ -113,7 +124,13 @@ def reset_vector(matrix: GraphMatrix, entity_scores: Mapping[str, float],
             scaled = 1.0 if high == low else 0.01 + 0.99 * (s - low) / (high - low)
             reset[n_entities + matrix.chunk_index[c]] += passage_weight * scaled
     total = reset.sum()
-    return reset / total if total > 0 else None
+    first_hop = sorted({matrix.chunk_index[c] for c in head if c in matrix.chunk_index})
+    if not first_hop:
+        return reset / total if total > 0 else None
+    share = head_share if total > 0 else 1.0
+    reset = reset / total * (1 - share) if total > 0 else reset
+    reset[[n_entities + i for i in first_hop]] += share / len(first_hop)
+    return reset
 
 
 def personalized_pagerank(matrix: GraphMatrix, reset: np.ndarray, damping: float = DAMPING,
