@@ -111,7 +111,7 @@ def ingest(
     """Index documents as a sync: unchanged text costs nothing, changed text re-embeds only changed chunks.
     Interrupted (Ctrl-C), it keeps the documents written: run it again to resume (with --batch or without,
     it collects the Message Batches a --batch run already sent instead of paying for them again)."""
-    from core.llm import UsageMeter
+    from core.llm_usage import UsageMeter
     from vector.ingest.runner import STAGE_UNITS, IngestInterrupted
     from vector.ingest.sources import load_source
 

@@ -19,8 +19,7 @@ def check_command(json_out: bool = JsonOption) -> None:
     from core.llm_check import check_models
 
     settings = get_settings()
-    key = settings.anthropic_api_key
-    if key is None or not key.get_secret_value().strip():
+    if not settings.llm_enabled:
         fail(ValueError("ANTHROPIC_API_KEY is not set: export it (or put it in .env) and run "
                          "`crossroads llm check` again; without it every step runs offline"))
     checks = check_models(settings)

@@ -65,7 +65,7 @@ def _source(doc_id: str, body: DocumentBody) -> SourceDocument:
 
 
 def _ingest(svc: Services, tenant: str, documents: list[SourceDocument]):
-    from core.llm import UsageMeter
+    from core.llm_usage import UsageMeter
 
     meter = UsageMeter()
     try:

@@ -13,7 +13,8 @@ from typing import Callable, Sequence
 from core.batches import BatchLLM, CollectingLLM, pending_requests
 from core.database import Database
 from core.errors import BadDocument, CrossroadsError
-from core.llm import AnthropicLLM, Usage, UsageMeter, make_llm
+from core.llm import AnthropicLLM, make_llm
+from core.llm_usage import Usage, UsageMeter
 from core.pricing import BATCH_FACTOR
 from core.settings import Settings
 from graph import store as graph_store
@@ -91,8 +92,7 @@ def estimate_ingest(db: Database, settings: Settings, tenant: str, documents: Se
 def batch_ingest_refused(settings: Settings) -> str | None:
     """Why an ingest with Message Batches cannot run with these settings (the CLI's error, the reindex job's
     422), or None when it can."""
-    key = settings.anthropic_api_key
-    if key is None or not key.get_secret_value().strip() or settings.contextual_retrieval == "title":
+    if not settings.llm_enabled or settings.contextual_retrieval == "title":
         return ("`ingest --batch` sends the LLM's chunk contexts as Anthropic Message Batches: set ANTHROPIC_API_KEY "
                 "(and CROSSROADS_CONTEXTUAL_RETRIEVAL to auto or llm), or ingest without --batch")
     return None

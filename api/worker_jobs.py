@@ -65,7 +65,8 @@ def enqueue_graph_build(db: Database, tenant: str, level: str | None, pipeline, 
 def graph_build_handler(db: Database, settings: Settings):
     """The worker's handler for graph builds; the embedding model is loaded once, for every job."""
     from core.embeddings import make_embedder
-    from core.llm import UsageMeter, make_llm
+    from core.llm import make_llm
+    from core.llm_usage import UsageMeter
     from graph.build.contracts import BuildSettings
     from graph.build.parts import make_pipeline
     from graph.build.runner import build_graph

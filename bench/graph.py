@@ -16,7 +16,7 @@ import tracemalloc
 from bench.common import SHARED_DATA
 from core.database import open_database
 from core.embeddings import make_embedder
-from core.llm import model_prices
+from core.llm_usage import model_prices
 from core.settings import Settings
 from graph import store
 from graph.build.contracts import BuildSettings, LevelReport, OfflineReporter

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from bench.common import scratch_database
 from core.embeddings import make_embedder
-from core.llm import UsageMeter, make_llm
+from core.llm import make_llm
+from core.llm_usage import UsageMeter
 from core.settings import Settings
 from graph import store
 from graph.build.contracts import BuildSettings

@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     from api.cli_search import make_searcher
     from core.database import open_database
     from core.embeddings import make_embedder
-    from core.llm import UsageMeter, make_llm
+    from core.llm import make_llm
+    from core.llm_usage import UsageMeter
     from router.agentic import Limits, agentic_search
     from router.planner_llm import LLMPlanner
     from router.planner_offline import OfflinePlanner

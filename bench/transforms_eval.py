@@ -56,7 +56,8 @@ def main() -> int:
     from vector.search.factory import make_searcher
     from core.database import open_database
     from core.embeddings import make_embedder
-    from core.llm import UsageMeter, make_llm
+    from core.llm import make_llm
+    from core.llm_usage import UsageMeter
     from vector.evaluation.datasets import load_dataset
     from vector.evaluation.runner import evaluate, index_dataset
     from vector.search.transforms import TransformingSearcher

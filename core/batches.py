@@ -44,7 +44,9 @@ from psycopg.types.json import Jsonb
 from core import jobs
 from core.database import Database
 from core.errors import CrossroadsError
-from core.llm import AnthropicLLM, LLMError, LLMResponse, Task, Usage
+from core.llm import AnthropicLLM, LLMResponse, Task
+from core.llm_usage import Usage
+from core.llm_errors import LLMError
 
 log = logging.getLogger(__name__)
 

@@ -6,19 +6,20 @@ offline mode is simply `make_llm(settings) is None` (callers then run their offl
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Protocol
 
 if TYPE_CHECKING:
     import anthropic
 
+from core.llm_errors import LLMError, retry_after_s, is_retryable, to_llm_error
 from core.llm_limiter import backoff_s, limiter_for
+from core.llm_usage import Usage, UsageMeter
 from core.llm_stats import CallStats
-from core.pricing import effort_for, price_of, thinking_mode
+from core.pricing import effort_for, thinking_mode
 from core.pricing import set_overrides as set_price_overrides
 from core.settings import Settings
 
@@ -47,107 +48,6 @@ def stage_of(task: str) -> str:
     return _stage.get() or ("answer" if task == "answer" else "other")
 
 
-def model_prices(model: str) -> tuple[float, float] | None:
-    """(input, output) USD per 1M tokens, or None (warned once per model) when unknown (core.pricing)."""
-    price = price_of(model)
-    return (price.input, price.output) if price else None
-
-
-@dataclass
-class Usage:
-    # The API's input_tokens excludes cached tokens: the full prompt is input + cache_read + cache_write.
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float | None = 0.0  # None: some call was made by a model with no known price
-    calls: int = 0
-
-    @classmethod
-    def priced(cls, model: str, *, input_tokens: int = 0, output_tokens: int = 0,
-               cache_read_tokens: int = 0, cache_write_tokens: int = 0, calls: int = 1,
-               batch: bool = False) -> "Usage":
-        """`batch`: made through the Message Batches API, at its price."""
-        price = price_of(model)
-        cost = price.cost(input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read_tokens,
-                          cache_write_tokens=cache_write_tokens, batch=batch) if price else None
-        return cls(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, calls)
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
-
-    def as_dict(self) -> dict:
-        return {"llm_calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cache_read_tokens": self.cache_read_tokens, "cache_write_tokens": self.cache_write_tokens,
-                "prompt_tokens": self.prompt_tokens,
-                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6)}
-
-    def __add__(self, other: "Usage") -> "Usage":
-        return replace(self).add(other)
-
-    def add(self, other: "Usage") -> "Usage":
-        """Add `other` into this one in place; returns self."""
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cache_read_tokens += other.cache_read_tokens
-        self.cache_write_tokens += other.cache_write_tokens
-        # an unknown price makes the sum unknown: a partial sum would read as the whole cost
-        self.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
-        self.calls += other.calls
-        return self
-
-
-class UsageMeter:
-    """Thread-safe usage accumulator, one per question or per job (parallel map steps share it).
-
-    Filled two ways: an `AnthropicLLM` made with it records each of its calls (a job's meter), and
-    inside `with meter.metering():` every reply the call kernel (core.prompting) gets is recorded,
-    whichever LLM object made the call: a question's classifier, transforms, reranker, planner and
-    answer use different objects. A worker thread joins the question's meter when it runs its task
-    in a copy of the caller's context (`contextvars.copy_context().run`)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_model: dict[str, Usage] = {}
-
-    def record(self, model: str, usage: Usage) -> None:
-        with self._lock:
-            self._by_model.setdefault(model, Usage()).add(usage)
-
-    @property
-    def total(self) -> Usage:
-        with self._lock:
-            return sum(self._by_model.values(), Usage())
-
-    def summary(self) -> dict:
-        """The total as JSON-ready numbers (job rows, API responses)."""
-        return self.total.as_dict()
-
-    @property
-    def by_model(self) -> dict[str, Usage]:
-        with self._lock:
-            return {model: replace(u) for model, u in self._by_model.items()}
-
-    @contextmanager
-    def metering(self) -> Iterator["UsageMeter"]:
-        token = _current_meter.set(self)
-        try:
-            yield self
-        finally:
-            _current_meter.reset(token)
-
-
-_current_meter: ContextVar[UsageMeter | None] = ContextVar("crossroads_usage_meter", default=None)
-
-
-def meter_reply(model: str, usage: Usage) -> None:
-    """Record one reply's usage in the meter of the current context, if any (see `UsageMeter`)."""
-    meter = _current_meter.get()
-    if meter is not None:
-        meter.record(model, usage)
-
-
 @dataclass
 class LLMResponse:
     text: str  # all text blocks joined
@@ -167,22 +67,6 @@ class LLM(Protocol):
                  tool_choice: dict | None = None, temperature: float | None = None) -> LLMResponse: ...
 
 
-class LLMError(Exception):
-    """The one error callers catch: says what happened and what to do about it."""
-
-    usage: "Usage | None" = None  # what the failed call(s) cost, when a reply came back (core.prompting sets it)
-
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
-        super().__init__(message)
-        self.status = status  # HTTP status, None for network failures and timeouts
-        self.retryable = retryable  # worth trying again later (rate limit, overload, outage)
-
-
-class RefusedError(LLMError):
-    """The model declined the request (stop_reason "refusal"). Never retried: the same request is
-    refused again, and billed again; callers record it as refused and fall back."""
-
-
 class AnthropicLLM:
     """`LLM` over the Anthropic Messages API.
 
@@ -200,7 +84,7 @@ class AnthropicLLM:
 
     def __init__(self, settings: Settings, meter: UsageMeter | None = None):
         import anthropic  # deferred: importing the SDK costs ~1.2 s, which a CLI without a key never pays
-        if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value().strip():
+        if not settings.llm_enabled:
             raise ValueError("AnthropicLLM needs ANTHROPIC_API_KEY; use make_llm(), which returns None offline")
         self.settings = settings
         self.meter = meter
@@ -310,7 +194,7 @@ class AnthropicLLM:
                 return run(headers)
             except anthropic.AnthropicError as err:
                 if started:  # the user saw part of it: a retry would repeat what they read
-                    raise _to_llm_error(err, params["model"], self.settings) from err
+                    raise to_llm_error(err, params["model"], self.settings) from err
                 raise
 
         return self.reply(params, self._send(once, params["model"]), task=task)
@@ -347,10 +231,10 @@ class AnthropicLLM:
                 except LLMError:
                     raise
                 except anthropic.AnthropicError as err:
-                    if attempt == retries or not _retryable(err):
-                        raise _to_llm_error(err, model, self.settings) from err
+                    if attempt == retries or not is_retryable(err):
+                        raise to_llm_error(err, model, self.settings) from err
                     status = getattr(err, "status_code", None)
-                    after = _retry_after_s(err)
+                    after = retry_after_s(err)
                     if status == 429:
                         self.limiter.rate_limited(after, attempt)
                     elif status == 529:
@@ -370,76 +254,9 @@ def _sdk_params(params: dict[str, Any]) -> dict[str, Any]:
     return {**rest, "extra_body": {"temperature": params["temperature"]}}
 
 
-def _retryable(err: anthropic.AnthropicError) -> bool:
-    import anthropic
-    if isinstance(err, (anthropic.APITimeoutError, anthropic.APIConnectionError)):
-        return True
-    if isinstance(err, anthropic.APIStatusError):
-        status = err.status_code
-        return status in (408, 409, 429) or status >= 500
-    return False
-
-
-def _retry_after_s(err: anthropic.AnthropicError) -> float | None:
-    """The server's retry-after (`retry-after-ms` first, as the SDK reads it), in seconds."""
-    response = getattr(err, "response", None)
-    if response is None:
-        return None
-    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = response.headers.get(header)
-        if value:
-            try:
-                seconds = float(value) / scale
-            except ValueError:
-                continue  # an HTTP date: rare enough to back off instead
-            if seconds >= 0:
-                return seconds
-    return None
-
-
-def _to_llm_error(err: anthropic.AnthropicError, model: str, settings: Settings) -> LLMError:
-    import anthropic
-    retries = settings.llm_max_retries
-    after = f"after {retries} retries" if retries else "(retries disabled)"
-    if isinstance(err, anthropic.APITimeoutError):
-        return LLMError(f"Anthropic API request timed out (limit {settings.llm_timeout_s:g} s) {after}; "
-                        "raise CROSSROADS_LLM_TIMEOUT_S or send a shorter prompt", retryable=True)
-    if isinstance(err, anthropic.APIConnectionError):
-        where = settings.anthropic_base_url or "api.anthropic.com"
-        return LLMError(f"cannot reach the Anthropic API at {where} {after}: {err}; "
-                        "check the network and anthropic_base_url", retryable=True)
-    if not isinstance(err, anthropic.APIStatusError):
-        return LLMError(f"Anthropic client error: {err}")
-
-    status = err.status_code
-    detail = err.api_message or err.message
-    if err.request_id:
-        detail += f" (request-id {err.request_id})"
-    if status == 401:
-        text, retryable = "authentication failed: check ANTHROPIC_API_KEY", False
-    elif status == 403:
-        text, retryable = f"permission denied for model {model!r}: check the API key's workspace and access", False
-    elif status == 404:
-        text, retryable = (f"not found: check the model id {model!r} (CROSSROADS_LLM_MODEL_FAST / _ANSWER) "
-                           "and anthropic_base_url"), False
-    elif status == 413:
-        text, retryable = "request too large: send fewer or shorter passages", False
-    elif status == 429:
-        text, retryable = f"Anthropic API rate limit still exceeded {after}; lower concurrency or raise limits", True
-    elif status == 529:
-        text, retryable = f"Anthropic API overloaded (529) {after}; try again later", True
-    elif status >= 500 or status in (408, 409):
-        text, retryable = f"Anthropic API error {status} {after}; try again later", True
-    else:
-        text, retryable = (f"Anthropic API rejected the request ({status}): fix the request, "
-                           "e.g. a malformed message or a prompt over the context window"), False
-    return LLMError(f"{text} [{detail}]", status=status, retryable=retryable)
-
-
 def make_llm(settings: Settings, meter: UsageMeter | None = None) -> LLM | None:
     """The configured LLM, or None without an API key (offline mode: callers run offline algorithms)."""
-    key = settings.anthropic_api_key
-    if key is None or not key.get_secret_value().strip():  # `ANTHROPIC_API_KEY=` in .env means unset
+    if not settings.llm_enabled:  # `ANTHROPIC_API_KEY=` in .env means unset
         return None
     set_price_overrides(settings.llm_prices)
     return AnthropicLLM(settings, meter)

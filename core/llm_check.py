@@ -11,7 +11,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from core.llm import AnthropicLLM, LLMError, Usage
+from core.llm import AnthropicLLM
+from core.llm_usage import Usage
+from core.llm_errors import LLMError
 from core.prompting import rejects_forced_tool
 from core.settings import Settings
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 
 class MeasuredUsage(Protocol):
-    """What a reply's usage (core.llm.Usage) tells of a call's size."""
+    """What a reply's usage (core.llm_usage.Usage) tells of a call's size."""
 
     @property
     def prompt_tokens(self) -> int: ...

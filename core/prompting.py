@@ -34,7 +34,9 @@ from typing import Annotated, Any, Callable, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError, ValidationInfo, WrapValidator
 
-from core.llm import LLM, LLMError, RefusedError, Task, Usage, meter_reply
+from core.llm import LLM, Task
+from core.llm_usage import Usage, meter_reply
+from core.llm_errors import LLMError, RefusedError
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")

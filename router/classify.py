@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import math
 
-from core.llm import LLM, LLMError
+from core.llm import LLM
+from core.llm_errors import LLMError
 from core.prompting import call_tool
 from router.prompts import MAX_REASON_CHARS, ROUTE_SYSTEM, ROUTE_TOOL, route_message
 from router.question_cues import (

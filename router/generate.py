@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from core.citations import cited_numbers
-from core.llm import LLM, Usage
+from core.llm import LLM
+from core.llm_usage import Usage
 from core.prompting import complete_text, stream_text
 from router.prompts import SYSTEM_PROMPT, build_prompt
 from router.types import Citation, Passage

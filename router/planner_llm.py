@@ -35,7 +35,7 @@ class LLMPlanner:
         self.max_tokens = max_tokens
 
     def plan(self, question: str, evidence: list[Passage], asked: list[str]) -> Decision:
-        from core.llm import LLMError
+        from core.llm_errors import LLMError
 
         try:
             reply = call_tool(self.llm, PLAN, task="fast", system=PLAN_PROMPT, max_tokens=self.max_tokens,

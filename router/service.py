@@ -21,7 +21,9 @@ from typing import Iterator
 
 from core.database import Database
 from core.embeddings import Embedder
-from core.llm import LLM, LLMError, UsageMeter, make_llm
+from core.llm import LLM, make_llm
+from core.llm_usage import UsageMeter
+from core.llm_errors import LLMError
 from core.settings import Settings
 from graph.query.graph_search import GraphSearcher
 from graph.query.local_context import local_context

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import RefusedError, make_llm
+from core.llm import make_llm
+from core.llm_errors import RefusedError
 from core.prompting import MalformedReply
 from core.settings import Settings
 from router.extractive import offline_answer

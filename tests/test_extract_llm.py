@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import UsageMeter, make_llm
+from core.llm import make_llm
+from core.llm_usage import UsageMeter
 from core.settings import Settings
 from graph.build.extract_llm import EXAMPLE_ORG, EXAMPLE_PERSON, GLEAN_REQUEST, LLMExtractor
 from graph.types import (ChunkInput, ExtractedClaim, ExtractedEntity, ExtractedRelationship, Extraction,

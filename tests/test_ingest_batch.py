@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from api import usecases
 from core import batches
 from core.errors import CrossroadsError
-from core.llm import Usage, UsageMeter
+from core.llm_usage import Usage, UsageMeter
 from core.settings import Settings
 from tests.fakes.anthropic_server import FakeAnthropic, error, expired
 from tests.test_contextual import UnitEmbedder, situate, stored_contexts

@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from core.llm import LLMError, AnthropicLLM, Usage, UsageMeter, make_llm, model_prices
+from core.llm import AnthropicLLM, make_llm
+from core.llm_usage import Usage, UsageMeter, model_prices
+from core.llm_errors import LLMError
 from core.settings import Settings
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 

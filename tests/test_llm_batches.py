@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from core import batches
-from core.llm import Usage, UsageMeter, make_llm
+from core.llm import make_llm
+from core.llm_usage import Usage, UsageMeter
 from core.settings import Settings
 from graph.build.contracts import BuildSettings
 from graph.build.parts import make_pipeline

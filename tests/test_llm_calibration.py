@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import AnthropicLLM, LLMError, Usage, llm_stage
+from core.llm import AnthropicLLM, llm_stage
+from core.llm_usage import Usage
+from core.llm_errors import LLMError
 from core.llm_stats import CallStats, language_of
 from core.settings import Settings
 from graph.build.calibration import MIN_CALLS, Calibration, save_call_stats

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import AnthropicLLM, LLMError, llm_stage
+from core.llm import AnthropicLLM, llm_stage
+from core.llm_errors import LLMError
 from core.pricing import effort_for
 from core.settings import Settings
 from tests.fakes.anthropic_server import FakeAnthropic

@@ -27,7 +27,8 @@ import logging
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
-from core.llm import LLM, LLMError, RefusedError
+from core.llm import LLM
+from core.llm_errors import LLMError, RefusedError
 from core.prompting import Tool, call_tool
 from graph.prompts import (EXAMPLE_ORG, EXAMPLE_PERSON, EXTRACT_TOOL, GLEAN_REQUEST, GraphRecord, chunk_message,
                            extraction_schema, extraction_system)

@@ -26,7 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from core.llm import LLM, LLMError, RefusedError
+from core.llm import LLM
+from core.llm_errors import LLMError, RefusedError
 from core.prompting import MalformedReply, call_tool
 from graph.build.communities import Community
 from graph.prompts import (CLAIMS_CLOSE, CLAIMS_OPEN, MAX_FINDINGS, REPORT, REPORT_SYSTEM, REPORT_TOOL, ReportInput,

@@ -37,7 +37,7 @@ class DescriptionSummarizer(Protocol):
     """One description of an entity, or of a relationship, from its distinct source descriptions. The
     cache key is (summary_hash, name, version, model) for entities and (relationship_summary_hash,
     name, relationship_version, model) for relationships: each version must change with anything
-    that changes that output. Raises `core.llm.LLMError` (RefusedError, MalformedReply) when it cannot; the runner
+    that changes that output. Raises `core.llm_errors.LLMError` (RefusedError, MalformedReply) when it cannot; the runner
     then keeps the central-sentences description and retries on the next build."""
 
     name: str

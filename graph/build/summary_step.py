@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Callable
 
 from core.database import Database
-from core.llm import LLMError, RefusedError
+from core.llm_errors import LLMError, RefusedError
 from graph import store
 from graph.build.contracts import LevelGraph, LevelReport
 from graph.build.job_progress import Progress, not_cached

@@ -25,7 +25,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from core.citations import cited_numbers
-from core.llm import LLM, LLMError, RefusedError, Usage, llm_stage
+from core.llm import LLM, llm_stage
+from core.llm_usage import Usage
+from core.llm_errors import LLMError, RefusedError
 from core.llm_limiter import concurrency_of, map_ordered
 from core.prompting import MalformedReply, Tool, call_tool, complete_text
 from graph.query.global_search import (NO_ANSWER, NO_LEVEL, GlobalResult, Point, choose_level, extractive_answer,

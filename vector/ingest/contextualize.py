@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from core.batches import BatchLLM, Deferred
-from core.llm import LLM, LLMError
+from core.llm import LLM
+from core.llm_errors import LLMError
 from core.llm_limiter import concurrency_of, map_ordered
 from core.prompting import MalformedReply, complete_text
 from vector.ingest.chunking import ChunkDraft

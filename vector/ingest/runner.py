@@ -22,7 +22,7 @@ from core.errors import CrossroadsError
 from core.settings import Settings
 from vector import store
 from vector import hnsw_index
-from core.llm import LLMError
+from core.llm_errors import LLMError
 from vector.ingest.contextualize import ChunkContext, Contextualizer, TitleContextualizer
 from vector.ingest.prepare import (PreparedDocument, chunk_document, chunk_key, document_hash, fallback_key, index_key,
                             prepare_document)

@@ -24,7 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
-from core.llm import LLM, LLMError, Usage
+from core.llm import LLM
+from core.llm_usage import Usage
+from core.llm_errors import LLMError
 from core.prompting import MalformedReply, Tool, call_tool
 from vector.search.fusion import rrf
 from core.text.language import detect_language

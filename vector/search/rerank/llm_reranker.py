@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from core.llm import LLM, LLMError, make_llm
+from core.llm import LLM, make_llm
+from core.llm_errors import LLMError
 from core.prompting import call_tool
 from vector.prompts import RANKING, RANK_SYSTEM, render_prompt
 from vector.search.rerank import RerankError, checked_ranking
