@@ -17,8 +17,8 @@ from api.services import Services, services
 from api.auth import Principal, reader
 from api.problems import ApiProblem
 from api.routes_query import ERRORS
-from api.schemas import CommunityDetail, CommunityList, EntityList, GraphStatus, RelationshipList
-from graph import store
+from api.schemas_graph import CommunityDetail, CommunityList, EntityList, GraphStatus, RelationshipList
+from graph import browse_store, store
 from graph.levels import choose_level, eligible
 from graph.status import level_statuses, recent_builds
 
@@ -62,9 +62,9 @@ def get_community(community_id: int = Path(..., ge=0, le=2**31 - 1), principal: 
         if report is None:
             raise ApiProblem(404, "community-not-found", "Community not found",
                              f"No community {community_id} in the graph this token is served from.")
-        members = store.entities_by_key(conn, principal.tenant, access.name, list(report["members"]))
-        relationships = store.relationships_among(conn, principal.tenant, access.name, list(report["members"]))
-        documents = store.readable_documents_of_chunks(conn, principal.tenant, list(principal.groups),
+        members = browse_store.entities_by_key(conn, principal.tenant, access.name, list(report["members"]))
+        relationships = browse_store.relationships_among(conn, principal.tenant, access.name, list(report["members"]))
+        documents = browse_store.readable_documents_of_chunks(conn, principal.tenant, list(principal.groups),
                                                            list(report["source_chunk_ids"]))
     return {"access_level": access.name, "id": report["id"], "level": report["level"], "parent": report["parent"],
             "title": report["title"], "summary": report["summary"], "rating": float(report["rating"]),
@@ -84,8 +84,8 @@ def list_entities(q: str | None = Query(None, max_length=200, description="Part 
     with svc.db().connection() as conn:
         access = _level(conn, principal)
         if access is not None:
-            entities = store.find_entities(conn, principal.tenant, access.name, q, limit, offset)
-            total = store.count_entities(conn, principal.tenant, access.name, q)
+            entities = browse_store.find_entities(conn, principal.tenant, access.name, q, limit, offset)
+            total = browse_store.count_entities(conn, principal.tenant, access.name, q)
     return {"access_level": access.name if access else None, "entities": entities, "total": total, "limit": limit,
             "offset": offset}
 
@@ -117,8 +117,8 @@ def list_relationships(level: str | None = Query(None, pattern=r"^[A-Za-z0-9_.-]
                                  f"No access level {level!r} that this token may read (readable: {names}); "
                                  "leave `level` out to get the one its groups are served from.")
         if access is not None:
-            relationships = store.find_relationships(conn, principal.tenant, access.name, entity, limit, offset)
-            total = store.count_relationships(conn, principal.tenant, access.name, entity)
+            relationships = browse_store.find_relationships(conn, principal.tenant, access.name, entity, limit, offset)
+            total = browse_store.count_relationships(conn, principal.tenant, access.name, entity)
     return {"access_level": access.name if access else None, "relationships": relationships, "total": total,
             "limit": limit, "offset": offset}
 

@@ -30,8 +30,9 @@ from api.services import RunningBuild, Services, services
 from api.auth import Principal, admin
 from api.problems import ApiProblem, validation_problem
 from api.routes_query import ERRORS
-from api.schemas import (BatchCollectionRequest, EmbeddingsStageRequest, GraphBuildRequest, Job, JobAccepted, JobList,
-                         ReindexRequest)
+from api.schemas_jobs import (
+    BatchCollectionRequest, EmbeddingsStageRequest, GraphBuildRequest, Job, JobAccepted, JobList, ReindexRequest,
+)
 from core import jobs
 from core.errors import (CrossroadsError, JobEndedError, JobNotFoundError, JobQueuedError, JobRunningError,
                          JobStoppedError)

@@ -75,7 +75,7 @@ def estimate_ingest(db: Database, settings: Settings, tenant: str, documents: Se
     `batch`; `contexts` names how contexts are written (no call, $0, when offline). Reads, writes nothing."""
     from core.embeddings import model_id_for
     from vector.ingest.estimate import context_requests, estimate_contexts
-    from vector.ingest.runner import contexts_to_write
+    from vector.ingest.context_step import contexts_to_write
 
     if batch:
         refused = batch_ingest_refused(settings)

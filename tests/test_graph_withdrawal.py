@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from api import tokens
 from api.app import create_app
-from graph import store
+from graph import browse_store, store
 from graph.build.contracts import BuildSettings, OfflineReporter
 from graph.build.runner import build_graph
 from graph.build.extract_offline import OfflineExtractor
@@ -68,9 +68,9 @@ def served(conn, level: str) -> dict[str, set]:
     keys = [r[0] for r in conn.execute(
         "SELECT key FROM graph_entities WHERE tenant_id = %s AND access_level = %s", (TENANT, level))]
     return {
-        "entities": {e["key"] for e in store.find_entities(conn, TENANT, level, None, 1_000_000)},
+        "entities": {e["key"] for e in browse_store.find_entities(conn, TENANT, level, None, 1_000_000)},
         "relationships": {(r["source"], r["target"])
-                          for r in store.relationships_among(conn, TENANT, level, keys, 1_000_000)},
+                          for r in browse_store.relationships_among(conn, TENANT, level, keys, 1_000_000)},
         "reports": {r["id"] for r in store.list_reports(conn, TENANT, level)},
     }
 
@@ -101,7 +101,7 @@ def test_narrowed_acl_withdraws_the_documents_text_from_the_level_that_lost_it(d
     listed = json.loads(crossroads(cli_env, "communities", "list", "--tenant", TENANT, "--level", "staff", "--json").stdout)
     assert {c["id"] for c in listed["communities"]} == after["staff"]["reports"]
     with db.connection() as conn:
-        names = {e["name"] for e in store.entities_by_key(conn, TENANT, "staff", sorted(gone["staff"]["entities"]))}
+        names = {e["name"] for e in browse_store.entities_by_key(conn, TENANT, "staff", sorted(gone["staff"]["entities"]))}
     assert names == set()
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from core import jobs
 from core.errors import JobNotFoundError, JobStoppedError
-from graph import store
+from graph import browse_store, store
 from graph.build.contracts import BuildSettings, OfflineReporter
 from graph.build.runner import build_graph
 from graph.build.extract_offline import OfflineExtractor
@@ -28,7 +28,7 @@ def ingest_documents_of(db, settings, embedder, tenant: str, n: int = 4) -> None
 
 def graph_counts(db, tenant: str) -> tuple[int, int]:
     with db.connection() as conn:
-        return len(store.list_reports(conn, tenant, "all")), len(store.find_entities(conn, tenant, "all", "", 1000))
+        return len(store.list_reports(conn, tenant, "all")), len(browse_store.find_entities(conn, tenant, "all", "", 1000))
 
 
 def build(db, tenant, progress=None):

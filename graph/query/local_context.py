@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from graph import retrieval_store, store
+from graph import browse_store, retrieval_store, store
 from graph.query.graph_search import GraphHit, GraphSearcher
 
 MAX_ENTITIES = 5  # linked entities kept, best linked first
@@ -74,7 +74,7 @@ def local_context(graph: GraphSearcher, tenant: str, groups: Sequence[str], ques
     budget = budget_tokens * CHARS_PER_TOKEN
     db = graph.db
     with db.connection() as conn:
-        entities = store.entities_by_key(conn, tenant, level.name, linked)
+        entities = browse_store.entities_by_key(conn, tenant, level.name, linked)
         relationships = retrieval_store.relationships_of(conn, tenant, level.name, linked, MAX_RELATIONSHIPS)
         chunks_of = retrieval_store.entity_chunk_ids(conn, tenant, level.name, linked)
         ranked = rank_sources(relationships, chunks_of, linked)[: 3 * MAX_PASSAGES]

@@ -22,9 +22,9 @@ from core.errors import CrossroadsError
 from core.settings import Settings
 from vector import store
 from vector import hnsw_index
-from core.llm_errors import LLMError
-from vector.ingest.contextualize import ChunkContext, Contextualizer, TitleContextualizer
-from vector.ingest.prepare import (PreparedDocument, chunk_document, chunk_key, document_hash, fallback_key, index_key,
+from vector.ingest.context_step import Written, contexts_in_batches, written_contexts
+from vector.ingest.contextualize import Contextualizer, TitleContextualizer
+from vector.ingest.prepare import (PreparedDocument, chunk_document, document_hash, fallback_key, index_key,
                             prepare_document)
 from vector.ingest.sources import Skipped, SourceDocument
 from vector.ingest.sync import DocumentPlan, classify, hashes_to_embed, plan_document
@@ -172,7 +172,7 @@ def _sync(db: Database, embedder: Embedder, settings: Settings, tenant: str, doc
     ready: list = [None] * len(changing)  # per document, its contexts from Message Batches (`--batch`)
     if batch is not None:
         tell("contexts", 0, total)
-        ready = _contexts_in_batches(db, tenant, changing, drafts, contextualizer, batch)
+        ready = contexts_in_batches(db, tenant, changing, drafts, contextualizer, batch)
 
     context_failures: dict[str, str] = {}  # doc id -> why a context of it fell back (the first reason)
 
@@ -220,28 +220,6 @@ def _sync(db: Database, embedder: Embedder, settings: Settings, tenant: str, doc
             if store.ensure_vector_index(conn, embedder.model_id, embedder.dimension):
                 log.info("built the HNSW index for %s", embedder.model_id)
     _ensure_tenant_graph(db, embedder, settings, tenant, report)
-
-
-def contexts_to_write(db: Database, settings: Settings, tenant: str, documents: list[SourceDocument],
-                      contextualizer: Contextualizer, embed_model: str) -> list[tuple[SourceDocument, list]]:
-    """What an ingest of `documents` would ask the LLM (`crossroads ingest --dry-run`): per added or changed
-    document, its chunks without a cached context; nothing is written. Offline contexts ask nothing."""
-    if isinstance(contextualizer, TitleContextualizer):
-        return []
-    key = index_key(settings.chunk_max_chars, settings.chunk_overlap, contextualizer.mode, embed_model)
-    hashes = {d.doc_id: document_hash(d) for d in documents}
-    work = []
-    with db.connection() as conn:
-        stored = store.load_state(conn, tenant, list(hashes))
-        for doc in documents:
-            if classify(doc, hashes[doc.doc_id], key, stored.get(doc.doc_id)) not in ("added", "changed"):
-                continue
-            drafts = chunk_document(doc, max_chars=settings.chunk_max_chars, overlap=settings.chunk_overlap)
-            cached = store.load_contexts(conn, tenant, doc.doc_id, contextualizer.mode)
-            missing = [d for d in drafts if chunk_key(d) not in cached]
-            if missing:
-                work.append((doc, missing))
-    return work
 
 
 def _warning_notes(documents: list[SourceDocument]) -> list[str]:
@@ -305,40 +283,6 @@ def _compact_statistics(db: Database, tenant: str) -> None:
             log.info("compacted the full-text statistics of tenant %s", tenant)
 
 
-Written = tuple[list[str], dict[str, str], dict[str, ChunkContext]]  # chunk keys, cached contexts, new ones
-
-
-def _written_contexts(db, tenant, doc, drafts, contextualizer) -> Written:
-    """The contexts of a document's chunks: those cached, and the others written now (by chunk key)."""
-    keys = [chunk_key(d) for d in drafts]
-    with db.connection() as conn:
-        cached = store.load_contexts(conn, tenant, doc.doc_id, contextualizer.mode)
-    missing = [i for i, k in enumerate(keys) if k not in cached]
-    try:
-        written = dict(zip((keys[i] for i in missing), contextualizer.contexts(doc, [drafts[i] for i in missing])))
-    except LLMError as exc:
-        raise CrossroadsError(f"could not write chunk contexts: {exc}") from exc
-    return keys, cached, written
-
-
-def _contexts_in_batches(db, tenant, changing, drafts, contextualizer, batch: BatchLLM) -> list:
-    """`ingest --batch`: the contexts of every changed document, asked in Message Batches before any document
-    is indexed (one batch per pass of `BatchLLM.map`, usually one in all; core.batches), per document its
-    `Written`, or the CrossroadsError it fails with, recorded as the interactive path records it. A batch that
-    cannot be sent or collected fails the documents it was for: what was sent is recorded, and the next
-    ingest collects it rather than pay again."""
-    def written(pair) -> Written | CrossroadsError:
-        try:
-            return _written_contexts(db, tenant, *pair, contextualizer)
-        except CrossroadsError as exc:  # the key or model is wrong: this document waits for a re-run
-            return exc
-
-    try:
-        return list(batch.map(written, list(zip(changing, drafts))))
-    except CrossroadsError as exc:
-        return [exc] * len(changing)
-
-
 def _plan_changed(db, tenant, doc, drafts, stored, key, contextualizer, embedder,
                   context_failures: dict[str, str], report: IngestReport,
                   ready: Written | CrossroadsError | None = None) -> DocumentPlan:
@@ -353,7 +297,7 @@ def _plan_changed(db, tenant, doc, drafts, stored, key, contextualizer, embedder
     else:
         if isinstance(ready, CrossroadsError):
             raise ready
-        keys, cached, written = ready or _written_contexts(db, tenant, doc, drafts, contextualizer)
+        keys, cached, written = ready or written_contexts(db, tenant, doc, drafts, contextualizer)
         failed = [c.failed for c in written.values() if c.failed]
         if failed:
             context_failures.setdefault(doc.doc_id, failed[0])
