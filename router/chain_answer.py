@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from core.text.language import detect_language
 from core.text.terms import content_stems, normalise
 from router.answer_units import (CYRILLIC, NAME_TYPE, NUMBER, VALUE_KINDS, WORD, YEAR, Extracted, Focus, Scorer, Unit,
-                                 cite, display, entity_key, skeleton, skeleton_match, skeletons, typed_names, units)
+                                 cite, display, entity_key, same_word, skeleton, skeleton_match, skeletons, typed_names, units)
 from router.local_answer import local_answer
 from router.question_text import title_core
 from router.types import Passage
@@ -159,14 +159,14 @@ def least_hops(question: str) -> int:
 
 
 def _related(relation: list[str], stems: frozenset[str]) -> set[str]:
-    """The relation stems a text holds, a stem also matching a word one of them begins with a suffix
-    of at most two letters (four in Russian, whose agent suffixes are longer), which Snowball leaves on
-    agent nouns, whichever side has the noun: own / owner, руковод / руководител in the text, director /
-    directed and founder / founded in the question."""
-    def near(a: str, b: str) -> bool:  # b is a plus a short suffix
-        return len(a) >= 3 and b.startswith(a) and len(b) - len(a) <= (4 if CYRILLIC.match(a) else 2)
+    """The relation stems a text holds: the same stem, two stems of one word (answer_units.same_word:
+    director / directed, founder / founded), or an agent noun in the text that Snowball left longer than
+    the question's stem by at most two letters (four in Russian, whose agent suffixes are longer): own /
+    owner, руковод / руководител."""
+    def agent(r: str, s: str) -> bool:
+        return len(r) >= 3 and s.startswith(r) and len(s) - len(r) <= (4 if CYRILLIC.match(r) else 2)
 
-    return {r for r in relation if r in stems or any(near(r, s) or (len(s) >= 4 and near(s, r)) for s in stems)}
+    return {r for r in relation if r in stems or any(agent(r, s) or same_word(r, s) for s in stems)}
 
 
 def _bridge(fresh: list, subject, link: tuple[str, str], text: str) -> tuple[str, str, str]:
