@@ -63,12 +63,14 @@ def run(router: QuestionRouter, name: str, routes: list[str], golds_of, limit: i
 
 
 def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tuple, list[str]]]) -> dict:
-    hits, latencies, misses, right_confidences = 0, [], [], []
+    hits, latencies, misses, right_confidences, every = 0, [], [], [], []
     for (qid, question, golds, route), groups in asked:
         started = time.perf_counter()
         answer = router.ask(tenant, groups, question, route=route)
         latencies.append((time.perf_counter() - started) * 1000)
         confidence = answer.trace.get("confidence")
+        every.append({"set": name, "qid": qid, "route": route, "right": contains_answer(answer.answer, golds),
+                      "question": question, "gold": golds[0], "answer": answer.answer, "confidence": confidence})
         if contains_answer(answer.answer, golds):
             hits += 1
             if confidence is not None:
@@ -79,7 +81,7 @@ def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tup
     print(f"{name:9} {route:9} answer accuracy {hits / n:.3f} (n={n})", file=sys.stderr, flush=True)
     return {"accuracy": round(hits / n, 3), "n": n, "latency_p50_ms": round(statistics.median(latencies)),
             "latency_p95_ms": round(sorted(latencies)[int(0.95 * (len(latencies) - 1))]), "misses": misses,
-            "right_confidences": right_confidences}
+            "right_confidences": right_confidences, "every": every}
 
 
 def run_fixtures(router: QuestionRouter, tenant: str = "demo") -> dict:
@@ -88,7 +90,7 @@ def run_fixtures(router: QuestionRouter, tenant: str = "demo") -> dict:
                  if line.strip()]
     out: dict = {}
     for route in ("local", "multihop", "global"):
-        right, total, misses = 0.0, 0, []
+        right, total, misses, every = 0.0, 0, [], []
         for q in (q for q in questions if q["route"] == route):
             answer = router.ask(tenant, q["groups"], q["question"], route=route)
             if "answer" in q:
@@ -100,10 +102,13 @@ def run_fixtures(router: QuestionRouter, tenant: str = "demo") -> dict:
             else:
                 continue
             right, total = right + ok, total + 1
+            every.append({"set": "fixtures", "qid": q["qid"], "route": route, "score": ok, "question": q["question"],
+                          "answer": answer.answer})
             if ok < 1 and len(misses) < 5:
                 misses.append({"qid": q["qid"], "question": q["question"], "score": round(ok, 2),
                                "answer": answer.answer[:300]})
-        out[route] = {"accuracy": round(right / total, 3) if total else None, "n": total, "misses": misses}
+        out[route] = {"accuracy": round(right / total, 3) if total else None, "n": total, "misses": misses,
+                      "every": every}
         print(f"fixtures  {route:9} answer accuracy {out[route]['accuracy']} (n={total})", file=sys.stderr, flush=True)
     return out
 
@@ -135,6 +140,10 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N questions per dataset")
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures",
+                        help="comma-separated: which of multihop, xquad_ru, fixtures to run")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write every question's answer and verdict to this JSON file (for reading misses)")
     parser.add_argument("--fixtures-tenant", default="demo",
                         help="tenant holding the fixtures corpus and its graph (`make demo`); '' skips them")
     args = parser.parse_args()
@@ -145,15 +154,22 @@ def main() -> int:
     db = open_database(settings)
     try:
         with QuestionRouter(db, settings, use_llm=None if args.llm else False) as router:
-            results = {
-                "multihop": run(router, "multihop", ["local", "multihop"],
-                                lambda q: [q["answer"], *q.get("aliases", [])], args.limit),
-                "xquad_ru": run(router, "xquad_ru", ["local"], lambda q: q["answers"], args.limit),
-            }
-            fixtures = run_fixtures(router, args.fixtures_tenant) if args.fixtures_tenant else None
+            sets = set(args.sets.split(","))
+            results = {}
+            if "multihop" in sets:
+                results["multihop"] = run(router, "multihop", ["local", "multihop"],
+                                          lambda q: [q["answer"], *q.get("aliases", [])], args.limit)
+            if "xquad_ru" in sets:
+                results["xquad_ru"] = run(router, "xquad_ru", ["local"], lambda q: q["answers"], args.limit)
+            fixtures = (run_fixtures(router, args.fixtures_tenant)
+                        if args.fixtures_tenant and "fixtures" in sets else None)
     finally:
         db.close()
     thresholds = threshold_report(results, MIN_CONFIDENCE)
+    every = [e for by_route in [*results.values(), fixtures or {}] for r in by_route.values()
+             for e in r.pop("every", [])]
+    if args.dump:
+        args.dump.write_text(json.dumps(every, ensure_ascii=False, indent=1), encoding="utf-8")
     for by_route in results.values():
         for r in by_route.values():
             r.pop("right_confidences", None)
