@@ -100,6 +100,12 @@ def readable_chunks(conn: psycopg.Connection, tenant: str, groups: list[str], ch
     ).fetchall()
 
 
+def count_readable_chunks(conn: psycopg.Connection, tenant: str, groups: list[str]) -> int:
+    """How many chunks the groups may read (the size of a level's text, before reading it)."""
+    return int(conn.execute("SELECT count(*) FROM chunks WHERE tenant_id = %s AND acl && %s",
+                            (tenant, list(groups))).fetchone()[0])
+
+
 def passage_similarities(conn: psycopg.Connection, tenant: str, groups: list[str], model: str, vector,
                           chunk_ids: list[int]) -> list[tuple[int, float]]:
     """(id, cosine similarity to `vector`) of these chunks that the groups may read and that have a

@@ -12,7 +12,11 @@
    the best ones, each citing its report and, through its chunks, the documents.
 
 Offline (no LLM) the rating is lexical + vector similarity and the answer is the extractive list of
-themes, labelled offline. The LLM rating / map / reduce live in graph/query/global_llm.py.
+themes, labelled offline. When the caller hands over the level's passages, the themes are those that
+recur across the documents the question is about (graph/query/themes.py: entity-centred communities
+mix an incident with its vendor and service, so what recurs across the incidents is in none of them),
+each citing the report holding most of its passages; steps 3-4 make the themes when those documents
+share none. The LLM rating / map / reduce live in graph/query/global_llm.py.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ import numpy as np
 from core.sentences import split_sentences
 from core.text.terms import STOPWORDS, normalise, stem
 from graph.levels import AccessLevel, choose_level
+from graph.query.themes import ScopePassage, document_relevance, nearest, scope_documents, scoped_themes
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that say "corpus-wide" rather than what about: they match every report equally.
@@ -65,7 +70,7 @@ class Theme:
     report_id: int
     label: str
     summary: str
-    score: float  # 0-100, the report's relevance to the question
+    score: float  # 0-100: the report's relevance to the question, or a scoped theme's weight against the first's
     chunk_ids: list[int]
 
 
@@ -131,12 +136,16 @@ def global_search(
     question: str,
     query_vec: np.ndarray | None,
     *,
+    load_scope=None,
     threshold: float = 0.15,
     max_themes: int = 6,
 ) -> GlobalResult:
-    """`load_reports(level_name)` returns the level's reports (graph/store.list_reports rows). The
-    offline answer is a list of themes (`themes`), one per relevant community, each cited; the
-    points are the themes as text, for callers that read points."""
+    """`load_reports(level_name)` returns the level's reports (graph/store.list_reports rows);
+    `load_scope(level)` the level's passages and their similarities to the question
+    (graph/query/themes.py), when the caller can read them. The offline answer is a list of themes
+    (`themes`), each citing the community report that holds most of its passages; the points are
+    the themes as text, for callers that read points. Without passages, or when the documents the
+    question is about share no theme, each relevant community is a theme."""
     level = choose_level(levels, user_groups)
     if level is None:
         return GlobalResult(NO_LEVEL, None, trace={"levels": [lvl.name for lvl in levels]})
@@ -145,18 +154,56 @@ def global_search(
     scores = {r["id"]: relevance(q, query_vec, r) for r in reports}
     selected_ids = select_communities(reports, scores, threshold)
     chosen = set(selected_ids)
-    themes = rank_themes(q, [r for r in reports if r["id"] in chosen], reports, scores, max_themes)
     trace = {"level": level.name, "reports": len(reports), "selected": selected_ids,
              "scores": {rid: round(s, 3) for rid, s in sorted(scores.items())}}
+    themes, header = [], SCOPE_HEADER
+    if load_scope is not None:
+        passages, similarities = load_scope(level)
+        trace["scope_passages"] = len(passages)  # 0: none handed over (a level too large to read per question)
+        if passages:
+            themes = themes_in_scope(q, passages, similarities, reports, max_themes, trace)
+    if not themes:
+        themes, header = rank_themes(q, [r for r in reports if r["id"] in chosen], reports, scores, max_themes), \
+            COMMUNITY_HEADER
+    trace["themes_from"] = "scope" if header is SCOPE_HEADER else "communities"
     if not themes:
         return GlobalResult(NO_ANSWER, level.name, selected=selected_ids, trace=trace)
-    numbers = {t.report_id: n for n, t in enumerate(themes, start=1)}
+    numbers: dict[int, int] = {}
+    for t in themes:  # themes held by one report cite it once
+        numbers.setdefault(t.report_id, len(numbers) + 1)
+    chunks_of: dict[int, set[int]] = defaultdict(set)
+    for t in themes:
+        chunks_of[t.report_id].update(t.chunk_ids)
     by_id = {r["id"]: r for r in reports}
     points = [Point(t.report_id, f"{t.label}: {t.summary}", t.score, t.chunk_ids) for t in themes]
-    cited = [{"number": numbers[t.report_id], "id": t.report_id, "title": by_id[t.report_id]["title"],
-              "rating": by_id[t.report_id]["rating"], "chunk_ids": sorted(t.chunk_ids)} for t in themes]
-    return GlobalResult(themes_answer(themes, numbers), level.name, points, cited, selected_ids, True, trace,
+    cited = [{"number": n, "id": rid, "title": by_id[rid]["title"], "rating": by_id[rid]["rating"],
+              "chunk_ids": sorted(chunks_of[rid])} for rid, n in numbers.items()]
+    return GlobalResult(themes_answer(themes, numbers, header), level.name, points, cited, selected_ids, True, trace,
                         themes=themes)
+
+
+def themes_in_scope(query_stems: set[str], passages: list[ScopePassage],
+                    similarities: dict[int, float], reports: list[dict], max_themes: int, trace: dict) -> list[Theme]:
+    """The recurring themes of the documents the question is about (graph/query/themes.py), each
+    tied to the report holding most of its passages (the smaller one on a tie: it says more about
+    them). Without the question's vector the passages are ranked by its words."""
+    if not similarities:
+        similarities = {p.id: lexical_score(query_stems, f"{p.title or ''} {p.content}") for p in passages}
+    scope = scope_documents(passages, nearest(similarities))
+    found = scoped_themes(query_stems, passages, scope, document_relevance(passages, similarities), max_themes)
+    trace["scope"] = sorted(scope)
+    themes = []
+    for f in found:
+        held = set(f.chunk_ids)
+        report = max(reports, key=lambda r: (len(held & set(r["source_chunk_ids"])), -len(r["source_chunk_ids"]),
+                                             -r["id"]), default=None)
+        if report is None or not held & set(report["source_chunk_ids"]):
+            # no community holds these passages (a report withdrawn since): nothing to cite it by
+            trace.setdefault("uncited_themes", []).append(f.label)
+            continue
+        top = found[0].score or 1.0
+        themes.append(Theme(report["id"], f.label, f.summary, round(100 * f.score / top, 2), list(f.chunk_ids)))
+    return themes
 
 
 # --- themes -------------------------------------------------------------------------------------------
@@ -253,9 +300,14 @@ def _label(weights: dict[str, float], surfaces: dict[str, Counter]) -> list[str]
     return [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in chosen]
 
 
-def themes_answer(themes: list[Theme], numbers: dict[int, int]) -> str:
-    lines = ["Offline answer (extractive, no LLM): the themes of the corpus's community reports, "
-             "each named by its distinctive key phrases."]
+SCOPE_HEADER = ("Offline answer (extractive, no LLM): the themes that recur across the documents this question "
+                "is about, each named by its key phrases.")
+COMMUNITY_HEADER = ("Offline answer (extractive, no LLM): the themes of the corpus's community reports, "
+                    "each named by its distinctive key phrases.")
+
+
+def themes_answer(themes: list[Theme], numbers: dict[int, int], header: str = COMMUNITY_HEADER) -> str:
+    lines = [header]
     for t in themes:
         lines.append(f"- {t.label}: {t.summary} [{numbers[t.report_id]}]")
     return "\n".join(lines)

@@ -9,9 +9,15 @@ from dataclasses import dataclass, field
 from core.database import Database
 from core.embeddings import Embedder
 from core.llm import LLM
-from graph import store
+from graph import retrieval_store, store
 from graph.query.global_llm import LLMGlobalSearch
 from graph.query.global_search import GlobalResult, Point, Theme, global_search
+from graph.query.themes import ScopePassage
+
+# The scoped themes read the whole level's text per question (document frequencies, the scope's
+# sentences): linear in its size. Past this many chunks the community reports' themes answer instead,
+# as they do without a question vector's scope (measured: 2.5-4 s at 1,560 chunks under load).
+SCOPED_THEMES_UP_TO = 20_000
 
 
 @dataclass
@@ -55,7 +61,21 @@ def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: lis
                                                   max_cost_usd=max_cost_usd).search(levels, set(groups), load, question)
     else:
         vector = embedder.embed_query(question) if embedder else None
-        result = global_search(levels, set(groups), load, question, vector)
+
+        def load_scope(level) -> tuple[list[ScopePassage], dict[int, float]]:
+            """The level's passages (ACL in SQL: every group of the level, all of them the reader's)
+            and each one's similarity to the question; none past SCOPED_THEMES_UP_TO chunks."""
+            with db.connection() as conn:
+                if retrieval_store.count_readable_chunks(conn, tenant, list(level.groups)) > SCOPED_THEMES_UP_TO:
+                    return [], {}
+                passages = [ScopePassage(c.id, c.doc_id, c.title, c.text)
+                            for c in store.level_chunks(conn, tenant, level.groups)]
+                similarities = dict(retrieval_store.passage_similarities(
+                    conn, tenant, list(level.groups), embedder.model_id, vector, [p.id for p in passages])
+                ) if vector is not None else {}
+            return passages, similarities
+
+        result = global_search(levels, set(groups), load, question, vector, load_scope=load_scope)
     chunk_ids = sorted({c for r in result.reports for c in r["chunk_ids"]})
     with db.connection() as conn:
         docs = store.documents_of_chunks(conn, tenant, chunk_ids) if chunk_ids else {}

@@ -1,0 +1,272 @@
+"""Offline themes of a corpus-wide question, over the documents the question is about.
+
+The offline communities are entity-centred: one holds a vendor, its service and the incident it
+caused, so the themes a reader names across a kind of document ("what recurs across the incident
+reviews": alerts that stay silent, configuration drift, missing runbooks) belong to no single
+community. A theme here is what several of the question's documents say, found as Suffix Tree
+Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
+
+1. Scope: the documents the question is about: those holding its nearest passages, and with them
+   the documents filed beside them (the same folder: documents of one kind are filed together, and
+   a question about "all incident reviews" is about every one of them, in whichever language).
+2. Candidates: the content terms of the scope's prose sentences (stems of common words and adjacent
+   pairs of them; names, codes and numbers are examples of a theme, not its name; records such as
+   "Date: 9 April" and table rows are no prose), each kept when it recurs in at least two of the
+   scope's documents; a term the question itself says names the scope, not a theme in it. A term
+   weighs as in class-based TF-IDF: the scope documents saying it, each by its relevance to the
+   question, times log(1 + N / df) over the level's documents written in its script (what every
+   document says weighs least), times one plus the share of the question's focus (its words beyond
+   what the scope's documents are called) its sentences say.
+3. Themes: terms taken best first; one whose sentences lie mostly among a chosen theme's, or that
+   shares a word with the theme's first term, joins that theme (STC's merge of base clusters), the
+   rest start a new theme. A theme is named by its terms, a word giving way to a recurring phrase
+   holding it (STC labels clusters by phrases); its summary is its most central sentence (the most
+   of its terms' weight per word) most relevant to the question; its documents are its sentences'.
+
+Pure: the passages come from graph/query/runner.py, read through SQL with the level's groups.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from core.sentences import split_sentences
+from core.text.terms import STOPWORDS, normalise, stem
+
+SCOPE_PASSAGES = 10  # the nearest passages whose documents seed the scope (a search's usual k)
+MIN_DOCUMENTS = 2  # a theme recurs: at least this many of the scope's documents say it
+MERGE_OVERLAP = 0.5  # STC's merge rule: a phrase whose sentences lie this much inside a theme's joins it
+LABEL_TERMS = 3
+LABEL_SHARE = 0.5  # a merged phrase names the theme too when it weighs at least this share of the first
+# (a merged single word does not: a word inside a theme's sentences is mostly their grammar, "before", "поэтому")
+MAX_SUMMARY_CHARS = 300  # a theme's one sentence; longer ones are lists and tables run together
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1\s*$", re.MULTILINE | re.DOTALL)
+# stop words by their stems: a list names one form ("которые"), the text uses others ("которых")
+_STOP_STEMS = frozenset(stem(normalise(w)) for w in STOPWORDS)
+_FIELD_SEPARATOR = re.compile(r":|\s[—–]\s")
+_MARKUP = re.compile(r"^(?:[-*+>]|\d+[.)])\s+|\*\*|__|`")
+
+
+@dataclass(frozen=True)
+class ScopePassage:
+    """A passage of the level, readable by every group of the level."""
+    id: int
+    doc_id: str
+    title: str
+    content: str
+
+
+@dataclass(frozen=True)
+class ScopedTheme:
+    label: str
+    summary: str
+    score: float
+    chunk_ids: tuple[int, ...]
+    doc_ids: tuple[str, ...]
+
+
+def folder(doc_id: str) -> str:
+    return doc_id.rsplit("/", 1)[0] if "/" in doc_id else ""
+
+
+def scope_documents(passages: list[ScopePassage], nearest: list[int]) -> set[str]:
+    """The documents of the nearest passages and the documents filed in the same folders (a
+    document at the top of the corpus brings only itself: a top-level folder is no kind)."""
+    doc_of = {p.id: p.doc_id for p in passages}
+    seeds = {doc_of[c] for c in nearest if c in doc_of}
+    folders = {folder(d) for d in seeds} - {""}
+    return seeds | {p.doc_id for p in passages if folder(p.doc_id) in folders}
+
+
+def nearest(similarities: dict[int, float], k: int | None = None) -> list[int]:
+    """The k (SCOPE_PASSAGES) passages most similar to the question, best first (ties by id); a
+    passage with nothing in common with it (similarity 0: no word of it) is none of them."""
+    return sorted((c for c in similarities if similarities[c] > 0), key=lambda c: (-similarities[c], c))[
+        :k or SCOPE_PASSAGES]
+
+
+def document_relevance(passages: list[ScopePassage], similarities: dict[int, float]) -> dict[str, float]:
+    """Each document's relevance, 0..1: its best passage's similarity to the question (MaxP), scaled
+    between the level's least and most relevant documents (cosines of one model sit in a narrow band)."""
+    best: dict[str, float] = {}
+    for p in passages:
+        if p.id in similarities:
+            best[p.doc_id] = max(best.get(p.doc_id, -1.0), similarities[p.id])
+    if not best:
+        return {}
+    low, high = min(best.values()), max(best.values())
+    return {d: (s - low) / (high - low) if high > low else 1.0 for d, s in best.items()}
+
+
+def units(content: str) -> list[str]:
+    """The sentences a person reads as prose: no code (fenced, or any sentence with braces: code
+    pasted as text), headings or table rows (a table row is a record, not a statement), list markers
+    and emphasis taken off."""
+    out = []
+    for sentence in split_sentences(_FENCE.sub("\n\n", content)):
+        if sentence.startswith(("#", "|")) or "{" in sentence or "}" in sentence:
+            continue  # headings, table rows, and code that lost its fence (prose has no braces)
+        text = " ".join(_MARKUP.sub("", sentence).split())  # a hard-wrapped sentence on one line
+        if len(text) > 20 and not _is_field(text):
+            out.append(text)
+    return out
+
+
+def _is_field(text: str) -> bool:
+    """A record's field ("Incident commander: Hannah Vogt", "Дата: 12 февраля 2025 г.", "Tamsin Hale —
+    Head of Customer Support"): a label and a value of names and numbers, at most one common word, no
+    clause. Its label is the template every such record repeats, not a statement."""
+    parts = _FIELD_SEPARATOR.split(text, maxsplit=1)
+    return len(parts) == 2 and sum(w.islower() and len(w) >= 4 for w in _WORD.findall(parts[1])) <= 1
+
+
+def _common_words(sentences: list[str]) -> set[str]:
+    """Words written in lower case somewhere: a capitalised one among them only starts a sentence;
+    the rest are names."""
+    return {w for s in sentences for w in _WORD.findall(s) if w.islower()}
+
+
+def sentence_terms(sentence: str, common: set[str]) -> list[str]:
+    """The sentence's content stems and adjacent pairs of them: common words of four letters or more,
+    no identifiers or numbers."""
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    keep = [len(w) >= 4 and w in common and "_" not in w and not any(c.isdigit() for c in w) for w in words]
+    stems = [stem(normalise(w)) if k else None for w, k in zip(words, keep)]
+    stems = [s if s not in _STOP_STEMS else None for s in stems]
+    singles = [s for s in stems if s]
+    pairs = [f"{a} {b}" for a, b in zip(stems, stems[1:]) if a and b]
+    return singles + pairs
+
+
+def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope: set[str],
+                  relevance: dict[str, float], max_themes: int) -> list[ScopedTheme]:
+    """The scope's recurring themes, best first, deduplicated (see the module's docstring).
+    `relevance`: each scope document's relevance to the question, 0..1 (a document missing counts 1)."""
+    sentences: list[tuple[str, int, str]] = []  # (text, chunk id, doc id)
+    for p in sorted(passages, key=lambda p: p.id):
+        sentences.extend((s, p.id, p.doc_id) for s in units(p.content))
+    common = _common_words([s for s, _, _ in sentences])
+    terms = [set(sentence_terms(s, common)) for s, _, _ in sentences]
+    # every word of a scope sentence, for what the question asks (only the scope's: stemming every
+    # word of a large level per question would cost seconds)
+    said = [{stem(normalise(w)) for w in _WORD.findall(s)} if doc in scope else set() for s, _, doc in sentences]
+    surfaces = _surfaces([s for s, _, doc in sentences if doc in scope])
+    level_docs: dict[str, set[str]] = defaultdict(set)
+    scope_sentences: dict[str, list[int]] = defaultdict(list)
+    for i, ((_, _, doc), ts) in enumerate(zip(sentences, terms)):
+        for t in ts:
+            level_docs[t].add(doc)
+            if doc in scope:
+                scope_sentences[t].append(i)
+    # a document counts towards a term's inverse document frequency when it is written in the term's
+    # script: in a corpus of fewer Russian documents than English ones every Russian word would
+    # otherwise look rare ("выполнено" as distinctive as "configuration drift")
+    written: dict[bool, set[str]] = defaultdict(set)
+    for (_, _, doc), ts in zip(sentences, terms):
+        for t in ts:
+            written[_cyrillic(t)].add(doc)
+    # what the scope's documents are called ("incident review") names the scope; the rest of the
+    # question is what it asks about them ("alerting")
+    titles = {stem(normalise(w)) for p in passages if p.doc_id in scope for w in _WORD.findall(p.title or "")}
+    focus = question_stems - titles
+    need = min(MIN_DOCUMENTS, len(scope))
+    weight: dict[str, float] = {}
+    for t, idx in scope_sentences.items():
+        in_scope = {sentences[i][2] for i in idx}
+        if len(in_scope) < need or set(t.split()) & question_stems:
+            continue
+        # how much the phrase's sentences say of what the question asks (its words beyond the scope)
+        asked = sum(len(focus & said[i]) for i in idx) / (len(idx) * len(focus)) if focus else 0.0
+        idf = math.log(1 + len(written[_cyrillic(t)]) / len(level_docs[t]))
+        weight[t] = sum(relevance.get(d, 1.0) for d in in_scope) * idf * (1 + asked)
+    phrase_of = _best_phrases(weight)
+    groups: list[dict] = []
+    for t in sorted((t for t in weight if weight[t] > 0), key=lambda t: (-weight[t], t)):
+        members = set(scope_sentences[t])
+        words, name = set(t.split()), _named(t, weight, phrase_of)
+        # the same theme: its sentences lie mostly among the theme's first term's (compared with the
+        # first term's, not the grown theme's, so a theme does not swallow everything near it), it
+        # shares a word with that term, or it would be named as one of the theme's terms is
+        home = next((g for g in groups if name in g["names"]), None) or next(
+            (g for g in groups if len(members & g["core"]) >= MERGE_OVERLAP * len(members) or words & g["words"]),
+            None)
+        if home is None:
+            if len(groups) >= max_themes:
+                continue
+            groups.append({"terms": [t], "core": members, "sentences": set(members), "score": weight[t],
+                           "words": words, "names": {name}})
+        else:
+            home["sentences"] |= members
+            if " " in t and weight[t] >= LABEL_SHARE * home["score"]:  # a phrase, not one more word
+                home["terms"].append(t)
+                home["names"].add(t)
+    themes = []
+    for g in groups:
+        w = {t: weight[t] for t in g["terms"]}
+
+        def central(i: int) -> float:
+            ts = terms[i]
+            lexical = len(focus & said[i]) / len(focus) if focus else 0.0
+            return sum(w.get(t, 0.0) for t in ts) / math.sqrt(1 + len(ts)) * (1 + lexical)
+
+        members = sorted(g["sentences"])
+        readable = [i for i in members if len(sentences[i][0]) <= MAX_SUMMARY_CHARS] or members
+        best = max(readable, key=lambda i: (central(i), -i))
+        themes.append(ScopedTheme(", ".join(_label(g["terms"], weight, phrase_of, surfaces)), sentences[best][0],
+                                  round(g["score"], 3), tuple(sorted({sentences[i][1] for i in members})),
+                                  tuple(sorted({sentences[i][2] for i in members}))))
+    return themes
+
+
+def _cyrillic(term: str) -> bool:
+    return any("а" <= ch <= "я" for ch in term)
+
+
+def _surfaces(sentences: list[str]) -> dict[str, Counter]:
+    """Each stem and pair of stems with the forms it is written in, to show the most used one."""
+    surfaces: dict[str, Counter] = defaultdict(Counter)
+    for s in sentences:
+        words = [w.lower() for w in _WORD.findall(s)]
+        keys = [stem(normalise(w)) for w in words]
+        for w, k in zip(words, keys):
+            surfaces[k][w] += 1
+        for (w1, w2), (k1, k2) in zip(zip(words, words[1:]), zip(keys, keys[1:])):
+            surfaces[f"{k1} {k2}"][f"{w1} {w2}"] += 1
+    return surfaces
+
+
+def _best_phrases(weight: dict[str, float]) -> dict[str, str]:
+    """Each word's heaviest recurring phrase holding it (ties by the phrase)."""
+    best: dict[str, str] = {}
+    for p in sorted((p for p in weight if " " in p), key=lambda p: (-weight[p], p)):
+        for word in p.split():
+            best.setdefault(word, p)
+    return best
+
+
+def _named(term: str, weight: dict[str, float], phrase_of: dict[str, str]) -> str:
+    """A word gives way to the recurring phrase holding it that weighs most, when it weighs at least
+    LABEL_SHARE of the word ("drift" -> "configuration drift")."""
+    phrase = phrase_of.get(term) if " " not in term else None
+    return phrase if phrase is not None and weight[phrase] >= LABEL_SHARE * weight[term] else term
+
+
+def _label(terms: list[str], weight: dict[str, float], phrase_of: dict[str, str],
+           surfaces: dict[str, Counter]) -> list[str]:
+    """The theme's best terms, each in its most used form: a word gives way to a recurring phrase
+    holding it that weighs at least LABEL_SHARE of it ("drift" -> "configuration drift": a phrase
+    names a theme better than its words, as STC labels clusters by phrases), and a term another
+    chosen one holds is left out."""
+    chosen: list[str] = []
+    for t in (_named(t, weight, phrase_of) for t in terms):
+        parts = set(t.split())
+        if any(parts <= set(c.split()) or set(c.split()) <= parts for c in chosen):
+            continue
+        chosen.append(t)
+        if len(chosen) >= LABEL_TERMS:
+            break
+    return [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in chosen]

@@ -1,0 +1,128 @@
+"""Offline global answers as themes over the documents a question is about (graph/query/themes.py and
+its use in graph/query/global_search.py). Pure: invented passages and reports, no database."""
+from __future__ import annotations
+
+import pytest
+
+import graph.query.themes as themes_module
+from graph.levels import AccessLevel
+from graph.query.global_search import global_search, stems
+from graph.query.themes import (ScopePassage, document_relevance, nearest, scope_documents, scoped_themes,
+                                units)
+
+REVIEWS = [
+    ScopePassage(1, "postmortems/a.md", "Postmortem A: the billing outage",
+                 "- **Owner:** Lena Park\n\n"
+                 "A stale alert threshold hid the failure for hours.\n\n"
+                 "The cache eviction storm started after a manual config change."),
+    ScopePassage(2, "postmortems/b.md", "Postmortem B: the search outage",
+                 "The stale alert threshold stayed silent again.\n\n"
+                 "A cache eviction storm followed the deploy of `ERR_1234` handling."),
+    ScopePassage(3, "postmortems/c.md", "Постмортем C: сбой поиска",
+                 "Устаревший порог оповещения снова молчал, и порог оповещения никто не проверял.\n\n"
+                 "Поиск вернулся после отката."),
+    ScopePassage(4, "postmortems/d.md", "Постмортем D: сбой доставки",
+                 "Порог оповещения не сработал ночью.\n\nДоставка вернулась к утру."),
+    ScopePassage(5, "guides/style.md", "Style guide",
+                 "Write short sentences and name the owner of every document. A cache of fonts speeds builds."),
+    ScopePassage(6, "guides/travel.md", "Travel policy",
+                 "Book trains for trips under four hours; the cache of receipts is kept a year."),
+]
+QUESTION = "What are the main recurring themes across all postmortems?"
+
+
+def themes_of(passages=REVIEWS, question=QUESTION, scope=None, relevance=None, max_themes=6):
+    scope = scope if scope is not None else {p.doc_id for p in passages if p.doc_id.startswith("postmortems/")}
+    return scoped_themes(set(stems(question)), passages, scope, relevance or {}, max_themes)
+
+
+def test_scope_is_the_nearest_passages_documents_and_those_filed_beside_them():
+    assert scope_documents(REVIEWS, [3]) == {"postmortems/a.md", "postmortems/b.md", "postmortems/c.md",
+                                             "postmortems/d.md"}
+    top_level = [ScopePassage(7, "notes.md", "Notes", "x"), ScopePassage(8, "other.md", "Other", "y")]
+    assert scope_documents(top_level, [7]) == {"notes.md"}  # the corpus's top folder is no kind of document
+    assert scope_documents(REVIEWS, [99]) == set()  # a passage the level does not hold brings nothing
+    assert nearest({1: 0.5, 2: 0.9, 3: 0.9}, 2) == [2, 3]
+
+
+def test_relevance_is_the_best_passage_scaled_between_the_levels_documents():
+    relevance = document_relevance(REVIEWS, {1: 0.70, 2: 0.90, 5: 0.80})
+    assert relevance == pytest.approx({"postmortems/a.md": 0.0, "postmortems/b.md": 1.0, "guides/style.md": 0.5})
+    assert document_relevance(REVIEWS[:1], {1: 0.7}) == {"postmortems/a.md": 1.0}
+
+
+def test_units_are_prose_sentences_without_markup_records_tables_or_code():
+    text = ("# Heading of the review\n\n- **Date:** 9 April 2025\n- **Single vendor dependency.** There is no "
+            "secondary geocoder at all.\n\n| a | b |\n|---|---|\n| cell one | cell two |\n\n"
+            "```\nprint('code is not a statement')\n```\n\n"
+            "const body = { role: 'user', content: 'a message' };\n\nTamsin Hale — Head of Customer Support\n\n"
+            "The queue alert threshold was set\nin 2022 and never changed.")
+    assert units(text) == ["Single vendor dependency. There is no secondary geocoder at all.",
+                           "The queue alert threshold was set in 2022 and never changed."]
+
+
+def test_a_theme_recurs_across_documents_is_named_by_its_phrase_and_summarised_by_a_sentence():
+    themes = themes_of()
+    labels = [t.label for t in themes]
+    assert labels[0] == "alert threshold, stale alert"  # the most relevant two reviews say it
+    assert "порог оповещения" in labels and "cache eviction, eviction storm" in labels  # each language its own
+    assert not any("postmortem" in label for label in labels)  # the question's words name the scope
+    assert not any("lena" in label.lower() or "1234" in label for label in labels)  # names and codes are examples
+    storm = themes[labels.index("cache eviction, eviction storm")]
+    assert storm.doc_ids == ("postmortems/a.md", "postmortems/b.md") and storm.chunk_ids == (1, 2)
+    assert storm.summary in {"The cache eviction storm started after a manual config change.",
+                             "A cache eviction storm followed the deploy of ERR_1234 handling."}
+    assert "config" not in labels  # said in one review only: no recurring theme
+    assert themes == themes_of()  # deterministic
+
+
+def test_a_word_said_outside_the_scope_too_is_no_theme_of_its_own():
+    # "cache" is in the guides as well: it names no theme, the phrase the reviews share does
+    themes = themes_of()
+    assert not any(t.label == "cache" for t in themes)
+    one_review = [p for p in REVIEWS if p.doc_id != "postmortems/b.md"]
+    assert not any("eviction" in t.label for t in themes_of(one_review))  # said by one review only
+
+
+def test_the_question_focus_ranks_the_themes_that_say_it():
+    focused = themes_of(question="What do all postmortems say about the cache?")
+    assert focused[0].label == "eviction storm"  # what is said of the cache leads, the asked word is no label
+
+
+def test_global_search_cites_the_report_holding_each_theme_and_falls_back_to_communities(monkeypatch):
+    monkeypatch.setattr(themes_module, "SCOPE_PASSAGES", 2)
+    level = AccessLevel("staff", ("staff",), 6)
+    reports = [
+        {"id": 10, "parent": None, "title": "Alerts", "summary": "Alert threshold findings.", "rating": 5.0,
+         "findings": [], "source_chunk_ids": [1, 2, 3, 4], "embedding": None},
+        {"id": 11, "parent": None, "title": "Caches", "summary": "Cache eviction storm findings.", "rating": 5.0,
+         "findings": [{"summary": "x", "explanation": "Cache eviction storm again and again.", "chunk_ids": [5]}],
+         "source_chunk_ids": [1, 2, 5], "embedding": None},
+    ]
+    similarities = {1: 0.9, 2: 0.8, 3: 0.85, 4: 0.7, 5: 0.6, 6: 0.5}
+    result = global_search([level], {"staff"}, lambda name: reports, QUESTION, None,
+                           load_scope=lambda lvl: (REVIEWS, similarities))
+    assert result.trace["themes_from"] == "scope" and "recur across the documents" in result.answer
+    assert "postmortems/c.md" in result.trace["scope"] and "guides/travel.md" not in result.trace["scope"]
+    by_label = {t.label: t for t in result.themes}
+    assert by_label["cache eviction, eviction storm"].report_id == 11  # the smaller report holding both passages
+    numbers = [c["number"] for c in result.reports]
+    assert numbers == sorted(set(numbers))  # one number per cited report, themes sharing it cite it once
+    assert all(f"[{c['number']}]" in result.answer for c in result.reports)
+    assert "(" not in result.answer.split("\n", 1)[1].split(":")[0]  # no type tags in a label
+    # passages that share no theme: each relevant community is a theme, as before
+    lonely = [ScopePassage(1, "a/x.md", "X", "Nothing written here recurs at all."),
+              ScopePassage(2, "a/y.md", "Y", "Completely different words appear below.")]
+    fallback = global_search([level], {"staff"}, lambda name: reports, QUESTION, None,
+                             load_scope=lambda lvl: (lonely, {1: 0.9, 2: 0.8}))
+    assert fallback.trace["themes_from"] == "communities" and fallback.themes
+
+
+def test_without_the_questions_vector_its_words_find_the_scope():
+    level = AccessLevel("staff", ("staff",), 6)
+    reports = [{"id": 10, "parent": None, "title": "Alerts", "summary": "Alert findings.", "rating": 5.0,
+                "findings": [], "source_chunk_ids": [1, 2, 3, 4, 5, 6], "embedding": None}]
+    result = global_search([level], {"staff"}, lambda name: reports, "What recurs across all postmortems?", None,
+                           load_scope=lambda lvl: (REVIEWS, {}))
+    assert result.trace["scope"] == ["postmortems/a.md", "postmortems/b.md", "postmortems/c.md", "postmortems/d.md"]
+    assert result.trace["themes_from"] == "scope" and result.reports[0]["id"] == 10
