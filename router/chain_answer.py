@@ -1,7 +1,10 @@
 """The offline multi-hop answer (`chain_answer`): from the entities the question names, each hop is a unit
 that links the current entity to a new one; a beam search keeps the best few chains, and the one that
 reaches what the question asks for, after as many hops as its form needs (`least_hops`), answers.
-The rules in router/extractive.py's docstring.
+A hop states a relation of the question in its own words or in its section's heading ("Billing team >
+Services owned" over a row naming the service); a relation an earlier hop or its page stated counts
+no more. A question of two parts ("Who leads X, and in which office does he work?") is two chains,
+the second from the first one's answer (`question_parts`). The rules in router/extractive.py's docstring.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from dataclasses import dataclass
 from core.text.language import detect_language
 from core.text.terms import content_stems, normalise
 from router.answer_units import (CYRILLIC, NAME_TYPE, NUMBER, VALUE_KINDS, WORD, YEAR, Extracted, Focus, Scorer, Unit,
-                                 cite, display, entity_key, same_word, skeleton, skeleton_match, skeletons, typed_names, units)
+                                 cite, display, entity_key, question_kind, same_word, skeleton, skeleton_match, skeletons, typed_names,
+                                 units)
 from router.local_answer import local_answer
 from router.question_text import title_core
 from router.types import Passage
@@ -41,17 +45,63 @@ def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_
 
     A beam search: each chain grows by its BEAM best next hops; the answer is the chain that reached
     what the question asks for (a place, a person, a date) in the fewest hops the question's form
-    allows, else the best-scoring one. Ties are broken by passage and unit order."""
+    allows, else the best-scoring one. Ties are broken by passage and unit order.
+
+    A question of two parts ("Who leads X, and in which office does he work?") is two chains, the
+    second from the entity the first reached; it has reached its answer only when both have."""
+    parts = question_parts(question)
+    if parts is None:
+        return _answer(question, passages, max_hops)
+    first = _answer(parts[0], passages, max_hops)
+    if not first.chain or not first.reached:
+        return Extracted(first.text, first.picked, first.confidence, first.chain, False)
+    second = _answer(parts[1], passages, max_hops, names=[first.chain[-1]], known=first.chain)
+    if not second.chain or not second.reached:
+        # nothing in the passages takes the first answer to what the second part asks: that part is
+        # still open, and the first answer is the next bridge to search from
+        return Extracted(first.text, first.picked, first.confidence, first.chain, False)
+    chain = first.chain + second.chain[1:]
+    seen = {(p.passage, p.position) for p in first.picked}
+    picked = first.picked + [p for p in second.picked if (p.passage, p.position) not in seen]
+    by_place = {(u.passage, u.position): u for u in units(passages)}
+    steps = " ".join(f"{display(by_place[(p.passage, p.position)])} [{p.passage}]" for p in picked)
+    text = f"{first.chain[-1]}; {chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps}"
+    return Extracted(text, picked, min(first.confidence, second.confidence), chain, True)
+
+
+# "..., and in which office does he work?": a second question about what the first one asks for.
+_SECOND_PART = re.compile(r",\s*(?:and|и)\s+(?=(?:in |at |from |в |из )?(?:which|what|where|when|who|how|"
+                          r"каком|какой|какая|где|когда|кто|сколько)\b)", re.IGNORECASE)
+
+
+def question_parts(question: str) -> tuple[str, str] | None:
+    """The two questions of a question that asks two things about one chain, the second asking its own
+    type ("Кто руководит командой X, и в каком офисе он работает?": a person, then a place); None
+    for a question asking one thing."""
+    m = _SECOND_PART.search(question)
+    if not m:
+        return None
+    first, second = question[:m.start()].strip(), question[m.end():].strip()
+    if not question_kind(second) or not content_stems(first) or not content_stems(second):
+        return None
+    return first + "?", second
+
+
+def _answer(question: str, passages: list[Passage], max_hops: int, names: list[str] | None = None,
+            known: list[str] = ()) -> Extracted:
+    """One chain's answer; `names`: where it starts, when not at the question's own names (the second
+    part of a two-part question starts at what the first part reached, and `known`, the entities the
+    first part passed, lead nowhere new)."""
     focus = Focus.of(question)
     every = units(passages)
-    names = _extend_names(question, focus.names, passages)
+    names = names or _extend_names(question, focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
     relation = [s for s in focus.terms.stems if s not in focus.name_stems]
     subjects = [_subject(p) for p in passages]
     least = min(max_hops, least_hops(question))
-    seed = _Chain([], names[0], frozenset(entity_key(n) for n in names), frozenset())
+    seed = _Chain([], names[0], frozenset(entity_key(n) for n in [*names, *known]), frozenset())
     finished: list[_Chain] = []
     beam = [seed]
     for _ in range(max_hops):
@@ -62,7 +112,7 @@ def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_
             for score, u, entity, linked in steps[:BEAM]:
                 hop = _Chain(chain.hops + [(u, entity, score)], chain.start if chain.hops else linked,
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
-                             chain.used | _related(relation, u.stems))
+                             chain.used | _related(relation, u.stems | scorer.title_stems[u.passage - 1]))
                 hop.reached = len(hop.hops) >= least and (entity[2] == "value" or _is_wanted(entity, focus.kind))
                 (finished if hop.reached else grown).append(hop)
         finished += [c for c in beam if c.hops and c not in finished]
@@ -107,6 +157,11 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         # each hop states a relation of its own: words an earlier hop stated count no more
         own = _related(relation, u.stems) - chain.used
         heading = _related(relation, scorer.title_stems[u.passage - 1]) - chain.used - own
+        # a section heading over the unit states how the page's subject relates to what the section
+        # lists ("Billing team > Services owned" over a row naming the Payments Gateway: Billing owns
+        # it); the words of the subject's own name ("team" of "Billing team") state no relation
+        listed = link[0] == "text" and subject in fresh and bool(
+            heading - set(content_stems(subject[1])) - _related(relation, frozenset(content_stems(subject[1]))))
         # what the unit itself states counts fully, what its title or heading says half
         rel = sum(scorer.weight(s) for s in own) + 0.5 * sum(scorer.weight(s) for s in heading)
         rel /= sum(scorer.weight(s) for s in relation) or 1.0
@@ -116,9 +171,10 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
             if final else []  # the page's own subject first: the Berlin office page answers "Berlin"
         if value and final:  # a date or a number ends the chain; never on the first hop
             wanted = [(f"value:{u.passage}:{u.position}", _value(u, scorer), "value")]
-        if not own and not wanted and not (link[0] == "text" and any(e[2] in _BRIDGE_TYPES for e in fresh)):
-            # a bridge states one of the question's relations, or at least names the current entity
-            # next to a person, team, service or place ("led by" is no stem of "lead")
+        if not own and not wanted and not listed and not (link[0] == "text" and any(e[2] in _BRIDGE_TYPES for e in fresh)):
+            # a bridge states one of the question's relations (in its own words or its section's
+            # heading), or at least names the current entity next to a person, team, service or
+            # place ("led by" is no stem of "lead")
             continue
         score = rel + (0.3 if wanted else 0.0) + (0.05 if link[0] == "text" else 0.0) + 0.05 / u.passage
         out.append((score, u, wanted[0] if wanted else _bridge(fresh, subject, link, u.text), link[1]))
@@ -202,9 +258,12 @@ def _position(folded: str, name: str) -> int:
 
 
 def _alias(text: str, name: str) -> bool:
-    """A name in brackets right after another one is that one's other name: "Команда Маршрутизации
-    (Routing team)" names one team, so the bracketed name leads nowhere new."""
-    return bool(re.search(r"[\w*»\"'`]\s*\(\s*" + re.escape(name) + r"\b", text))
+    """A name in brackets right after another one, or after "also known as", is that one's other name:
+    "Команда Маршрутизации (Routing team)" and "Harbour Lights, also known as "Night Ferry"" each
+    name one thing, so the other name leads nowhere new."""
+    return bool(re.search(r"(?:[\w*»\"'`]\s*\(|\b(?:also|otherwise|formerly|better)\s+(?:known|called|named)\s+"
+                          r"(?:as\s+)?|\b(?:a\.k\.a\.|aka|также известн\w*\s+как|он же|она же)\s*)"
+                          r"\s*[\"'“«`]?\s*" + re.escape(name) + r"\b", text, re.IGNORECASE))
 
 
 def _chain_label(question: str) -> str:
