@@ -1,7 +1,8 @@
-"""What the offline answers are made of: the question's type and focus, the passages cut into units that
-never cross a list item, table row, heading or paragraph, the scoring of units against the question,
-and what an extracted answer is. The answers themselves: router/local_answer.py, router/chain_answer.py
-(multi-hop) and router/extractive.py (which one answers); the rules in extractive.py's docstring.
+"""What the offline answers are made of: the question's focus (its type: router/answer_types.py), the
+passages cut into units that never cross a list item, table row, heading or paragraph, the scoring of
+units against the question, and what an extracted answer is. The answers themselves:
+router/local_answer.py, router/chain_answer.py (multi-hop) and router/extractive.py (which one
+answers); the rules in extractive.py's docstring.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ from core.sentences import split_sentences
 from core.text.mentions import find_mentions
 from core.text.names import entity_key as _entity_key
 from core.text.terms import QueryTerms, content_stems, normalise
+from router.answer_types import MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counted, counts, question_kind
 from router.question_text import question_mentions, title_core
 from router.types import Passage
 
 MIN_UNIT_CHARS = 12
+# A number counting what a "how many X" question counts adds as much again as holding a number at all
+# (the typed weight of a value, 0.25): it is the answer's form, not a word the question shares.
+COUNTED = 0.25
 # merge keys of unit texts and names: a chain search asks for the same ones many times over
 entity_key = lru_cache(maxsize=8192)(_entity_key)
 # Below this share of the question (rarity-weighted words, names twice) found in the answering
@@ -28,25 +33,6 @@ entity_key = lru_cache(maxsize=8192)(_entity_key)
 # 0.25 over all); bench/answer_eval.py reports it leave-one-dataset-out.
 MIN_CONFIDENCE = 0.2
 
-# --- question types --------------------------------------------------------------------------------
-
-_KIND_CUES = (  # checked in order; the first that matches decides
-    ("number", r"\b(how (many|much|long|old|far|big|large|often|tall|high)|what (percentage|percent|number|share)|"
-               r"сколько|как долго|какой процент|какая доля|какое количество)\b"),
-    ("date", r"(^|[,;]\s*)(when|когда)\b|\b(what|which|in what|in which) (year|date|day|month|century)\b|"
-             r"\b(в каком году|какого года|в какой год|с какого года|какого числа|в каком месяце|в каком веке)\b"),
-    ("person", r"^(who|whom|whose)\b|[,;]\s*(who|whom|whose)\b|\b(кто|кого|кому|кем|чей|чья)\b"),
-    ("place", r"(^|[,;]\s*)(where|где|откуда|куда)\b|\b(in |at |from )?(which|what) (city|country|office|state|"
-              r"town|region|place|continent|county|province|island|location|site)\b|"
-              r"\b(в|из) (каком|какой) (городе|офисе|стране|регионе|области|месте|штате)\b|"
-              r"\bкакой (город|офис)\b|\bкакая страна\b"),
-)
-_KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
-YEAR = re.compile(r"(?<![\w.,])(1[0-9]{3}|20[0-9]{2})(?![\w,]|\.\d)")
-_MONTH = re.compile(r"\b(january|february|march|april|june|july|august|september|october|november|december|"
-                    r"январ|феврал|март|апрел|ма[йя]\b|июн|июл|август|сентябр|октябр|ноябр|декабр)", re.IGNORECASE)
-NUMBER = re.compile(r"(?<![\w])\d[\d.,]*")
-NAME_TYPE = {"person": {"person"}, "place": {"location"}}
 _MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signify|означает|означают|значит|"
                       r"обозначает|указывает)\b", re.IGNORECASE)
 CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
@@ -56,12 +42,6 @@ _LATIN = re.compile(r"[a-z]", re.IGNORECASE)
 
 def _script(text: str) -> str:
     return "cyrillic" if len(CYRILLIC.findall(text)) > len(_LATIN.findall(text)) else "latin"
-
-
-def question_kind(question: str) -> str | None:
-    """"date", "number", "person", "place" or None (a "what does X mean" question: any sentence about X)."""
-    q = " ".join(question.split())
-    return next((kind for kind, cue in _KINDS if cue.search(q)), None)
 
 
 # --- cross-script names ------------------------------------------------------------------------------
@@ -115,6 +95,9 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ANAPHORA = re.compile(r"^\W*(this|that|these|those|it|its|they|their|such|here|there|he|she|his|her|"
                        r"это|этот|эта|эти|он|она|оно|они|его|её|ее|их|там|здесь|такой|такая|такие)\b",
                        re.IGNORECASE)
+# A demonstrative with no noun after it, closing a clause, stands for what was said before: "... tried
+# to do this.", "... пытался сделать это." (one before a noun, "this rule", may name its own referent)
+_PRONOUN_CLOSES = re.compile(r"\b(this|that|these|those|это|этого|этому|этим|этом)\s*[.!?;]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -127,8 +110,14 @@ class Unit:
     sequence: tuple[str, ...]
     skeletons: frozenset[str]
     names: tuple[tuple[str, str, str], ...]  # (merge key, surface, type) of the names the unit holds
-    anaphoric: bool  # starts by referring back ("This is ...")
+    anaphoric: bool  # refers back: starts so ("This is ...") or closes a clause on a pronoun ("... did this.")
     header: str = ""  # a table row's header row
+
+    @property
+    def cut(self) -> bool:
+        """The passage's first unit begins mid-sentence (a lower-case word, no list marker): the chunk
+        cut off its start, so it reads as a fragment ("where A is the area ...")."""
+        return self.position == 0 and self.text[:1].islower()
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
@@ -188,10 +177,14 @@ def units(passages: list[Passage]) -> list[Unit]:
                 folded = normalise(part)
                 names = tuple((k, s, t) for k, s, t in typed if normalise(s) in folded)
                 out.append(Unit(n, b, position, part, frozenset(sequence) | frozenset(content_stems(header)),
-                                sequence, skeletons(part), names, bool(_ANAPHORA.match(_LIST_MARK.sub("", part))),
+                                sequence, skeletons(part), names, _refers_back(part),
                                 header))
                 position += 1
     return out
+
+
+def _refers_back(part: str) -> bool:
+    return bool(_ANAPHORA.match(_LIST_MARK.sub("", part)) or _PRONOUN_CLOSES.search(part))
 
 
 def typed_names(p: Passage) -> list[tuple[str, str, str]]:
@@ -237,6 +230,7 @@ class Focus:
     question_tokens: frozenset[str]  # lower-cased words of the question: what an answer must add to
     script: str = "latin"
     defines: bool = False  # "what does X mean": the unit that defines X answers
+    counted: frozenset[str] = frozenset()  # what a "how many" question counts (answer_types.counted)
 
     @property
     def identifiers(self) -> list[re.Pattern]:
@@ -258,7 +252,8 @@ class Focus:
         skeletons = {content_stems(w)[0]: skeleton(w) for w in words if content_stems(w) and len(skeleton(w)) >= 3}
         stems = frozenset(s for name in names for s in content_stems(name))
         return cls(question, terms, kind, names, stems, skeletons,
-                   frozenset(normalise(w) for w in WORD.findall(question)), _script(question), defines)
+                   frozenset(normalise(w) for w in WORD.findall(question)), _script(question), defines,
+                   counted(question) if kind == "number" else frozenset())
 
 
 @dataclass
@@ -328,10 +323,10 @@ class Scorer:
         """Whether the unit holds a value of the asked type that the question does not already hold."""
         kind = self.focus.kind
         if kind == "date":
-            return any(y not in self.focus.question_tokens for y in YEAR.findall(u.text)) or bool(_MONTH.search(u.text))
+            return any(y not in self.focus.question_tokens for y in YEAR.findall(u.text)) or bool(MONTH.search(u.text))
         if kind == "number":
             return any(normalise(m.group()).strip(".,") not in self.focus.question_tokens
-                       for m in NUMBER.finditer(u.text))
+                       for pattern in (NUMBER, NUMERAL) for m in pattern.finditer(u.text))
         if kind in NAME_TYPE:
             return any(t in NAME_TYPE[kind] and not self.in_question(s) for _, s, t in u.names)
         return False
@@ -352,6 +347,8 @@ class Scorer:
         # a date or a number is found by pattern; a person or a place by the mention finder's vote,
         # which often misses or mistypes one, so it counts less
         typed = (0.25 if self.focus.kind in VALUE_KINDS else 0.1) if self.focus.kind and self.typed(u) else 0.0
+        # "how many countries": a number right before "countries" is the count asked for, not any number
+        typed += COUNTED * counts(u.text, self.focus.counted, self.focus.question_tokens)
         return 0.5 * lex + 0.15 * context + 0.1 * bigram + typed + 0.2 * self.about(u) + 0.1 / u.passage
 
     def about(self, u: Unit) -> bool:
@@ -363,8 +360,6 @@ class Scorer:
         opening = set(content_stems(" ".join(WORD.findall(_LIST_MARK.sub("", u.text))[:4])))
         return any(s in opening for s in self.focus.name_stems if any(c.isdigit() or c == "_" for c in s))
 
-
-VALUE_KINDS = ("date", "number")
 
 
 # --- answers -----------------------------------------------------------------------------------------

@@ -10,14 +10,18 @@ A local answer (`local_answer`) is the unit that best answers the question:
   by consonant skeleton), and the names count twice, since "the Berlin office opened in 2013" is
   no answer about Yekaterinburg; a unit opening with the code the question asks about (ERR_2043)
   defines it;
-- its answer type: "when" wants a date, "how many" a number, "who" a person, "where / which
-  office" a place, each one the question itself does not contain;
+- its answer type (router/answer_types.py): "when" wants a date, "how many" and "what rank" a
+  number (in digits or words: "nine", "девяти"), "who" a person, "where / which office" a place,
+  each one the question itself does not contain; a "how many X" question wants the number standing
+  just before X ("девяти странам", "160 000 кв. миль") more than any other number;
 - the passage's own title and heading count as context (a Russian office page titled with the city
   answers "When did the Yekaterinburg office open?" with its first sentence), and its rank a little.
-The unit is followed by the next ones of its own list item or paragraph within half the budget, and
-past that by those that refer back to it ("This is ...", "It ..."); another block is added only when
+Of two equal units a whole sentence goes first, before one the chunk cut at its start. A unit that
+refers back (it opens with "This is ...", "It ...", or closes a clause on a pronoun: "... tried to do
+this.") brings the sentence before it. The unit is followed by the next ones of its own list item or
+paragraph within half the budget, and past that by those that refer back; another block is added only when
 it answers a part of the question the first did not, about what the question names, with the asked
-type, and never when it starts by referring back.
+type, and never when it refers back.
 
 A multi-hop answer (`chain_answer`) follows the chain: from the entities the question names, each
 hop is a unit that links the current entity (named in the unit or the subject of its passage) to a

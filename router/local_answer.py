@@ -22,7 +22,8 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
     if not candidates:
         return Extracted("", [], 0.0)
     scores = {id(u): scorer.score(u) for u in candidates}
-    first = min(candidates, key=lambda u: (-scores[id(u)], u.passage, u.position))
+    # of two equal units, a whole sentence before one the chunk cut
+    first = min(candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
     chosen = _with_block(first, every, max_chars)
     covered = set().union(*(scorer.covered(u) for u in chosen))
     used = sum(len(u.text) for u in chosen)

@@ -1,0 +1,88 @@
+"""What a question asks for, and where a sentence holds it: the answer type ("date", "number", "person",
+"place"), the thing a "how many" question counts, and the values (years, months, numbers written in
+digits or words) a sentence holds. Used by the offline answers (router/answer_units.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.text.terms import content_stems
+
+_KIND_CUES = (  # checked in order; the first that matches decides
+    # a rank ("какое место занимает", "what rank") is an ordinal number, as "12-й", "third"
+    ("number", r"\b(how (many|much|long|old|far|big|large|often|tall|high)|what (percentage|percent|number|share|rank)|"
+               r"сколько|скольк(их|им|ими)|как долго|какой процент|какая доля|какое количество|"
+               r"как(ое|ом) мест[оеа]\b.*\b(занима|заня))"),
+    ("date", r"(^|[,;]\s*)(when|когда)\b|\b(what|which|in what|in which) (year|date|day|month|century)\b|"
+             r"\b(в каком году|какого года|в какой год|с какого года|какого числа|в каком месяце|в каком веке)\b"),
+    ("person", r"^(who|whom|whose)\b|[,;]\s*(who|whom|whose)\b|\b(кто|кого|кому|кем|чей|чья)\b"),
+    ("place", r"(^|[,;]\s*)(where|где|откуда|куда)\b|\b(in |at |from )?(which|what) (city|country|office|state|"
+              r"town|region|place|continent|county|province|island|location|site)\b|"
+              r"\b(в|из) (каком|какой) (городе|офисе|стране|регионе|области|месте|штате)\b|"
+              r"\bкакой (город|офис)\b|\bкакая страна\b"),
+)
+_KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
+VALUE_KINDS = ("date", "number")
+NAME_TYPE = {"person": {"person"}, "place": {"location"}}
+YEAR = re.compile(r"(?<![\w.,])(1[0-9]{3}|20[0-9]{2})(?![\w,]|\.\d)")
+MONTH = re.compile(r"\b(january|february|march|april|june|july|august|september|october|november|december|"
+                   r"январ|феврал|март|апрел|ма[йя]\b|июн|июл|август|сентябр|октябр|ноябр|декабр)", re.IGNORECASE)
+NUMBER = re.compile(r"(?<![\w])\d[\d.,]*")
+# Numbers written as words, whole word forms with their case endings (a stem would catch "семья" as
+# "семь"). "One" / "один" is left out: "one of", "no one", "одним из" are rarely a count.
+NUMERAL = re.compile(
+    r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(thir|four|fif|six|seven|eigh|nine)teen|"
+    r"(twen|thir|for|fif|six|seven|eigh|nine)ty|hundreds?|thousands?|millions?|billions?|dozens?|half|thirds?|"
+    r"quarters?|"
+    r"два|две|двух|двум|двумя|три|тр[её]х|тр[её]м|тремя|четыре|четыр[её]х|четыр[её]м|четырьмя|"
+    r"(пят|шест|сем|восем|восьм|девят|десят)(ь|и|ью)|"
+    r"(одинн|двен|трин|четырн|пятн|шестн|семн|восемн|девятн)адцат(ь|и|ью)|(двадц|тридц)ат(ь|и|ью)|сорока?|"
+    r"(пят|шест|сем|восем)ьдесят|(пят|шест|сем|восьм)идесяти|девяност[оа]|сто|ста|двести|двухсот|триста|"
+    r"тысяч[аиуе]?|тысячами|миллион(а|ов|ы)?|миллиард(а|ов|ы)?|полтора|полторы|половин[аыуе]|трет(ь|и|ей)|"
+    r"четверт(ь|и))\b", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
+_COUNTING = re.compile(r"\b(how many|how much|what number of|сколько|скольк(их|им|ими)|какое количество)\s+(.*)",
+                       re.IGNORECASE)
+COUNTED_WITHIN = 2  # a count stands just before what it counts: "девяти странам", "160 000 кв. миль"
+
+
+def question_kind(question: str) -> str | None:
+    """"date", "number", "person", "place" or None (a "what does X mean" question: any sentence about X)."""
+    q = " ".join(question.split())
+    return next((kind for kind, cue in _KINDS if cue.search(q)), None)
+
+
+def counted(question: str) -> frozenset[str]:
+    """The stems of what a "how many" question counts: the words right after its cue, at most two, up to
+    the first stop word or punctuation, which end the noun phrase ("How many square miles did" -> squar,
+    mile; "Сколько складов у компании" -> склад)."""
+    found = _COUNTING.search(" ".join(question.split()))
+    if not found:
+        return frozenset()
+    phrase = []
+    for token in re.findall(r"\w+|[^\w\s]", found.group(3))[:COUNTED_WITHIN]:
+        stems = content_stems(token)
+        if not stems:
+            break
+        phrase += stems
+    return frozenset(phrase)
+
+
+def values(text: str) -> list[re.Match]:
+    """The numbers the text holds, in digits or in words, in order."""
+    return sorted([*NUMBER.finditer(text), *NUMERAL.finditer(text)], key=lambda m: m.start())
+
+
+def counts(text: str, things: frozenset[str], asked: frozenset[str]) -> bool:
+    """Whether a number the question does not hold (`asked`: its lower-cased words) stands at most
+    COUNTED_WITHIN words before one of the counted `things` (stems)."""
+    if not things:
+        return False
+    for m in values(text):
+        if m.group().lower().strip(".,") in asked:
+            continue
+        after = content_stems(" ".join(_WORD.findall(text[m.end():])[:COUNTED_WITHIN + 1]))
+        if things & set(after[:COUNTED_WITHIN]):
+            return True
+    return False

@@ -1,0 +1,71 @@
+"""Offline local answers chosen by answer type and focus: a "how many X" question takes the number
+that counts X (in digits or words), a rank is a number, a sentence ending on a pronoun brings the
+one it refers to, and a whole sentence beats a fragment the chunk cut. Invented examples, no database."""
+from __future__ import annotations
+
+import pytest
+
+from router.answer_types import counted, counts, question_kind
+from router.answer_units import units
+from router.local_answer import local_answer
+from router.types import Passage
+
+
+def p(n: int, title: str, text: str) -> Passage:
+    return Passage(n, f"doc{n}.md", title, title, text)
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("Какое место по выручке занимает Нордпорт среди портов Балтики?", "number"),
+    ("What rank does Nordport hold among Baltic ports?", "number"),
+    ("Какое место посетил инспектор первым?", None),  # a place visited, not a rank
+    ("В течение скольких дней хранится журнал?", "number"),
+])
+def test_a_rank_and_an_inflected_how_many_ask_for_a_number(question, kind):
+    assert question_kind(question) == kind
+
+
+def test_a_count_stands_just_before_what_it_counts_in_digits_or_words():
+    things = counted("Сколько складов у компании в Казани?")
+    asked = frozenset({"сколько", "складов", "у", "компании", "в", "казани"})
+    assert counts("Компании принадлежат девяти складам в регионе.", things, asked)
+    assert counts("В Казани работают 14 складов.", things, asked)
+    assert not counts("В 2019 году компания открыла офис, а склады переехали.", things, asked)
+    assert not counts("Семья владельцев держит склады с 1990-х.", things, asked)  # "семья" is no "семь"
+    assert counted("How many square miles did the flood cover?") == frozenset({"squar", "mile"})
+
+
+@pytest.mark.parametrize("question, text, count", [
+    ("How many counties does the Orvel river basin cover?",
+     "The Orvel river basin covers 4 200 square kilometres.\n\nThe Orvel basin spans seven counties.", "seven"),
+    ("Сколько округов охватывает бассейн реки Орвель?",
+     "Бассейн реки Орвель охватывает 4 200 квадратных километров.\n\nБассейн Орвеля лежит на территории семи округов.",
+     "семи"),
+])
+def test_how_many_ranks_the_number_of_the_counted_thing_first(question, text, count):
+    got = local_answer(question, [p(1, "Orvel", text)])
+    best = max(got.picked, key=lambda pick: pick.score)  # the area is a number too, of something else
+    assert f"{count} " in best.text and "4 200" not in best.text
+
+
+def test_a_rank_question_takes_the_sentence_with_the_rank():
+    text = ("Нордпорт — крупнейший по грузообороту порт на южном побережье Балтики.\n\n"
+            "Обработав 41 млн тонн в 2024 году, Нордпорт стал 3-м портом региона по грузообороту.")
+    got = local_answer("Какое место по грузообороту занимает Нордпорт среди портов Балтики?", [p(1, "Нордпорт", text)])
+    assert "3-м" in got.text and "крупнейший" not in got.text
+
+
+def test_a_sentence_ending_on_a_pronoun_brings_the_one_it_refers_to():
+    text = ("Engineers kept trying to build one shared cache for every region. "
+            "The Orion team was among those who failed to do this.")
+    got = local_answer("What did the Orion team fail to build?", [p(1, "Caching", text)])
+    assert "one shared cache for every region" in got.text
+    assert [u.anaphoric for u in units([p(1, "Caching", text)])] == [False, True]
+
+
+def test_a_whole_sentence_beats_an_equal_fragment_the_chunk_cut():
+    text = ("where the quota of the workspace is counted per hour. "
+            "Exports draw on the quota of the workspace, and the quota resets at midnight UTC.")
+    got = local_answer("What draws on the quota of the workspace?", [p(1, "Quotas", text)])
+    assert got.text.startswith("Exports draw on the quota")
+    assert [u.cut for u in units([p(1, "Quotas", text)])] == [True, False]
