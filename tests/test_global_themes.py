@@ -36,12 +36,20 @@ def themes_of(passages=REVIEWS, question=QUESTION, scope=None, relevance=None, m
     return scoped_themes(set(stems(question)), passages, scope, relevance or {}, max_themes)
 
 
-def test_scope_is_the_nearest_passages_documents_and_those_filed_beside_them():
-    assert scope_documents(REVIEWS, [3]) == {"postmortems/a.md", "postmortems/b.md", "postmortems/c.md",
-                                             "postmortems/d.md"}
+def test_scope_is_the_nearest_passages_documents_and_those_filed_where_the_relevant_ones_concentrate():
+    relevant = {"postmortems/c.md": 1.0, "postmortems/a.md": 0.9, "guides/style.md": 0.5, "guides/travel.md": 0.1}
+    assert scope_documents(REVIEWS, [3], relevant, k=3) == {"postmortems/a.md", "postmortems/b.md",
+                                                            "postmortems/c.md", "postmortems/d.md"}
+    # a seed in a folder where the relevant documents do not concentrate brings only itself
+    assert scope_documents(REVIEWS, [3, 5], relevant, k=3) == {"postmortems/a.md", "postmortems/b.md",
+                                                               "postmortems/c.md", "postmortems/d.md",
+                                                               "guides/style.md"}
+    # one relevant document in a folder is no concentration: nothing is added beside it
+    assert scope_documents(REVIEWS, [5], {"guides/style.md": 1.0, "postmortems/a.md": 0.2}, k=2) == \
+        {"guides/style.md"}
     top_level = [ScopePassage(7, "notes.md", "Notes", "x"), ScopePassage(8, "other.md", "Other", "y")]
-    assert scope_documents(top_level, [7]) == {"notes.md"}  # the corpus's top folder is no kind of document
-    assert scope_documents(REVIEWS, [99]) == set()  # a passage the level does not hold brings nothing
+    assert scope_documents(top_level, [7], {"notes.md": 1.0, "other.md": 0.9}) == {"notes.md"}  # no folder, no kind
+    assert scope_documents(REVIEWS, [99], {}) == set()  # a passage the level does not hold brings nothing
     assert nearest({1: 0.5, 2: 0.9, 3: 0.9}, 2) == [2, 3]
 
 
@@ -49,6 +57,11 @@ def test_relevance_is_the_best_passage_scaled_between_the_levels_documents():
     relevance = document_relevance(REVIEWS, {1: 0.70, 2: 0.90, 5: 0.80})
     assert relevance == pytest.approx({"postmortems/a.md": 0.0, "postmortems/b.md": 1.0, "guides/style.md": 0.5})
     assert document_relevance(REVIEWS[:1], {1: 0.7}) == {"postmortems/a.md": 1.0}
+    # each script is scaled on its own: a Russian question's cosines put every Russian document above
+    # the English ones that say the same, so the best English document is as relevant as the best Russian
+    mixed = document_relevance(REVIEWS, {1: 0.75, 2: 0.70, 3: 0.90, 4: 0.85, 5: 0.60})
+    assert mixed == pytest.approx({"postmortems/a.md": 1.0, "postmortems/b.md": 2 / 3, "guides/style.md": 0.0,
+                                   "postmortems/c.md": 1.0, "postmortems/d.md": 0.0})
 
 
 def test_units_are_prose_sentences_without_markup_records_tables_or_code():
@@ -126,3 +139,41 @@ def test_without_the_questions_vector_its_words_find_the_scope():
                            load_scope=lambda lvl: (REVIEWS, {}))
     assert result.trace["scope"] == ["postmortems/a.md", "postmortems/b.md", "postmortems/c.md", "postmortems/d.md"]
     assert result.trace["themes_from"] == "scope" and result.reports[0]["id"] == 10
+
+
+def test_closed_class_and_common_words_name_no_theme_a_phrase_names_a_word():
+    # "three" and "because" recur across the reviews (closed classes: a count, a conjunction); "production"
+    # recurs too, but every kind of document of the level says it as often (no keyness); "drift" is
+    # named by the recurring phrase holding it
+    reviews = [ScopePassage(10 + i, f"reviews/{i}.md", f"Review {i}",
+                            "The outage lasted three hours because production traffic doubled. "
+                            "Configuration drift in the gateway hid the change for a day. "
+                            "Nobody checked the drift report.") for i in range(3)]
+    others = [ScopePassage(20 + i, f"guides/{i}.md", f"Guide {i}",
+                           f"Every production change needs a ticket. A production database is backed up {i} times "
+                           f"a night. Production access is reviewed quarterly.") for i in range(3)]
+    labels = [t.label for t in scoped_themes(set(stems("What recurs across all reviews?")), reviews + others,
+                                             {p.doc_id for p in reviews}, {}, 6)]
+    assert any("drift" in term.split(" ") and " " in term for label in labels for term in label.split(", "))
+    words = {w for label in labels for w in label.replace(",", " ").split()}
+    assert not words & {"three", "because"}
+    # three short reviews are too little evidence for any single word to be key ("gateway", "checked")
+    assert all(" " in term for label in labels for term in label.split(", "))
+
+
+def test_a_record_field_with_an_aside_is_no_statement():
+    assert units("- **Date:** 18 November 2024, 09:42–12:52 CET (3 hours 10 minutes)\n\n"
+                 "- **Дата:** 12 февраля 2025 г., 01:30–06:55 по Москве (5 ч 25 мин)") == []
+
+
+def test_a_name_of_two_common_words_is_an_example_not_a_theme():
+    # "Status Board" is a service's name (capitalised inside sentences); "status board" in lower case
+    # once does not make it a phrase of the reviews
+    reviews = [ScopePassage(30 + i, f"reviews/{i}.md", f"Review {i}",
+                            "The outage hit the Status Board first. A missing runbook slowed the response. "
+                            "Later the Status Board recovered.") for i in range(2)]
+    reviews.append(ScopePassage(40, "reviews/x.md", "Review X", "Our status board was green; a missing runbook again."))
+    labels = [t.label for t in scoped_themes(set(stems("What recurs across all reviews?")), reviews,
+                                             {p.doc_id for p in reviews}, {}, 6)]
+    assert labels[0].startswith("missing runbook")
+    assert not any(w in label for label in labels for w in ("status", "board"))  # nor a pair holding one of them

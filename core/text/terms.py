@@ -32,6 +32,30 @@ both some such only own same other more most few s t don isn aren does did vs vi
 разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда
 конечно всю между это как каков какова каково сколько который которая которое которые которого
 """.split())
+# The rest of the closed word classes (numerals, conjunctions, prepositions, pronouns and quantifiers
+# STOPWORDS leaves out): words that carry grammar or a count, never what a text is about, so they
+# never name a theme (graph/query/themes.py). STOPWORDS stays as it is: lexical matching uses it.
+CLOSED_CLASS = STOPWORDS | frozenset("""
+zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
+seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred hundreds
+thousand thousands million millions billion first second third fourth fifth sixth seventh eighth ninth
+tenth once twice thrice dozen half
+because while whilst although though since until unless whether whereas however therefore thus hence
+yet either neither else otherwise instead
+without within against among amongst across along around behind beyond despite toward towards upon
+onto throughout above below beside besides inside outside near after before off out up down
+every another several many much none nobody nothing noone everyone everybody everything someone
+somebody something anyone anybody anything itself himself herself themselves ourselves yourself
+myself whoever whatever whichever whenever wherever
+ноль одна одно одни одного одной двух двум двумя две трёх трех трем тремя четыре четырёх пять шесть
+семь восемь девять десять одиннадцать двенадцать двадцать тридцать сорок пятьдесят сто двести
+триста тысяча тысячи тысяч миллион миллиона миллионов первый первая первое первые второй вторая
+третий третья четвёртый пятый половина дважды трижды однажды
+потому поэтому однако хотя пока либо также тоже зато причём притом итак следовательно
+из-за около вокруг среди против вместо кроме благодаря вне внутри согласно вследствие ради сквозь
+весь вся всё каждый каждая каждое каждого любой любая любое другие других другого несколько
+никто нечто некто кое-что что-то кто-то свой своя своё свои своих наш наша наше наши ваш ваша
+""".split())
 
 @lru_cache(maxsize=200_000)
 def stem(token: str) -> str:

@@ -189,8 +189,9 @@ def themes_in_scope(query_stems: set[str], passages: list[ScopePassage],
     them). Without the question's vector the passages are ranked by its words."""
     if not similarities:
         similarities = {p.id: lexical_score(query_stems, f"{p.title or ''} {p.content}") for p in passages}
-    scope = scope_documents(passages, nearest(similarities))
-    found = scoped_themes(query_stems, passages, scope, document_relevance(passages, similarities), max_themes)
+    relevance = document_relevance(passages, similarities)
+    scope = scope_documents(passages, nearest(similarities), relevance)
+    found = scoped_themes(query_stems, passages, scope, relevance, max_themes)
     trace["scope"] = sorted(scope)
     themes = []
     for f in found:

@@ -7,21 +7,28 @@ community. A theme here is what several of the question's documents say, found a
 Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
 
 1. Scope: the documents the question is about: those holding its nearest passages, and with them
-   the documents filed beside them (the same folder: documents of one kind are filed together, and
-   a question about "all incident reviews" is about every one of them, in whichever language).
+   the documents filed in the folder where the documents most relevant to it concentrate (documents
+   of one kind are filed together, and a question about "all incident reviews" is about every one
+   of them, in whichever language; a folder holding one relevant document among unrelated ones is
+   no such kind). A document's relevance is scaled among the documents of its script: a question's
+   own language scores higher with the embedding model than another saying the same.
 2. Candidates: the content terms of the scope's prose sentences (stems of common words and adjacent
-   pairs of them; names, codes and numbers are examples of a theme, not its name; records such as
-   "Date: 9 April" and table rows are no prose), each kept when it recurs in at least two of the
-   scope's documents; a term the question itself says names the scope, not a theme in it. A term
-   weighs as in class-based TF-IDF: the scope documents saying it, each by its relevance to the
-   question, times log(1 + N / df) over the level's documents written in its script (what every
-   document says weighs least), times one plus the share of the question's focus (its words beyond
-   what the scope's documents are called) its sentences say.
+   pairs of them, a hyphenated compound one word; names, codes, numbers and closed-class words
+   (numerals, conjunctions, pronouns) are no theme's name; records such as "Date: 9 April" and
+   table rows are no prose), each kept when it recurs in at least two of the scope's documents; a
+   term the question itself says names the scope, not a theme in it. A single word stays only when
+   no recurring phrase holds it and it is key to the scope against the rest of the level (Dunning's
+   log-likelihood): the common vocabulary of every kind of document names no theme. A term weighs
+   as in class-based TF-IDF: the scope documents saying it, each by its relevance to the question,
+   times log(1 + N / df) over the level's documents written in its script (what every document
+   says weighs least), times one plus the share of the question's focus (its words beyond what the
+   scope's documents are called) its sentences say.
 3. Themes: terms taken best first; one whose sentences lie mostly among a chosen theme's, or that
-   shares a word with the theme's first term, joins that theme (STC's merge of base clusters), the
-   rest start a new theme. A theme is named by its terms, a word giving way to a recurring phrase
+   shares a word with the theme's first name, joins that theme (STC's merge of base clusters), the
+   rest start a new theme. A theme is named by its terms, a word giving way to the recurring phrase
    holding it (STC labels clusters by phrases); its summary is its most central sentence (the most
-   of its terms' weight per word) most relevant to the question; its documents are its sentences'.
+   of its terms' weight per word) most relevant to the question among those saying its label; its
+   documents are its sentences'.
 
 Pure: the passages come from graph/query/runner.py, read through SQL with the level's groups.
 """
@@ -33,7 +40,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from core.sentences import split_sentences
-from core.text.terms import STOPWORDS, normalise, stem
+from core.text.terms import CLOSED_CLASS, normalise, stem
 
 SCOPE_PASSAGES = 10  # the nearest passages whose documents seed the scope (a search's usual k)
 MIN_DOCUMENTS = 2  # a theme recurs: at least this many of the scope's documents say it
@@ -41,13 +48,20 @@ MERGE_OVERLAP = 0.5  # STC's merge rule: a phrase whose sentences lie this much 
 LABEL_TERMS = 3
 LABEL_SHARE = 0.5  # a merged phrase names the theme too when it weighs at least this share of the first
 # (a merged single word does not: a word inside a theme's sentences is mostly their grammar, "before", "поэтому")
+KEYNESS = 10.83  # G2 at p < 0.001 (one degree of freedom): a single word's keyness for the scope against the level
 MAX_SUMMARY_CHARS = 300  # a theme's one sentence; longer ones are lists and tables run together
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# a term's word: a hyphenated compound is one word ("on-call engineer", not "call engineer")
+_TERM_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
 _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1\s*$", re.MULTILINE | re.DOTALL)
-# stop words by their stems: a list names one form ("которые"), the text uses others ("которых")
-_STOP_STEMS = frozenset(stem(normalise(w)) for w in STOPWORDS)
+# closed-class words (grammar and counts: "three", "because", "которых") by their stems: a list names
+# one form ("которые"), the text uses others ("которых")
+_STOP_STEMS = frozenset(stem(normalise(w)) for w in CLOSED_CLASS)
 _FIELD_SEPARATOR = re.compile(r":|\s[—–]\s")
+_CYRILLIC_LETTER = re.compile(r"[а-яёА-ЯЁ]")
+_LATIN_LETTER = re.compile(r"[a-zA-Z]")
+_ASIDE = re.compile(r"\([^()]*\)")
 _MARKUP = re.compile(r"^(?:[-*+>]|\d+[.)])\s+|\*\*|__|`")
 
 
@@ -73,12 +87,19 @@ def folder(doc_id: str) -> str:
     return doc_id.rsplit("/", 1)[0] if "/" in doc_id else ""
 
 
-def scope_documents(passages: list[ScopePassage], nearest: list[int]) -> set[str]:
-    """The documents of the nearest passages and the documents filed in the same folders (a
-    document at the top of the corpus brings only itself: a top-level folder is no kind)."""
+def scope_documents(passages: list[ScopePassage], nearest: list[int], relevance: dict[str, float],
+                    k: int | None = None) -> set[str]:
+    """The documents of the nearest passages, and every document filed in the folder where the
+    question's documents concentrate: the folder holding the most of the k (SCOPE_PASSAGES) documents
+    most relevant to it, at least two of them (ties: each such folder). A folder one relevant document
+    shares with unrelated ones (a handbook's incident-review process beside its customer FAQ) is no
+    kind the question asks about; a document at the top of the corpus brings only itself."""
     doc_of = {p.id: p.doc_id for p in passages}
     seeds = {doc_of[c] for c in nearest if c in doc_of}
-    folders = {folder(d) for d in seeds} - {""}
+    top = sorted(relevance, key=lambda d: (-relevance[d], d))[:k or SCOPE_PASSAGES]
+    held = Counter(folder(d) for d in top if folder(d))
+    most = max(held.values(), default=0)
+    folders = {f for f, n in held.items() if n == most and n >= MIN_DOCUMENTS}
     return seeds | {p.doc_id for p in passages if folder(p.doc_id) in folders}
 
 
@@ -91,15 +112,23 @@ def nearest(similarities: dict[int, float], k: int | None = None) -> list[int]:
 
 def document_relevance(passages: list[ScopePassage], similarities: dict[int, float]) -> dict[str, float]:
     """Each document's relevance, 0..1: its best passage's similarity to the question (MaxP), scaled
-    between the level's least and most relevant documents (cosines of one model sit in a narrow band)."""
+    between the least and most relevant documents written in its script (cosines of one model sit in
+    a narrow band, and a question's own language sits higher in it: e5 ranks every Russian document
+    above the English ones that say the same to a Russian question)."""
     best: dict[str, float] = {}
+    letters: dict[str, Counter] = defaultdict(Counter)
     for p in passages:
+        letters[p.doc_id].update({True: len(_CYRILLIC_LETTER.findall(p.content)),
+                                  False: len(_LATIN_LETTER.findall(p.content))})
         if p.id in similarities:
             best[p.doc_id] = max(best.get(p.doc_id, -1.0), similarities[p.id])
-    if not best:
-        return {}
-    low, high = min(best.values()), max(best.values())
-    return {d: (s - low) / (high - low) if high > low else 1.0 for d, s in best.items()}
+    script = {d: letters[d][True] > letters[d][False] for d in best}
+    out = {}
+    for cyrillic in set(script.values()):
+        mine = {d: s for d, s in best.items() if script[d] == cyrillic}
+        low, high = min(mine.values()), max(mine.values())
+        out.update({d: (s - low) / (high - low) if high > low else 1.0 for d, s in mine.items()})
+    return out
 
 
 def units(content: str) -> list[str]:
@@ -121,24 +150,46 @@ def _is_field(text: str) -> bool:
     Head of Customer Support"): a label and a value of names and numbers, at most one common word, no
     clause. Its label is the template every such record repeats, not a statement."""
     parts = _FIELD_SEPARATOR.split(text, maxsplit=1)
-    return len(parts) == 2 and sum(w.islower() and len(w) >= 4 for w in _WORD.findall(parts[1])) <= 1
+    # an aside in parentheses is the value's unit or gloss ("09:42–12:52 CET (3 hours 10 minutes)")
+    value = _ASIDE.sub(" ", parts[-1])
+    return len(parts) == 2 and sum(w.islower() and len(w) >= 4 for w in _WORD.findall(value)) <= 1
 
 
 def _common_words(sentences: list[str]) -> set[str]:
     """Words written in lower case somewhere: a capitalised one among them only starts a sentence;
     the rest are names."""
-    return {w for s in sentences for w in _WORD.findall(s) if w.islower()}
+    return {w for s in sentences for w in _TERM_WORD.findall(s) if w.islower()}
 
 
-def sentence_terms(sentence: str, common: set[str]) -> list[str]:
+def _names(sentences: list[str]) -> set[tuple[str, str]]:
+    """Pairs of words written capitalised inside sentences more often than in lower case: a name of
+    two common words ("Carrier Connector", "Route Optimizer") is an example of a theme, not its name."""
+    titled: Counter = Counter()
+    lower: Counter = Counter()
+    for s in sentences:
+        words = _TERM_WORD.findall(s)
+        for i, (a, b) in enumerate(zip(words, words[1:])):
+            if a.islower() and b.islower():
+                lower[(a, b.lower())] += 1
+            elif i > 0 and a.istitle() and b.istitle():  # the first word of a sentence is capitalised anyway
+                titled[(a.lower(), b.lower())] += 1
+    return {pair for pair, n in titled.items() if n > lower[pair]}
+
+
+def sentence_terms(sentence: str, common: set[str], names: set[tuple[str, str]] = frozenset()) -> list[str]:
     """The sentence's content stems and adjacent pairs of them: common words of four letters or more,
-    no identifiers or numbers."""
-    words = [w.lower() for w in _WORD.findall(sentence)]
+    no identifiers or numbers, no words of a name where they are written as one."""
+    raw = _TERM_WORD.findall(sentence)
+    words = [w.lower() for w in raw]
     keep = [len(w) >= 4 and w in common and "_" not in w and not any(c.isdigit() for c in w) for w in words]
+    for i, pair in enumerate(zip(words, words[1:])):  # where written as a name, its words are part of it
+        if pair in names and raw[i].istitle() and raw[i + 1].istitle():
+            keep[i] = keep[i + 1] = False
     stems = [stem(normalise(w)) if k else None for w, k in zip(words, keep)]
     stems = [s if s not in _STOP_STEMS else None for s in stems]
     singles = [s for s in stems if s]
-    pairs = [f"{a} {b}" for a, b in zip(stems, stems[1:]) if a and b]
+    # a word twice is no phrase ("Python Python": a page's tabs run together)
+    pairs = [f"{a} {b}" for a, b in zip(stems, stems[1:]) if a and b and a != b]
     return singles + pairs
 
 
@@ -150,7 +201,8 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     for p in sorted(passages, key=lambda p: p.id):
         sentences.extend((s, p.id, p.doc_id) for s in units(p.content))
     common = _common_words([s for s, _, _ in sentences])
-    terms = [set(sentence_terms(s, common)) for s, _, _ in sentences]
+    names = _names([s for s, _, _ in sentences])
+    terms = [set(sentence_terms(s, common, names)) for s, _, _ in sentences]
     # every word of a scope sentence, for what the question asks (only the scope's: stemming every
     # word of a large level per question would cost seconds)
     said = [{stem(normalise(w)) for w in _WORD.findall(s)} if doc in scope else set() for s, _, doc in sentences]
@@ -183,11 +235,17 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
         asked = sum(len(focus & said[i]) for i in idx) / (len(idx) * len(focus)) if focus else 0.0
         idf = math.log(1 + len(written[_cyrillic(t)]) / len(level_docs[t]))
         weight[t] = sum(relevance.get(d, 1.0) for d in in_scope) * idf * (1 + asked)
+    # a single word names a theme only when no recurring phrase holds it (it is then named by the
+    # phrase) and the scope says it more than the rest of the level does: a word every kind of
+    # document uses ("production", "новой") is their common vocabulary, not what the scope is about
     phrase_of = _best_phrases(weight)
+    key = _key_words([t for t in weight if " " not in t and t not in phrase_of], sentences, terms, scope)
+    weight = {t: w for t, w in weight.items() if " " in t or t in phrase_of or t in key}
     groups: list[dict] = []
     for t in sorted((t for t in weight if weight[t] > 0), key=lambda t: (-weight[t], t)):
         members = set(scope_sentences[t])
-        words, name = set(t.split()), _named(t, weight, phrase_of)
+        name = _named(t, phrase_of)
+        words = set(t.split()) | set(name.split())
         # the same theme: its sentences lie mostly among the theme's first term's (compared with the
         # first term's, not the grown theme's, so a theme does not swallow everything near it), it
         # shares a word with that term, or it would be named as one of the theme's terms is
@@ -206,7 +264,8 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
                 home["names"].add(t)
     themes = []
     for g in groups:
-        w = {t: weight[t] for t in g["terms"]}
+        # its sentences are told by its terms and the phrases naming them ("status page", not any "page")
+        w = {t: weight[t] for t in [*g["terms"], *g["names"]]}
 
         def central(i: int) -> float:
             ts = terms[i]
@@ -215,8 +274,14 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
 
         members = sorted(g["sentences"])
         readable = [i for i in members if len(sentences[i][0]) <= MAX_SUMMARY_CHARS] or members
+        # the sentence says what the label says when one can: its first term ("configuration drift"),
+        # else another ("status page", not any "page")
+        label = _label(g["terms"], phrase_of)
+        readable = ([i for i in readable if label[0] in terms[i]] or [i for i in readable if terms[i] & set(label)]
+                    or readable)
         best = max(readable, key=lambda i: (central(i), -i))
-        themes.append(ScopedTheme(", ".join(_label(g["terms"], weight, phrase_of, surfaces)), sentences[best][0],
+        shown = [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in label]
+        themes.append(ScopedTheme(", ".join(shown), sentences[best][0],
                                   round(g["score"], 3), tuple(sorted({sentences[i][1] for i in members})),
                                   tuple(sorted({sentences[i][2] for i in members}))))
     return themes
@@ -230,13 +295,45 @@ def _surfaces(sentences: list[str]) -> dict[str, Counter]:
     """Each stem and pair of stems with the forms it is written in, to show the most used one."""
     surfaces: dict[str, Counter] = defaultdict(Counter)
     for s in sentences:
-        words = [w.lower() for w in _WORD.findall(s)]
+        words = [w.lower() for w in _TERM_WORD.findall(s)]
         keys = [stem(normalise(w)) for w in words]
         for w, k in zip(words, keys):
             surfaces[k][w] += 1
         for (w1, w2), (k1, k2) in zip(zip(words, words[1:]), zip(keys, keys[1:])):
             surfaces[f"{k1} {k2}"][f"{w1} {w2}"] += 1
     return surfaces
+
+
+def _key_words(words: list[str], sentences: list[tuple[str, int, str]], terms: list[set[str]],
+               scope: set[str]) -> set[str]:
+    """The words the scope says more often than the rest of the level, by Dunning's log-likelihood
+    (G2, the corpus linguists' keyness) at p < 0.001 (many words are tested at once), counted in
+    sentences against the sentences written in the word's script (all of them when the rest of the
+    level has none in it). A level that is all scope has nothing to contrast: every word is key."""
+    wanted = set(words)
+    inside: Counter = Counter()
+    outside: Counter = Counter()
+    totals = {True: [0, 0], False: [0, 0]}  # script -> [scope sentences, other sentences] holding a word of it
+    for (_, _, doc), ts in zip(sentences, terms):
+        mine = doc in scope
+        for cyrillic in {_cyrillic(t) for t in ts}:
+            totals[cyrillic][0 if mine else 1] += 1
+        (inside if mine else outside).update(ts & wanted)
+    key = set()
+    for w in words:
+        a, b = inside[w], outside[w]
+        c, d = totals[_cyrillic(w)]
+        if d == 0:  # the rest of the level is written in another script: contrast with all of it
+            c, d = sum(t[0] for t in totals.values()), sum(t[1] for t in totals.values())
+        if d == 0 or (a / c > b / d and _log_likelihood(a, b, c, d) >= KEYNESS):
+            key.add(w)
+    return key
+
+
+def _log_likelihood(a: int, b: int, c: int, d: int) -> float:
+    """Dunning's G2 of a word seen a times in c units of one corpus and b times in d units of another."""
+    e1, e2 = c * (a + b) / (c + d), d * (a + b) / (c + d)
+    return 2 * ((a * math.log(a / e1) if a else 0.0) + (b * math.log(b / e2) if b else 0.0))
 
 
 def _best_phrases(weight: dict[str, float]) -> dict[str, str]:
@@ -248,25 +345,21 @@ def _best_phrases(weight: dict[str, float]) -> dict[str, str]:
     return best
 
 
-def _named(term: str, weight: dict[str, float], phrase_of: dict[str, str]) -> str:
-    """A word gives way to the recurring phrase holding it that weighs most, when it weighs at least
-    LABEL_SHARE of the word ("drift" -> "configuration drift")."""
-    phrase = phrase_of.get(term) if " " not in term else None
-    return phrase if phrase is not None and weight[phrase] >= LABEL_SHARE * weight[term] else term
+def _named(term: str, phrase_of: dict[str, str]) -> str:
+    """A word gives way to the recurring phrase holding it that weighs most ("drift" -> "configuration
+    drift"): a phrase names a theme better than its words, as STC labels clusters by phrases."""
+    return phrase_of.get(term, term) if " " not in term else term
 
 
-def _label(terms: list[str], weight: dict[str, float], phrase_of: dict[str, str],
-           surfaces: dict[str, Counter]) -> list[str]:
-    """The theme's best terms, each in its most used form: a word gives way to a recurring phrase
-    holding it that weighs at least LABEL_SHARE of it ("drift" -> "configuration drift": a phrase
-    names a theme better than its words, as STC labels clusters by phrases), and a term another
-    chosen one holds is left out."""
+def _label(terms: list[str], phrase_of: dict[str, str]) -> list[str]:
+    """The theme's best terms: a word gives way to the recurring phrase holding it (`_named`), and a
+    term another chosen one holds is left out."""
     chosen: list[str] = []
-    for t in (_named(t, weight, phrase_of) for t in terms):
+    for t in (_named(t, phrase_of) for t in terms):
         parts = set(t.split())
         if any(parts <= set(c.split()) or set(c.split()) <= parts for c in chosen):
             continue
         chosen.append(t)
         if len(chosen) >= LABEL_TERMS:
             break
-    return [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in chosen]
+    return chosen
