@@ -39,17 +39,19 @@ from __future__ import annotations
 
 from router.answer_units import Extracted, display, units
 from router.chain_answer import chain_answer
+from router.comparison_answer import comparison_answer
 from router.local_answer import local_answer
 from router.types import Passage
 
 def offline_answer(question: str, passages: list[Passage], *, multihop: bool = False,
-                   sides: list[str] | None = None, follow_ups: list[str] = ()) -> Extracted:
-    """The route's offline answer: a comparison (`sides`: one query per compared entity) answers each
-    side; a multi-hop question states its chain first, then the units that answer the question's own
+                   sides: list[tuple[str, str]] | None = None, attribute: str = "",
+                   follow_ups: list[str] = ()) -> Extracted:
+    """The route's offline answer: a comparison (`sides`: (name, query) per compared entity, `attribute`
+    what is compared) answers each side from the passages about it (router/comparison_answer.py); a multi-hop question states its chain first, then the units that answer the question's own
     words and the loop's later queries (`follow_ups`: "Billing team lead"), since a chain through
     unfamiliar text may miss a hop the plain evidence holds; any other question gets the local answer."""
     if sides:
-        return _joined([local_answer(q, passages, max_units=2) for q in sides])
+        return comparison_answer(question, passages, sides, attribute)
     if not multihop:
         return local_answer(question, passages)
     chain = chain_answer(question, passages)
@@ -65,15 +67,4 @@ def offline_answer(question: str, passages: list[Passage], *, multihop: bool = F
     text = chain.text + " " + " ".join(f"{display(units_by[(p.passage, p.position)])} [{p.passage}]" for p in extra)
     return Extracted(text, chain.picked + extra, max(chain.confidence, support[0].confidence), chain.chain,
                      chain.reached)
-
-
-def _joined(answers: list[Extracted]) -> Extracted:
-    picked, seen = [], set()
-    for answer in answers:
-        for p in answer.picked:
-            if (p.passage, p.position) not in seen:
-                seen.add((p.passage, p.position))
-                picked.append(p)
-    text = " ".join(answer.text for answer in answers if answer.text)
-    return Extracted(text, picked, min(answer.confidence for answer in answers))
 

@@ -262,7 +262,9 @@ class QuestionRouter:
                 reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
         comparison = parse_comparison(question) if multihop else None
         extracted = offline_answer(question, passages, multihop=multihop,
-                                   sides=comparison.queries() if comparison else None, follow_ups=list(follow_ups))
+                                   sides=list(zip((comparison.a, comparison.b), comparison.queries()))
+                                   if comparison else None,
+                                   attribute=comparison.attribute if comparison else "", follow_ups=list(follow_ups))
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
         trace["confidence"] = extracted.confidence
         if extracted.chain:

@@ -1,0 +1,56 @@
+"""Offline comparison answers (router/comparison_answer.py): pure units over invented passages."""
+from __future__ import annotations
+
+from router.comparison_answer import comparison_answer
+from router.extractive import offline_answer
+from router.types import Passage
+
+
+def p(n: int, title: str, text: str) -> Passage:
+    return Passage(n, f"doc{n}.md", title, title, text)
+
+
+ACQUIRERS = [
+    p(1, "Ferrocard", "Ferrocard is a payment acquirer based in Lyon. It settles card payments within two days. "
+                      "Unlike Paymora, it charges no monthly fee."),
+    p(2, "Paymora", "Paymora is a payment acquirer founded in 2009. It settles card payments the next day."),
+]
+
+
+def test_each_side_is_answered_from_the_passages_about_it_with_its_own_citation():
+    got = offline_answer("How does Ferrocard differ from Paymora on settlement?", ACQUIRERS, multihop=True,
+                         sides=[("Ferrocard", "Ferrocard settlement"), ("Paymora", "Paymora settlement")],
+                         attribute="settlement")
+    ferrocard, paymora = got.text.split("Paymora: ", 1)
+    assert ferrocard.startswith("Ferrocard: ") and "[1]" in ferrocard and "[2]" not in ferrocard, got.text
+    # the Ferrocard page names Paymora too, but it is not about Paymora
+    assert "next day" in paymora and "[2]" in paymora and "[1]" not in paymora, got.text
+    assert {c.passage for c in got.picked} == {1, 2}
+
+
+def test_a_yes_no_question_is_yes_only_when_every_side_states_the_attribute():
+    sides = [("Ferrocard", "Ferrocard payment acquirer"), ("Paymora", "Paymora payment acquirer")]
+    yes = comparison_answer("Are Ferrocard and Paymora both payment acquirers?", ACQUIRERS, sides,
+                            "payment acquirers")
+    assert yes.text.startswith("Yes"), yes.text
+    other = [ACQUIRERS[0], p(2, "Paymora", "Paymora is a bank founded in 2009. It settles card payments.")]
+    unsure = comparison_answer("Are Ferrocard and Paymora both payment acquirers?", other, sides,
+                               "payment acquirers")
+    assert not unsure.text.startswith("Yes") and "Paymora: " in unsure.text, unsure.text  # no verdict, the facts
+
+
+def test_a_side_no_passage_is_about_says_so_instead_of_borrowing_the_others():
+    got = comparison_answer("Сравни Ferrocard и Nordpay по срокам расчётов", ACQUIRERS[:1],
+                            [("Ferrocard", "Ferrocard сроки расчётов"), ("Nordpay", "Nordpay сроки расчётов")],
+                            "сроки расчётов")
+    assert "Nordpay: в найденных фрагментах об этом не сказано." in got.text, got.text
+    assert got.confidence == 0.0
+
+
+def test_a_russian_yes_no_question_is_answered_in_russian():
+    ru = [p(1, "Феррокард", "Феррокард — платёжный эквайер из Лиона."),
+          p(2, "Пэймора", "Пэймора — платёжный эквайер, основанный в 2009 году.")]
+    got = comparison_answer("Являются ли Феррокард и Пэймора платёжными эквайерами?", ru,
+                            [("Феррокард", "Феррокард платёжный эквайер"), ("Пэймора", "Пэймора платёжный эквайер")],
+                            "платёжными эквайерами")
+    assert got.text.startswith("Да"), got.text
