@@ -174,7 +174,7 @@ def _graph_arms(searcher, graph, planner, question: str, gold: set[str], limits,
     """The same question through the graph leg: one hybrid+graph search (top max_context) and the
     agentic loop whose every search is hybrid+graph (router/graph_leg.py)."""
     from router.agentic import agentic_search
-    from router.graph_leg import HybridGraphSearcher
+    from router.graph_leg import HybridGraphSearcher, question_as_deep_as_context
 
     def leg() -> HybridGraphSearcher:
         return HybridGraphSearcher(searcher, graph, TENANT, GROUPS, MODE, keep_traces=False, apply_threshold=threshold)
@@ -183,7 +183,9 @@ def _graph_arms(searcher, graph, planner, question: str, gold: set[str], limits,
     fused = leg().search(question, limits.max_context)
     fused_ms = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
-    result = agentic_search(leg(), planner, question, limits)
+    loop = leg()
+    result = agentic_search(loop, planner, question,
+                            question_as_deep_as_context(limits) if loop.serves_graph() else limits)
     context = result.context()
     return {"hybrid_graph": _all_in(gold, [p.doc_id for p in fused]),
             "agentic_graph": _all_in(gold, [p.doc_id for p in context]),

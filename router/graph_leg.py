@@ -22,10 +22,12 @@ Tenant and ACL stay inside both searchers (SQL); this module never widens them.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from graph.query.graph_search import GraphResult, GraphSearcher
+from router.agentic import Limits
 from router.evidence_search import HybridPassageSearcher
 from router.types import Passage
 from vector.search.hybrid import HybridSearcher, Mode, SearchResult
@@ -61,6 +63,19 @@ def confident_cut(searcher: HybridSearcher) -> float | None:
     return None
 
 
+def question_as_deep_as_context(limits: Limits) -> Limits:
+    """The agentic loop's limits over the graph leg: the question's own search as deep as the answer's
+    context (unless `first_k` is set). The fused ranking's ranks k+1..max_context hold the walk's
+    second-hop passages, which `agentic.select_context` alternates with the hops' hits; a 5-deep first
+    search lost them (multihop dev, agentic+graph evidence recall@10: 0.82 at depth 5, 0.87 at 10;
+    bridge questions 0.912 -> 0.971, as one hybrid+graph search). Over hybrid search alone those ranks
+    hold no gold and push out the hops' passages (0.79 at depth 5, 0.77 at 10), so a reader without a
+    graph keeps depth k."""
+    if limits.first_k is not None:
+        return limits
+    return dataclasses.replace(limits, first_k=max(limits.k, limits.max_context))
+
+
 def merge_passages(first: Sequence[Passage], then: Sequence[Passage], limit: int) -> list[Passage]:
     """`first`, then the passages of `then` not among them, at most `limit`."""
     seen = {p.id for p in first}
@@ -88,10 +103,15 @@ class HybridGraphSearcher(HybridPassageSearcher):
         self._level = True  # the reader's access level, chosen at the first walk (True: not yet)
         self._cut = confident_cut(searcher)
 
-    def walk(self, query: str, k: int, first_hop: SearchResult) -> GraphResult:
-        """PPR from the question (entities, every passage's dense score) and `first_hop`'s top passage."""
+    def serves_graph(self) -> bool:
+        """Whether a graph level serves this reader (else the walk finds nothing: hybrid search alone)."""
         if self._level is True:
             self._level = self.graph.level(self.tenant, self.groups)
+        return self._level is not None
+
+    def walk(self, query: str, k: int, first_hop: SearchResult) -> GraphResult:
+        """PPR from the question (entities, every passage's dense score) and `first_hop`'s top passage."""
+        self.serves_graph()  # chooses the reader's level once
         result = self.graph.search(self.tenant, self.groups, query, k, level=self._level,
                                    head=[h.id for h in first_hop.hits[:FIRST_HOP]])
         self.graph_records.append(GraphRecord(query, [h.id for h in result.hits],
@@ -134,20 +154,24 @@ def eval_searches(db, searcher: HybridSearcher, tenant: str, groups: Sequence[st
     dense leg: every passage's score, its top passage the first hop); hybrid+graph: hybrid+rerank fused
     with PPR (hybrid's top passage the first hop); agentic: the multi-hop route's retrieval
     (the agentic loop, offline planner, over hybrid+graph), scored on the passages its answer sees."""
-    from router.agentic import Limits, agentic_search
+    from router.agentic import agentic_search
     from router.planner_offline import OfflinePlanner
+    from vector.evaluation.runner import CHUNKS_PER_DOC_SLACK
 
     graph = GraphSearcher(db, searcher.embedder)
 
     def leg(graph_only: bool):
         def search(question: str, n: int) -> list[str]:
+            # as the route searches: k passages per leg (the eval asks k * CHUNKS_PER_DOC_SLACK chunks so
+            # that k documents survive; fusing 30 per leg ranks other passages than the route's answer sees)
             s = HybridGraphSearcher(searcher, graph, tenant, groups, graph_only=graph_only, keep_traces=False)
-            return [p.doc_id for p in s.search(question, n)]
+            return [p.doc_id for p in s.search(question, max(1, n // CHUNKS_PER_DOC_SLACK))]
         return search
 
     def agentic(question: str, n: int) -> list[str]:
         s = HybridGraphSearcher(searcher, graph, tenant, groups, keep_traces=False)
-        return [p.doc_id for p in agentic_search(s, OfflinePlanner(), question, Limits()).context()]
+        limits = question_as_deep_as_context(Limits()) if s.serves_graph() else Limits()
+        return [p.doc_id for p in agentic_search(s, OfflinePlanner(), question, limits).context()]
 
     made = {"graph": leg(True), "hybrid+graph": leg(False), "agentic": agentic}
     return {c: made[c] for c in configs if c in made}

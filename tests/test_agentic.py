@@ -65,12 +65,26 @@ def unique_hits(per_query: int = 5):
 def test_first_round_searches_the_question_and_enough_stops_early():
     searcher = ScriptedSearcher({"Who leads Payments?": [passage(1), passage(2)]})
     planner = ScriptedPlanner(Decision(True, ["never searched"], "covered"))
-    result = agentic_search(searcher, planner, "Who leads Payments?", Limits(k=4))
+    result = agentic_search(searcher, planner, "Who leads Payments?", Limits(k=4, max_context=4))
     assert searcher.calls == [("Who leads Payments?", 4)]
     assert (result.searches, result.iterations, result.stop_reason, result.partial) == (1, 1, "enough", False)
     assert [p.id for p in result.evidence] == [1, 2]
     assert planner.seen == [([1, 2], ["Who leads Payments?"])]
     assert result.trace["rounds"][0]["decision"]["enough"] is True
+
+
+def test_over_the_graph_leg_the_questions_own_search_is_as_deep_as_the_context_and_follow_ups_use_k():
+    from router.graph_leg import question_as_deep_as_context
+
+    planner = ScriptedPlanner(Decision(False, ["follow-up"], "more"), Decision(True, [], "ok"))
+    searcher = ScriptedSearcher(default=unique_hits(8))
+    result = agentic_search(searcher, planner, "q", question_as_deep_as_context(Limits(k=3, max_context=6)))
+    assert searcher.calls == [("q", 6), ("follow-up", 3)]
+    assert [len(hits) for hits in result.ranked] == [6, 3]
+    searcher = ScriptedSearcher(default=unique_hits(8))  # without the graph leg: k
+    agentic_search(searcher, ScriptedPlanner(Decision(True, [], "ok")), "q", Limits(k=3, max_context=6))
+    assert searcher.calls == [("q", 3)]
+    assert question_as_deep_as_context(Limits(k=3, max_context=6, first_k=2)).first_k == 2  # set: kept
 
 
 def test_max_searches_is_enforced_and_marks_partial():
@@ -185,7 +199,8 @@ def test_select_context_caps_and_keeps_every_querys_top_hit():
     ids = [p.id for p in context]
     assert len(ids) == 10 and len(set(ids)) == 10
     assert ids[:6] == [1, 6, 11, 16, 21, 26]  # each query's best hit first, in search order
-    assert ids[6:] == [2, 3, 4, 5]  # then the question's own ranking
+    # then the question's own ranking, one for one with the other searches' round-robin by rank
+    assert ids[6:] == [2, 7, 3, 12]
 
 
 def test_select_context_round_robin_after_the_question_and_never_outside_evidence():

@@ -176,10 +176,8 @@ def offline(db, settings, local_embedder):
     ("Что означает ошибка ERR_2043 в Carrier Connector?", "local", "rate limit", "validation error"),
     ("When did the Yekaterinburg office open?", "local", "2021", "2013"),
     ("In which office does the lead of the team that owns the Payments Gateway work?", "multihop", "Austin", None),
-    pytest.param("В каком городе работает руководитель команды, которая отвечает за Оптимизатор маршрутов?",
-                 "multihop", "Екатеринбург", None,
-                 marks=pytest.mark.xfail(reason="the chain takes a first hop through 'VRP' and the loop's three "
-                                                "rounds never fetch the Yekaterinburg office page (issue 25, open)")),
+    ("В каком городе работает руководитель команды, которая отвечает за Оптимизатор маршрутов?", "multihop",
+     "Екатеринбург", None),
 ])
 def test_the_demo_questions_are_answered_right_in_both_languages(offline, demo_tenant, question, route, expected,
                                                                   never):
