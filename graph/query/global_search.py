@@ -30,7 +30,8 @@ import numpy as np
 from core.sentences import split_sentences
 from core.text.terms import STOPWORDS, normalise, stem
 from graph.levels import AccessLevel, choose_level
-from graph.query.themes import ScopePassage, document_relevance, nearest, scope_documents, scoped_themes
+from graph.query.themes import (ScopePassage, distinct_terms, document_relevance, nearest, scope_documents,
+                                 scoped_themes)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that say "corpus-wide" rather than what about: they match every report equally.
@@ -287,17 +288,13 @@ def rank_themes(query_stems: set[str], selected: list[dict], every: list[dict], 
 
 def _label(weights: dict[str, float], surfaces: dict[str, Counter]) -> list[str]:
     """The class's top terms, a phrase taking the place of its words, each in its most used form."""
-    chosen: list[str] = []
-    for term in sorted(weights, key=lambda t: (-weights[t], t)):
+    def named(term: str) -> str:
         if " " not in term:  # a phrase holding the word, used at least half as much, says more ("config drift")
             phrases = [t for t in weights if " " in t and term in t.split() and weights[t] >= 0.5 * weights[term]]
             term = min(phrases, key=lambda t: (-weights[t], t), default=term)
-        parts = set(term.split())
-        if any(parts <= set(c.split()) or set(c.split()) <= parts for c in chosen):
-            continue
-        chosen.append(term)
-        if len(chosen) >= LABEL_TERMS:
-            break
+        return term
+
+    chosen = distinct_terms((named(t) for t in sorted(weights, key=lambda t: (-weights[t], t))), LABEL_TERMS)
     return [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in chosen]
 
 

@@ -38,6 +38,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import Iterable
 
 from core.sentences import split_sentences
 from core.text.terms import CLOSED_CLASS, normalise, stem
@@ -354,12 +355,18 @@ def _named(term: str, phrase_of: dict[str, str]) -> str:
 def _label(terms: list[str], phrase_of: dict[str, str]) -> list[str]:
     """The theme's best terms: a word gives way to the recurring phrase holding it (`_named`), and a
     term another chosen one holds is left out."""
+    return distinct_terms((_named(t, phrase_of) for t in terms), LABEL_TERMS)
+
+
+def distinct_terms(terms: Iterable[str], limit: int) -> list[str]:
+    """The first `limit` terms, each left out when a chosen one holds its words or it holds a chosen
+    one's ("drift" after "configuration drift")."""
     chosen: list[str] = []
-    for t in (_named(t, phrase_of) for t in terms):
+    for t in terms:
         parts = set(t.split())
         if any(parts <= set(c.split()) or set(c.split()) <= parts for c in chosen):
             continue
         chosen.append(t)
-        if len(chosen) >= LABEL_TERMS:
+        if len(chosen) >= limit:
             break
     return chosen
