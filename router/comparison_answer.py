@@ -3,8 +3,8 @@
 "How does A differ from B on X?", "Which is older, A or B?", "Are A and B both X?": the reader needs
 what the corpus says of each side, side by side, and never one side's fact presented as the other's.
 So each side is answered (`local_answer`, its own query: the side's name with the compared
-attribute) only from the passages about that side (their title or heading names it; when none does,
-those whose text holds every word of its name), and a side no passage is about says so instead of
+attribute) only from the passages about that side (their title or last heading holds most words of
+its name; when none does, those whose text holds all of them), and a side no passage is about says so instead of
 borrowing the other side's passages. A yes/no question ("Are A and B both film directors?",
 "Являются ли A и B ...") is answered "Yes" when every side's answer states the compared attribute;
 otherwise no verdict is given (a passage that does not state X is no evidence that A is not X), and
@@ -13,11 +13,12 @@ the sides' statements are left for the reader.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Sequence
 
 from router.answer_units import CYRILLIC, Extracted, same_word
 from router.local_answer import local_answer
-from router.question_text import AUX_START, covers, fold, stems_of, words_of
+from router.question_text import AUX_START, FUNCTION_WORDS, fold, stem_of, stems_of, title_core, words_of
 from router.types import Passage
 
 NOT_SAID = {"en": "the passages do not say.", "ru": "в найденных фрагментах об этом не сказано."}
@@ -51,14 +52,26 @@ def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tu
 
 def about(passages: list[Passage], name: str) -> list[Passage]:
     """The passages with only those about `name` readable (the others blanked, so citation numbers stay
-    the positions in `passages`): those whose title or heading names it; when none does, those whose
-    text has every word of the name (a passage about the other side that mentions this one is about the
+    the positions in `passages`): those whose title or last heading holds most of the name's words (as
+    `question_text.covers`, but "US" is no pronoun); when none does, those whose text holds all of them (a passage about the other side that mentions this one is about the
     other side, so it counts only then)."""
-    want = stems_of(name)
-    chosen = {i for i, p in enumerate(passages) if covers(dataclasses.replace(p, text=""), name)} or {
-        i for i, p in enumerate(passages) if want and want <= stems_of(f"{p.title} {p.heading} {p.text}")}
+    want = name_words(name)
+
+    def names_it(label: str) -> bool:  # most of the side's words: "birth of Robert Young" / "Robert Young (musician)"
+        return bool(want) and len(want & name_words(label)) >= math.ceil(0.6 * len(want))
+
+    chosen = {i for i, p in enumerate(passages)
+              if names_it(title_core(p.title)) or names_it(p.heading.split(">")[-1] if p.heading else "")} or {
+        i for i, p in enumerate(passages) if want and want <= name_words(f"{p.title} {p.heading} {p.text}")}
     return [p if i in chosen else dataclasses.replace(p, title="", heading="", text="")
             for i, p in enumerate(passages)]
+
+
+def name_words(text: str) -> set[str]:
+    """The stems of a name's words: function words left out, abbreviations kept ("US region" is not
+    "us region")."""
+    return {stem_of(w) for w in words_of(text)
+            if fold(w).casefold() not in FUNCTION_WORDS or (len(w) > 1 and w.isupper())}
 
 
 def is_yes_no(question: str) -> bool:

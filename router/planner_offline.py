@@ -44,6 +44,10 @@ _COMPARISON_TEMPLATES = [re.compile(p, re.IGNORECASE) for p in (
     r"\b(?:difference|differences)\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)" + _TAIL,
     r"\bhow\s+(?:does|do|is|are)\s+(?P<a>.+?)\s+(?:differ|compare)\s+(?:from|to|with)\s+(?P<b>.+?)" + _TAIL,
     r"^(?:(?P<pre>[^,:]*?)[,:]\s*)?(?P<a>[^,:]+?)\s+(?:vs\.?|versus|против)\s+(?P<b>.+?)" + _TAIL,
+    # "How long is data kept in the EU region compared with the US region?": the attribute comes first,
+    # the first side is a short phrase (1-4 words) after a preposition
+    r"^(?P<pre>.+?)\s+(?:in|for|at|on|of|в|во|на|для|у)\s+(?:the\s+)?(?P<a>[^,:\s]+(?:\s+[^,:\s]+){0,3}?),?\s+(?:compared\s+(?:with|to)"
+    r"|as\s+opposed\s+to|in\s+comparison\s+(?:with|to)|по\s+сравнению\s+со?)\s+(?:the\s+)?(?P<b>.+?)\s*[?.!]*\s*$",
     r"\bbetween\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*,\s*(?:which|who|what)\b(?P<attr>.*)$",
     r"^(?P<pre>(?:which|who|what|что|кто|какой|какая|какое|какие|который|которая|где|когда)\b[^,:]*)[,:]\s*"
     r"(?:the\s+)?(?P<a>.+?)\s+(?:or|или)\s+(?:the\s+)?(?P<b>.+?)\s*[?.!]*\s*$",
@@ -57,9 +61,14 @@ def _trim_side(span: str, *, last: bool) -> str:
     """A template side as a search name: its words when short ("тарифа Старт"), else its (last or first)
     capitalised name ("The Dandy Warhols" of "the forming of The Dandy Warhols"), else its words."""
     tokens = list(WORD.finditer(span))
-    while tokens and fold(tokens[0].group()).casefold() in FUNCTION_WORDS:
+
+    def function_word(token: re.Match) -> bool:  # "US" is an abbreviation, not the pronoun "us"
+        word = token.group()
+        return fold(word).casefold() in FUNCTION_WORDS and not (len(word) > 1 and word.isupper())
+
+    while tokens and function_word(tokens[0]):
         tokens.pop(0)
-    while tokens and fold(tokens[-1].group()).casefold() in FUNCTION_WORDS:
+    while tokens and function_word(tokens[-1]):
         tokens.pop()
     if tokens and len(content_words(span)) <= 3:
         return span[tokens[0].start():tokens[-1].end()]

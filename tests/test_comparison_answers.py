@@ -54,3 +54,21 @@ def test_a_russian_yes_no_question_is_answered_in_russian():
                             [("Феррокард", "Феррокард платёжный эквайер"), ("Пэймора", "Пэймора платёжный эквайер")],
                             "платёжными эквайерами")
     assert got.text.startswith("Да"), got.text
+
+
+def test_a_comparison_written_with_compared_with_is_parsed_and_abbreviations_are_names():
+    from router.planner_offline import parse_comparison
+
+    got = parse_comparison("How long are invoices kept in the EU region compared with the US region?")
+    assert (got.a, got.b) == ("EU region", "US region"), got
+    ru = parse_comparison("Сколько хранятся счета в регионе ЕС по сравнению с регионом США?")
+    assert (ru.a, ru.b) == ("регионе ЕС", "регионом США"), ru
+    # a long clause before "compared to" is no side
+    assert parse_comparison("What are two ways that the Sheets add-on can improve prompt engineering workflows "
+                            "compared to chained prompts?") is None
+    regions = [Passage(1, "r.md", "Retention", "Retention > EU region", "Invoices are kept for 10 years."),
+               Passage(2, "r.md", "Retention", "Retention > US region", "Invoices are kept for 7 years.")]
+    answer = comparison_answer("How long are invoices kept in the EU region compared with the US region?", regions,
+                               [("EU region", "EU region invoices kept"), ("US region", "US region invoices kept")])
+    assert "EU region: Invoices are kept for 10 years. [1]" in answer.text, answer.text
+    assert "US region: Invoices are kept for 7 years. [2]" in answer.text, answer.text
