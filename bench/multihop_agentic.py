@@ -174,7 +174,7 @@ def _graph_arms(searcher, graph, planner, question: str, gold: set[str], limits,
     """The same question through the graph leg: one hybrid+graph search (top max_context) and the
     agentic loop whose every search is hybrid+graph (router/graph_leg.py)."""
     from router.agentic import agentic_search
-    from router.graph_leg import HybridGraphSearcher, question_as_deep_as_context
+    from router.graph_leg import HybridGraphSearcher
 
     def leg() -> HybridGraphSearcher:
         return HybridGraphSearcher(searcher, graph, TENANT, GROUPS, MODE, keep_traces=False, apply_threshold=threshold)
@@ -184,8 +184,7 @@ def _graph_arms(searcher, graph, planner, question: str, gold: set[str], limits,
     fused_ms = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
     loop = leg()
-    result = agentic_search(loop, planner, question,
-                            question_as_deep_as_context(limits) if loop.serves_graph() else limits)
+    result = agentic_search(loop, planner, question, loop.loop_limits(limits))
     context = result.context()
     return {"hybrid_graph": _all_in(gold, [p.doc_id for p in fused]),
             "agentic_graph": _all_in(gold, [p.doc_id for p in context]),

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from router.answer_units import CYRILLIC, Extracted, same_word
 from router.local_answer import local_answer
-from router.question_text import AUX_START, FUNCTION_WORDS, fold, stem_of, stems_of, title_core, words_of
+from router.question_text import AUX_START, fold, is_function_word, stem_of, stems_of, title_core, words_of
 from router.types import Passage
 
 NOT_SAID = {"en": "the passages do not say.", "ru": "в найденных фрагментах об этом не сказано."}
@@ -70,8 +70,7 @@ def about(passages: list[Passage], name: str) -> list[Passage]:
 def name_words(text: str) -> set[str]:
     """The stems of a name's words: function words left out, abbreviations kept ("US region" is not
     "us region")."""
-    return {stem_of(w) for w in words_of(text)
-            if fold(w).casefold() not in FUNCTION_WORDS or (len(w) > 1 and w.isupper())}
+    return {stem_of(w) for w in words_of(text) if not is_function_word(w)}
 
 
 def is_yes_no(question: str) -> bool:

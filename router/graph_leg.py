@@ -109,6 +109,11 @@ class HybridGraphSearcher(HybridPassageSearcher):
             self._level = self.graph.level(self.tenant, self.groups)
         return self._level is not None
 
+    def loop_limits(self, limits: Limits) -> Limits:
+        """The agentic loop's limits for this reader: the question's search as deep as the context when a
+        graph serves it (`question_as_deep_as_context`), else `limits` as they are."""
+        return question_as_deep_as_context(limits) if self.serves_graph() else limits
+
     def walk(self, query: str, k: int, first_hop: SearchResult) -> GraphResult:
         """PPR from the question (entities, every passage's dense score) and `first_hop`'s top passage."""
         self.serves_graph()  # chooses the reader's level once
@@ -170,8 +175,7 @@ def eval_searches(db, searcher: HybridSearcher, tenant: str, groups: Sequence[st
 
     def agentic(question: str, n: int) -> list[str]:
         s = HybridGraphSearcher(searcher, graph, tenant, groups, keep_traces=False)
-        limits = question_as_deep_as_context(Limits()) if s.serves_graph() else Limits()
-        return [p.doc_id for p in agentic_search(s, OfflinePlanner(), question, limits).context()]
+        return [p.doc_id for p in agentic_search(s, OfflinePlanner(), question, s.loop_limits(Limits())).context()]
 
     made = {"graph": leg(True), "hybrid+graph": leg(False), "agentic": agentic}
     return {c: made[c] for c in configs if c in made}

@@ -14,8 +14,8 @@ from core.text.mentions import mentioned_names
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
 from router.chain_answer import MAX_HOPS, chain_answer
 from router.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
-                                  PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, question_mentions,
-                                  stem_of, stems_of, title_core, words_of)
+                                  PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, is_function_word,
+                                  question_mentions, stem_of, stems_of, title_core, words_of)
 from router.types import Passage
 
 log = logging.getLogger(__name__)
@@ -61,14 +61,9 @@ def _trim_side(span: str, *, last: bool) -> str:
     """A template side as a search name: its words when short ("тарифа Старт"), else its (last or first)
     capitalised name ("The Dandy Warhols" of "the forming of The Dandy Warhols"), else its words."""
     tokens = list(WORD.finditer(span))
-
-    def function_word(token: re.Match) -> bool:  # "US" is an abbreviation, not the pronoun "us"
-        word = token.group()
-        return fold(word).casefold() in FUNCTION_WORDS and not (len(word) > 1 and word.isupper())
-
-    while tokens and function_word(tokens[0]):
+    while tokens and is_function_word(tokens[0].group()):
         tokens.pop(0)
-    while tokens and function_word(tokens[-1]):
+    while tokens and is_function_word(tokens[-1].group()):
         tokens.pop()
     if tokens and len(content_words(span)) <= 3:
         return span[tokens[0].start():tokens[-1].end()]

@@ -93,6 +93,11 @@ def words_of(text: str) -> list[str]:
     return WORD.findall(text)
 
 
+def is_function_word(word: str) -> bool:
+    """A function word, unless written as an abbreviation: "US" in "US region" is no pronoun "us"."""
+    return fold(word).casefold() in FUNCTION_WORDS and not (len(word) > 1 and word.isupper())
+
+
 def content_words(text: str) -> list[str]:
     """Words of `text` that carry meaning (no function words), in order, deduplicated by stem."""
     out, stems = [], set()

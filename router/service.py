@@ -30,7 +30,7 @@ from graph.query.local_context import local_context
 from graph.query.runner import ask_global
 from router.agentic import Limits, agentic_search
 from router.classify import classify
-from router.graph_leg import HybridGraphSearcher, merge_passages, question_as_deep_as_context
+from router.graph_leg import HybridGraphSearcher, merge_passages
 from router.question_cues import asks_relation
 from router.extractive import offline_answer
 from router.generate import (CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence,
@@ -201,9 +201,7 @@ class QuestionRouter:
                         k=s.agentic_k, max_evidence=s.agentic_max_evidence, max_context=s.agentic_max_context)
         planner = LLMPlanner(llm) if llm is not None else OfflinePlanner()
         evidence_searcher = HybridGraphSearcher(self.searcher, self.graph, tenant, groups)
-        if evidence_searcher.serves_graph():
-            limits = question_as_deep_as_context(limits)
-        result = agentic_search(evidence_searcher, planner, question, limits)
+        result = agentic_search(evidence_searcher, planner, question, evidence_searcher.loop_limits(limits))
         context = result.context()
         if llm is None:  # the offline chain may run through any passage found: the context's first, then the rest
             shown = {p.id for p in context}
