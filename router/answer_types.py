@@ -1,5 +1,5 @@
-"""What a question asks for, and where a sentence holds it: the answer type ("date", "number", "person",
-"place"), the thing a "how many" question counts, and the values (years, months, numbers written in
+"""What a question asks for, and where a sentence holds it: the answer type ("date", "number", "money",
+"person", "place"), the thing a "how many" question counts, and the values (years, months, numbers written in
 digits or words) a sentence holds. Used by the offline answers (router/answer_units.py).
 """
 
@@ -21,14 +21,25 @@ _KIND_CUES = (  # checked in order; the first that matches decides
               r"town|region|place|continent|county|province|island|location|site)\b|"
               r"\b(в|из) (каком|какой) (городе|офисе|стране|регионе|области|месте|штате)\b|"
               r"\bкакой (город|офис)\b|\bкакая страна\b"),
+    # an amount of money, named by a noun that means one ("how does on-call compensation differ", "what is
+    # the salary band"), not by "pay" or "payment", which as often name a thing ("payment provider");
+    # "how much" was taken above as a number, which an amount also is
+    ("money", r"\b(salary|salaries|wages?|compensation|remuneration|allowances?|bonus(es)?|costs?|prices?|fees?|"
+              r"budgets?|per diem|оплат[аеуы]|зарплат\w*|стоимост\w*|цен[аеуы]|компенсаци\w*|суточны\w*|"
+              r"бюджет\w*|вознагражден\w*|преми[яиюей])\b"),
 )
 _KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
-VALUE_KINDS = ("date", "number")
+VALUE_KINDS = ("date", "number", "money")
 NAME_TYPE = {"person": {"person"}, "place": {"location"}}
 YEAR = re.compile(r"(?<![\w.,])(1[0-9]{3}|20[0-9]{2})(?![\w,]|\.\d)")
 MONTH = re.compile(r"\b(january|february|march|april|june|july|august|september|october|november|december|"
                    r"январ|феврал|март|апрел|ма[йя]\b|июн|июл|август|сентябр|октябр|ноябр|декабр)", re.IGNORECASE)
 NUMBER = re.compile(r"(?<![\w])\d[\d.,]*")
+# An amount of money: a currency sign or code beside a number, either side ("€40", "3 000 ₽", "USD 12",
+# "12 dollars", "55 евро")
+_CURRENCY = r"(?:[$€£¥₽₹]|\b(?:USD|EUR|GBP|RUB|CHF|JPY|CNY|euros?|dollars?|pounds?|руб\w*|евро|доллар\w*|фунт\w*)\b)"
+MONEY = re.compile(rf"{_CURRENCY}\s?\d|\d(?:[\d\s.,]*\d)?\s?(?:k|тыс\.?|million|billion|млн|млрд)?\s?{_CURRENCY}",
+                   re.IGNORECASE)
 # Numbers written as words, whole word forms with their case endings (a stem would catch "семья" as
 # "семь"). "One" / "один" is left out: "one of", "no one", "одним из" are rarely a count.
 NUMERAL = re.compile(
@@ -48,9 +59,18 @@ COUNTED_WITHIN = 2  # a count stands just before what it counts: "девяти �
 
 
 def question_kind(question: str) -> str | None:
-    """"date", "number", "person", "place" or None (a "what does X mean" question: any sentence about X)."""
+    """"date", "number", "money", "person", "place" or None (a "what does X mean" question: any sentence about X)."""
     q = " ".join(question.split())
     return next((kind for kind, cue in _KINDS if cue.search(q)), None)
+
+
+def holds_value(kind: str, text: str) -> bool:
+    """Whether `text` holds a value of a value kind ("date", "number", "money") at all."""
+    if kind == "date":
+        return bool(YEAR.search(text) or MONTH.search(text))
+    if kind == "money":
+        return bool(MONEY.search(text))
+    return bool(NUMBER.search(text) or NUMERAL.search(text))
 
 
 def counted(question: str) -> frozenset[str]:

@@ -16,7 +16,8 @@ from core.sentences import split_sentences
 from core.text.mentions import find_mentions
 from core.text.names import entity_key as _entity_key
 from core.text.terms import QueryTerms, content_stems, normalise
-from router.answer_types import MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counted, counts, question_kind
+from router.answer_types import (MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counted, counts,
+                                 question_kind)
 from router.question_text import question_mentions, title_core
 from router.types import Passage
 
@@ -239,9 +240,11 @@ class Focus:
         return [p for p in self.terms.rare if _LETTER.search(p.pattern[len(r"(?<!\w)"):-len(r"(?!\w)")])]
 
     @classmethod
-    def of(cls, question: str) -> "Focus":
+    def of(cls, question: str, kind: str | None = None) -> "Focus":
+        """`kind`: the answer type when the caller knows it better than `question` says (a comparison's
+        side is asked as "<side> <attribute>", which has lost the question's "how long")."""
         terms = QueryTerms.of(question)
-        kind = question_kind(question)
+        kind = kind or question_kind(question)
         defines = kind is None and bool(_MEANING.search(question))
         if defines:  # "what does X mean": the form, not the topic
             terms = QueryTerms.of(_MEANING.sub(" ", question))
@@ -324,6 +327,8 @@ class Scorer:
         kind = self.focus.kind
         if kind == "date":
             return any(y not in self.focus.question_tokens for y in YEAR.findall(u.text)) or bool(MONTH.search(u.text))
+        if kind == "money":
+            return bool(MONEY.search(u.text))
         if kind == "number":
             return any(normalise(m.group()).strip(".,") not in self.focus.question_tokens
                        for pattern in (NUMBER, NUMERAL) for m in pattern.finditer(u.text))

@@ -4,8 +4,9 @@
 what the corpus says of each side, side by side, and never one side's fact presented as the other's.
 So each side is answered (`local_answer`, its own query: the side's name with the compared
 attribute) only from the passages about that side (their title or last heading holds most words of
-its name; when none does, those whose text holds all of them), and a side no passage is about says so instead of
-borrowing the other side's passages. A yes/no question ("Are A and B both film directors?",
+its name, or their document names it and no other side; when none does, those whose text holds all of
+them), and a side no passage is about says so instead of borrowing the other side's passages. A side
+is answered with the whole question's answer type: "how long" wants a duration on each side. A yes/no question ("Are A and B both film directors?",
 "Являются ли A и B ...") is answered "Yes" when every side's answer states the compared attribute;
 otherwise no verdict is given (a passage that does not state X is no evidence that A is not X), and
 the sides' statements are left for the reader.
@@ -16,7 +17,8 @@ import dataclasses
 import math
 from typing import Sequence
 
-from router.answer_units import CYRILLIC, Extracted, same_word
+from router.answer_types import VALUE_KINDS, holds_value, question_kind
+from router.answer_units import CYRILLIC, Extracted, same_word, skeleton, skeleton_match, skeletons
 from router.local_answer import local_answer
 from router.question_text import AUX_START, fold, is_function_word, stem_of, stems_of, title_core, words_of
 from router.types import Passage
@@ -31,9 +33,12 @@ def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tu
     language = "ru" if CYRILLIC.search(question) else "en"
     lines, picked, confidences, stated = [], [], [], []
     seen: set[tuple[int, int]] = set()
+    # the side's query ("<side> <attribute>") has lost "how long", "when"; a yes/no question wants no value
+    kind = None if is_yes_no(question) else question_kind(question)
+    names = [name for name, _ in sides]
     for name, query in sides:
-        answer = local_answer(query, about(passages, name), max_units=2)
-        if not answer.text:
+        answer = local_answer(query, about(passages, name, [n for n in names if n != name]), max_units=2, kind=kind)
+        if not answer.text or (kind in VALUE_KINDS and not holds_value(kind, " ".join(p.text for p in answer.picked))):
             lines.append(f"{name}: {NOT_SAID[language]}")
             confidences.append(0.0)
             stated.append(False)
@@ -47,24 +52,63 @@ def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tu
                 picked.append(p)
     if is_yes_no(question) and sides and all(stated):
         lines.insert(0, YES[language])
-    return Extracted(" ".join(lines), picked, min(confidences, default=0.0))
+    # a side the passages do not state leaves half an answer, still worth reading: the mean, not the least
+    return Extracted(" ".join(lines), picked, sum(confidences) / len(confidences) if confidences else 0.0)
 
 
-def about(passages: list[Passage], name: str) -> list[Passage]:
+def about(passages: list[Passage], name: str, others: Sequence[str] = ()) -> list[Passage]:
     """The passages with only those about `name` readable (the others blanked, so citation numbers stay
-    the positions in `passages`): those whose title or last heading holds most of the name's words (as
-    `question_text.covers`, but "US" is no pronoun); when none does, those whose text holds all of them (a passage about the other side that mentions this one is about the
-    other side, so it counts only then)."""
-    want = name_words(name)
-
-    def names_it(label: str) -> bool:  # most of the side's words: "birth of Robert Young" / "Robert Young (musician)"
-        return bool(want) and len(want & name_words(label)) >= math.ceil(0.6 * len(want))
-
-    chosen = {i for i, p in enumerate(passages)
-              if names_it(title_core(p.title)) or names_it(p.heading.split(">")[-1] if p.heading else "")} or {
-        i for i, p in enumerate(passages) if want and want <= name_words(f"{p.title} {p.heading} {p.text}")}
+    the positions in `passages`); see `about_indices`."""
+    chosen, _ = about_indices(passages, name, others)
     return [p if i in chosen else dataclasses.replace(p, title="", heading="", text="")
             for i, p in enumerate(passages)]
+
+
+def about_indices(passages: list[Passage], name: str, others: Sequence[str] = ()) -> tuple[set[int], bool]:
+    """Which passages are about `name`, one of the compared sides (`others`: the other sides), and
+    whether that is known from the passages' documents (True) or only guessed from their words (False):
+    - those whose title or last heading holds most of the name's words ("birth of Robert Young" /
+      "Robert Young (musician)");
+    - every passage of a document that mentions `name` and no other side: a Russian page on "офисы в
+      Москве и Екатеринбурге" is about Moscow in a Berlin-Moscow comparison, its pay section too, though
+      that section never repeats the city (an overview naming both sides is about neither);
+    - when neither finds one, those whose text holds all of the name's words (a passage about the
+      other side that mentions this one is about the other side, so it counts only then).
+    A name's word matches across scripts and case endings by its consonant skeleton ("Moscow", "Москве")."""
+    want = name_marks(name)
+    if not want:
+        return set(), False
+    rivals = [marks for other in others if (marks := name_marks(other))]
+
+    def names_it(label: str, marks: list[tuple[str, str]]) -> bool:
+        return held(marks, label) >= math.ceil(0.6 * len(marks))
+
+    def labels(p: Passage) -> tuple[str, str]:
+        return title_core(p.title), p.heading.split(">")[-1] if p.heading else ""
+
+    chosen = {i for i, p in enumerate(passages) if any(names_it(label, want) for label in labels(p))}
+    documents: dict[str, str] = {}
+    for p in passages:
+        documents[p.doc_id] = f"{documents.get(p.doc_id, '')} {p.title} {p.heading} {p.text}"
+    exclusive = {doc for doc, text in documents.items() if held(want, text) == len(want)
+                 and not any(held(marks, text) == len(marks) for marks in rivals)}
+    chosen |= {i for i, p in enumerate(passages) if p.doc_id in exclusive
+               and not any(names_it(label, marks) for label in labels(p) for marks in rivals)}
+    if chosen:
+        return chosen, True
+    return {i for i, p in enumerate(passages) if held(want, f"{p.title} {p.heading} {p.text}") == len(want)}, False
+
+
+def name_marks(name: str) -> list[tuple[str, str]]:
+    """Each content word of a name as (stem, consonant skeleton or "" when too short to trust)."""
+    return [(stem_of(w), sk if len(sk := skeleton(w)) >= 3 else "") for w in words_of(name) if not is_function_word(w)]
+
+
+def held(marks: list[tuple[str, str]], text: str) -> int:
+    """How many of a name's words `text` holds: the same stem, or a capitalised word of the same skeleton."""
+    stems = name_words(text)
+    found = skeletons(text)
+    return sum(1 for stem, sk in marks if stem in stems or (sk and any(skeleton_match(sk, f) for f in found)))
 
 
 def name_words(text: str) -> set[str]:

@@ -3,7 +3,7 @@ follow-ups, and units answering what it left open. The rules in router/extractiv
 """
 from __future__ import annotations
 
-from router.answer_units import Extracted, Focus, Scorer, Unit, cite, display, units
+from router.answer_units import VALUE_KINDS, Extracted, Focus, Scorer, Unit, cite, display, units
 from router.types import Passage
 
 # Another unit joins the answer when it scores at least half the best one's and its own words cover
@@ -11,9 +11,11 @@ from router.types import Passage
 EXTRA_SHARE = 0.5
 EXTRA_GAIN = 0.1
 
-def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700) -> Extracted:
-    """The best unit for the question, its block's follow-ups, and units answering what it left open."""
-    focus = Focus.of(question)
+def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700,
+                 kind: str | None = None) -> Extracted:
+    """The best unit for the question, its block's follow-ups, and units answering what it left open.
+    `kind`: the answer type, when the caller knows it better than `question` says."""
+    focus = Focus.of(question, kind)
     every = units(passages)
     if not focus.terms.stems or not every:
         return Extracted("", [], 0.0)
@@ -22,8 +24,16 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
     if not candidates:
         return Extracted("", [], 0.0)
     scores = {id(u): scorer.score(u) for u in candidates}
+    # A date, a number or an amount is answered by a unit that holds one, when one on the question's
+    # topic does: "what is the on-call compensation" by "€40 per night", not by the sentence repeating
+    # the question's words ("This policy applies to on-call ..."): the answer-type filter of factoid QA.
+    # On the topic means in a document that says something the question asks about: a pay list under
+    # "Standby allowance" never repeats "on-call", a Russian page never an English question's words.
+    topical = {passages[u.passage - 1].doc_id for u in candidates if scorer.covered(u)}
+    valued = [u for u in candidates if focus.kind in VALUE_KINDS and scorer.typed(u)
+              and passages[u.passage - 1].doc_id in topical]
     # of two equal units, a whole sentence before one the chunk cut
-    first = min(candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
+    first = min(valued or candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
     chosen = _with_block(first, every, max_chars)
     covered = set().union(*(scorer.covered(u) for u in chosen))
     used = sum(len(u.text) for u in chosen)

@@ -13,6 +13,7 @@ from typing import Iterable
 from core.text.mentions import mentioned_names
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
 from router.chain_answer import MAX_HOPS, chain_answer
+from router.comparison_answer import about_indices
 from router.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
                                   PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, is_function_word,
                                   question_mentions, stem_of, stems_of, title_core, words_of)
@@ -55,6 +56,13 @@ _COMPARISON_TEMPLATES = [re.compile(p, re.IGNORECASE) for p in (
 # "Which came first the forming of A or the birth of B?": no comma, so both sides must hold a name.
 _WHICH_OR = re.compile(r"^(?P<pre>(?:which|who|what|что|кто|какой|какая|какое|какие|который|которая)\b)"
                        r"(?P<a>.+?)\s+(?:or|или)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.IGNORECASE)
+
+
+def _is_about(evidence: list[Passage], name: str, other: str) -> bool:
+    """Whether a passage of the evidence is about `name` by its title, heading or document, not only by
+    holding its words somewhere."""
+    chosen, by_document = about_indices(evidence, name, [other])
+    return bool(chosen) and by_document
 
 
 def _trim_side(span: str, *, last: bool) -> str:
@@ -214,7 +222,10 @@ class OfflinePlanner:
         return Decision(False, queries, "; ".join(reason) or "searching further")
 
     def _plan_comparison(self, c: Comparison, evidence: list[Passage], asked_keys: set, asked_text: str) -> Decision:
-        missing = [(name, q) for name, q in zip((c.a, c.b), c.queries()) if not any(covers(p, name) for p in evidence)]
+        # a side is covered by a passage about it, as its answer will read it (router/comparison_answer.py):
+        # an overview that names both sides in passing is about neither, so each still gets its search
+        missing = [(name, q) for name, other, q in zip((c.a, c.b), (c.b, c.a), c.queries())
+                   if not _is_about(evidence, name, other)]
         if not missing:
             return Decision(True, [], f"comparison: both {c.a!r} and {c.b!r} have passages")
         queries = []
