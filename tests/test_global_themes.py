@@ -7,8 +7,8 @@ import pytest
 import graph.query.themes as themes_module
 from graph.levels import AccessLevel
 from graph.query.global_search import global_search, stems
-from graph.query.themes import (ScopePassage, document_relevance, nearest, scope_documents, scoped_themes,
-                                units)
+from graph.query.themes import (ScopePassage, document_relevance, level_text, nearest, scope_documents,
+                                scoped_themes, units)
 
 REVIEWS = [
     ScopePassage(1, "postmortems/a.md", "Postmortem A: the billing outage",
@@ -177,3 +177,51 @@ def test_a_name_of_two_common_words_is_an_example_not_a_theme():
                                              {p.doc_id for p in reviews}, {}, 6)]
     assert labels[0].startswith("missing runbook")
     assert not any(w in label for label in labels for w in ("status", "board"))  # nor a pair holding one of them
+
+
+def test_a_word_is_key_by_how_many_documents_say_it_not_how_often():
+    # "runbook" is said once by each of three reviews and by no guide: key, a theme of its own.
+    # "escalation" is said nine times, but by two reviews and two guides alike: one review repeating it
+    # is one review (counted in sentences, it would be key)
+    reviews = [ScopePassage(50, "reviews/0.md", "Review 0", "Nobody had opened the runbook. " + " ".join(
+                   f"Escalation step {w} stalled." for w in ("one", "two", "three", "four", "five", "six", "seven",
+                                                             "eight"))),
+               ScopePassage(51, "reviews/1.md", "Review 1", "The runbook was out of date. One escalation helped."),
+               ScopePassage(52, "reviews/2.md", "Review 2", "Its runbook was never written down.")]
+    guides = [ScopePassage(60 + i, f"guides/{i}.md", f"Guide {i}",
+                           f"Guide {i} covers the desks on every floor. Parking near the office is free for staff. "
+                           "Lunch is served at noon in the canteen. Printers stand upstairs beside the kitchen."
+                           + (" Escalation goes to the managers on duty." if i < 2 else ""))
+              for i in range(7)]
+    labels = [t.label for t in scoped_themes(set(stems("What recurs across all reviews?")), reviews + guides,
+                                             {p.doc_id for p in reviews}, {}, 6)]
+    assert "runbook" in labels
+    assert not any("escalation" in label for label in labels)
+
+
+def test_one_theme_told_in_two_languages_shares_its_borrowed_word():
+    # Russian borrows "алерт" from "alert": the reviews in either language tell one theme, its documents
+    # all four; a native word ("оповещение") is no borrowing, and no theme is translated into another
+    reviews = [ScopePassage(70, "reviews/a.md", "Review A", "The alert threshold was stale for a year."),
+               ScopePassage(71, "reviews/b.md", "Review B", "A stale alert threshold hid the outage."),
+               ScopePassage(72, "reviews/c.md", "Разбор C", "Устаревший порог алерта молчал весь год."),
+               ScopePassage(73, "reviews/d.md", "Разбор D", "Никто не пересматривал порог алерта.")]
+    themes = scoped_themes(set(stems("What recurs across all reviews?")), reviews, {p.doc_id for p in reviews}, {}, 6)
+    alert = [t for t in themes if "alert threshold" in t.label]
+    assert len(alert) == 1 and "порог алерта" in alert[0].label
+    assert alert[0].doc_ids == ("reviews/a.md", "reviews/b.md", "reviews/c.md", "reviews/d.md")
+    assert not any("алерт" in t.label for t in themes if t is not alert[0])
+    labels = [t.label for t in themes_of()]  # "порог оповещения" borrows nothing: a theme of its own
+    assert "порог оповещения" in labels and not any("alert" in label and "оповещ" in label for label in labels)
+
+
+def test_the_levels_text_is_analysed_once_per_version_of_it(monkeypatch):
+    monkeypatch.setattr(themes_module, "_level_cache", themes_module.OrderedDict())
+    first = level_text(REVIEWS)
+    assert level_text(list(reversed(REVIEWS))) is first  # the same text read again, in any order
+    edited = [*REVIEWS[:-1], ScopePassage(6, "guides/travel.md", "Travel policy", "Trains only, from now on.")]
+    assert level_text(edited) is not first  # an edit (or an ingest, a deletion, an ACL change) is a new text
+    assert "Trains only, from now on." in [s for s, _, _ in level_text(edited).sentences]
+    monkeypatch.setattr(themes_module, "CACHED_PASSAGES", len(REVIEWS))
+    level_text(REVIEWS[:3])  # past the budget the least recently asked level goes, the newest stays
+    assert len(themes_module._level_cache) == 1

@@ -18,25 +18,33 @@ Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
    table rows are no prose), each kept when it recurs in at least two of the scope's documents; a
    term the question itself says names the scope, not a theme in it. A single word stays only when
    no recurring phrase holds it and it is key to the scope against the rest of the level (Dunning's
-   log-likelihood): the common vocabulary of every kind of document names no theme. A term weighs
+   log-likelihood over documents: a theme recurs across documents, and one document repeating a word
+   is one document): the common vocabulary of every kind of document names no theme. A term weighs
    as in class-based TF-IDF: the scope documents saying it, each by its relevance to the question,
    times log(1 + N / df) over the level's documents written in its script (what every document
    says weighs least), times one plus the share of the question's focus (its words beyond what the
    scope's documents are called) its sentences say.
 3. Themes: terms taken best first; one whose sentences lie mostly among a chosen theme's, or that
    shares a word with the theme's first name, joins that theme (STC's merge of base clusters), the
-   rest start a new theme. A theme is named by its terms, a word giving way to the recurring phrase
-   holding it (STC labels clusters by phrases); its summary is its most central sentence (the most
-   of its terms' weight per word) most relevant to the question among those saying its label; its
-   documents are its sentences'.
+   rest start a new theme. A Russian word is compared in its Latin spelling, as the trade's
+   vocabulary is borrowed ("порог алерта" joins "alert fatigue"); a theme told in native words in
+   each language stays two: nothing is translated, and a document is written in one language, so
+   the passages or documents two such terms share are too few to join them either. A theme
+   is named by its terms, a word giving way to the recurring phrase holding it (STC labels clusters
+   by phrases); its summary is its most central sentence (the most of its terms' weight per word)
+   most relevant to the question among those saying its label; its documents are its sentences'.
 
-Pure: the passages come from graph/query/runner.py, read through SQL with the level's groups.
+Pure: the passages come from graph/query/runner.py, read through SQL with the level's groups. What
+is read of the whole level (its sentences, terms and document frequencies) is analysed once per
+version of its text and kept (`level_text`); a question then costs only its scope's sentences.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-from collections import Counter, defaultdict
+import threading
+from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -49,7 +57,10 @@ MERGE_OVERLAP = 0.5  # STC's merge rule: a phrase whose sentences lie this much 
 LABEL_TERMS = 3
 LABEL_SHARE = 0.5  # a merged phrase names the theme too when it weighs at least this share of the first
 # (a merged single word does not: a word inside a theme's sentences is mostly their grammar, "before", "поэтому")
-KEYNESS = 10.83  # G2 at p < 0.001 (one degree of freedom): a single word's keyness for the scope against the level
+# G2 at p < 0.01 (one degree of freedom): a single word's keyness, over documents, for the scope against the
+# level. Documents are few: in a level of 25, a word three of the scope's eight say and no other does
+# scores 6.8, so at p < 0.001 (10.83) no such word could ever be key
+KEYNESS = 6.63
 MAX_SUMMARY_CHARS = 300  # a theme's one sentence; longer ones are lists and tables run together
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -194,34 +205,82 @@ def sentence_terms(sentence: str, common: set[str], names: set[tuple[str, str]] 
     return singles + pairs
 
 
-def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope: set[str],
-                  relevance: dict[str, float], max_themes: int) -> list[ScopedTheme]:
-    """The scope's recurring themes, best first, deduplicated (see the module's docstring).
-    `relevance`: each scope document's relevance to the question, 0..1 (a document missing counts 1)."""
-    sentences: list[tuple[str, int, str]] = []  # (text, chunk id, doc id)
+@dataclass(frozen=True)
+class LevelText:
+    """What the themes read of the whole level, the same for every question: its prose sentences
+    (text, chunk id, doc id), each one's terms, the documents saying each term, and the documents
+    written in each script (True: Cyrillic)."""
+    sentences: list[tuple[str, int, str]]
+    terms: list[frozenset[str]]
+    documents: dict[str, frozenset[str]]
+    written: dict[bool, frozenset[str]]
+
+
+# passages whose level stays analysed, all levels together (the least recently asked level goes first):
+# about 12 MB per 1,500 passages, so two levels of the largest size the runner hands over (20,000)
+CACHED_PASSAGES = 40_000
+_level_cache: OrderedDict[str, tuple[int, LevelText]] = OrderedDict()
+_level_lock = threading.Lock()
+
+
+def level_text(passages: list[ScopePassage]) -> LevelText:
+    """The level's sentences and document frequencies, analysed once per version of its text: keyed
+    by a digest of every passage as read now (the reader's SQL read decides what is in it, so an
+    ingest, a deletion or an ACL change is a new key, never a stale answer). Splitting and stemming
+    every sentence of a level costs about a second at 1,500 passages; the digest, milliseconds."""
+    digest = hashlib.blake2b(digest_size=16)
+    for p in sorted(passages, key=lambda p: p.id):
+        for part in (str(p.id), p.doc_id, p.content):
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            digest.update(b"\0")
+    key = digest.hexdigest()
+    with _level_lock:
+        if key in _level_cache:
+            _level_cache.move_to_end(key)
+            return _level_cache[key][1]
+    level = _analyse_level(passages)
+    with _level_lock:
+        _level_cache[key] = (len(passages), level)
+        while len(_level_cache) > 1 and sum(n for n, _ in _level_cache.values()) > CACHED_PASSAGES:
+            _level_cache.popitem(last=False)
+    return level
+
+
+def _analyse_level(passages: list[ScopePassage]) -> LevelText:
+    sentences: list[tuple[str, int, str]] = []
     for p in sorted(passages, key=lambda p: p.id):
         sentences.extend((s, p.id, p.doc_id) for s in units(p.content))
     common = _common_words([s for s, _, _ in sentences])
     names = _names([s for s, _, _ in sentences])
-    terms = [set(sentence_terms(s, common, names)) for s, _, _ in sentences]
-    # every word of a scope sentence, for what the question asks (only the scope's: stemming every
-    # word of a large level per question would cost seconds)
-    said = [{stem(normalise(w)) for w in _WORD.findall(s)} if doc in scope else set() for s, _, doc in sentences]
-    surfaces = _surfaces([s for s, _, doc in sentences if doc in scope])
-    level_docs: dict[str, set[str]] = defaultdict(set)
-    scope_sentences: dict[str, list[int]] = defaultdict(list)
-    for i, ((_, _, doc), ts) in enumerate(zip(sentences, terms)):
-        for t in ts:
-            level_docs[t].add(doc)
-            if doc in scope:
-                scope_sentences[t].append(i)
+    terms = [frozenset(sentence_terms(s, common, names)) for s, _, _ in sentences]
+    documents: dict[str, set[str]] = defaultdict(set)
     # a document counts towards a term's inverse document frequency when it is written in the term's
     # script: in a corpus of fewer Russian documents than English ones every Russian word would
     # otherwise look rare ("выполнено" as distinctive as "configuration drift")
     written: dict[bool, set[str]] = defaultdict(set)
     for (_, _, doc), ts in zip(sentences, terms):
         for t in ts:
+            documents[t].add(doc)
             written[_cyrillic(t)].add(doc)
+    return LevelText(sentences, terms, {t: frozenset(d) for t, d in documents.items()},
+                     {script: frozenset(written.get(script, ())) for script in (True, False)})
+
+
+def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope: set[str],
+                  relevance: dict[str, float], max_themes: int) -> list[ScopedTheme]:
+    """The scope's recurring themes, best first, deduplicated (see the module's docstring).
+    `relevance`: each scope document's relevance to the question, 0..1 (a document missing counts 1)."""
+    level = level_text(passages)
+    sentences, terms, level_docs, written = level.sentences, level.terms, level.documents, level.written
+    mine = [i for i, (_, _, doc) in enumerate(sentences) if doc in scope]
+    # every word of a scope sentence, for what the question asks (only the scope's: stemming every
+    # word of a large level per question would cost seconds)
+    said = {i: {stem(normalise(w)) for w in _WORD.findall(sentences[i][0])} for i in mine}
+    surfaces = _surfaces([sentences[i][0] for i in mine])
+    scope_sentences: dict[str, list[int]] = defaultdict(list)
+    for i in mine:
+        for t in terms[i]:
+            scope_sentences[t].append(i)
     # what the scope's documents are called ("incident review") names the scope; the rest of the
     # question is what it asks about them ("alerting")
     titles = {stem(normalise(w)) for p in passages if p.doc_id in scope for w in _WORD.findall(p.title or "")}
@@ -240,13 +299,13 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     # phrase) and the scope says it more than the rest of the level does: a word every kind of
     # document uses ("production", "новой") is their common vocabulary, not what the scope is about
     phrase_of = _best_phrases(weight)
-    key = _key_words([t for t in weight if " " not in t and t not in phrase_of], sentences, terms, scope)
+    key = _key_words([t for t in weight if " " not in t and t not in phrase_of], level, scope)
     weight = {t: w for t, w in weight.items() if " " in t or t in phrase_of or t in key}
     groups: list[dict] = []
     for t in sorted((t for t in weight if weight[t] > 0), key=lambda t: (-weight[t], t)):
         members = set(scope_sentences[t])
         name = _named(t, phrase_of)
-        words = set(t.split()) | set(name.split())
+        words = {_loanword(w) for w in set(t.split()) | set(name.split())}
         # the same theme: its sentences lie mostly among the theme's first term's (compared with the
         # first term's, not the grown theme's, so a theme does not swallow everything near it), it
         # shares a word with that term, or it would be named as one of the theme's terms is
@@ -288,6 +347,23 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     return themes
 
 
+# Russian letters in Latin ones, as a borrowed word is spelt back (ц -> c: инцидент, incident)
+_LATIN = str.maketrans({"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ж": "zh", "з": "z", "и": "i",
+                        "й": "j", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s",
+                        "т": "t", "у": "u", "ф": "f", "х": "h", "ц": "c", "ч": "ch", "ш": "sh", "щ": "shch",
+                        "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu", "я": "ya"})
+
+
+def _loanword(word: str) -> str:
+    """A Russian stem as the English stem of its Latin spelling: Russian borrows the vocabulary of its
+    trade from English ("алерт", "лимит", "инцидент"), so one theme told in both languages shares its
+    borrowed word (a transliteration, letter by letter: no translation, no word list). Any other
+    word is itself."""
+    if not _cyrillic(word):
+        return word
+    return stem(word.translate(_LATIN))
+
+
 def _cyrillic(term: str) -> bool:
     return any("а" <= ch <= "я" for ch in term)
 
@@ -305,27 +381,21 @@ def _surfaces(sentences: list[str]) -> dict[str, Counter]:
     return surfaces
 
 
-def _key_words(words: list[str], sentences: list[tuple[str, int, str]], terms: list[set[str]],
-               scope: set[str]) -> set[str]:
-    """The words the scope says more often than the rest of the level, by Dunning's log-likelihood
-    (G2, the corpus linguists' keyness) at p < 0.001 (many words are tested at once), counted in
-    sentences against the sentences written in the word's script (all of them when the rest of the
-    level has none in it). A level that is all scope has nothing to contrast: every word is key."""
-    wanted = set(words)
-    inside: Counter = Counter()
-    outside: Counter = Counter()
-    totals = {True: [0, 0], False: [0, 0]}  # script -> [scope sentences, other sentences] holding a word of it
-    for (_, _, doc), ts in zip(sentences, terms):
-        mine = doc in scope
-        for cyrillic in {_cyrillic(t) for t in ts}:
-            totals[cyrillic][0 if mine else 1] += 1
-        (inside if mine else outside).update(ts & wanted)
+def _key_words(words: list[str], level: LevelText, scope: set[str]) -> set[str]:
+    """The words more of the scope's documents say than of the rest of the level's, by Dunning's
+    log-likelihood (G2, the corpus linguists' keyness) at KEYNESS, counted in documents (a theme
+    recurs across documents: one review saying "timeout" ten times is one review) against the
+    documents written in the word's script (all of them when the rest of the level has none in it).
+    A level that is all scope has nothing to contrast: every word is key."""
+    every = level.written[True] | level.written[False]
     key = set()
     for w in words:
-        a, b = inside[w], outside[w]
-        c, d = totals[_cyrillic(w)]
-        if d == 0:  # the rest of the level is written in another script: contrast with all of it
-            c, d = sum(t[0] for t in totals.values()), sum(t[1] for t in totals.values())
+        docs = level.written[_cyrillic(w)]
+        if not docs - scope:  # the rest of the level is written in another script: contrast with all of it
+            docs = every
+        c, d = len(docs & scope), len(docs - scope)
+        holding = level.documents[w]
+        a, b = len(holding & scope), len(holding - scope)
         if d == 0 or (a / c > b / d and _log_likelihood(a, b, c, d) >= KEYNESS):
             key.add(w)
     return key
