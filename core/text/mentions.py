@@ -26,7 +26,7 @@ from typing import NamedTuple
 from core.text.names import (
     CONTRACTIONS, CUE_WORDS, GENERIC_ACRONYMS, GEOGRAPHY_KEYS, HEAD_WORDS, NAME_CONNECTORS, RU_ADJECTIVE,
     RU_GENITIVE_PLURAL, RU_INFINITIVE, RU_LOCATIVE, RU_PATRONYMIC, STOP_WORDS, TEAM_AFTER, TEAM_BEFORE,
-    display_name, entity_key, is_russian_surname, plain_sentences, plain_text,
+    entity_key, frequent_surface, is_russian_surname, plain_sentences, plain_text,
 )
 
 MAX_NAME_WORDS = 6  # longer capitalised runs are title-case headings, not names
@@ -97,7 +97,7 @@ def mentioned_names(text: str, title: str = "", heading: str = "") -> list[str]:
     for mentions in find_mentions(text, title, heading).found:
         for key, surface, _ in mentions:
             surfaces[key].append(surface)
-    return [display_name(surfaces[key]) for key in sorted(surfaces)]
+    return [frequent_surface(surfaces[key]) for key in sorted(surfaces)]
 
 
 def _tokens(sentence: str) -> list[_Token]:

@@ -27,6 +27,7 @@ from functools import lru_cache
 
 
 from core.sentences import split_sentences
+from core.text.nominative import nominative
 from core.text.stemming import stem_word
 
 _QUOTES = re.compile(r"[\"'`«»„“”‘’‚‹›]")
@@ -95,16 +96,33 @@ RU_LOCATIVE = re.compile(r"[А-ЯЁ][а-яё]+[еи]")  # (в) Москве
 RU_INFINITIVE = re.compile(r"[А-ЯЁ][а-яё]+(?:ть|ться|ти)")  # "Подключить Сервис ..." in a to-do list
 
 
-def display_name(variants: list[str]) -> str:
-    """The most frequent surface form; ties go to the shortest, then to the alphabetically first.
+def frequent_surface(variants: list[str]) -> str:
+    """The most frequent surface form, as the text writes it; ties go to the shortest, then to the
+    alphabetically first. What a name is searched and matched by in text ("в Москве" holds "Москве").
 
-    Nominative forms are the most frequent forms of Russian names, and the shortest form drops
-    possessives and plural endings, so this tends to pick the dictionary form.
+    The shortest form drops possessives and plural endings ("Billing teams" / "Billing team").
     """
     if not variants:
-        raise ValueError("display_name needs at least one variant")
+        raise ValueError("a name needs at least one variant")
     counts = Counter(variants)
     return min(counts, key=lambda variant: (-counts[variant], len(variant), variant))
+
+
+def display_name(variants: list[str]) -> str:
+    """An entity's title: its most frequent form already in the nominative (ties as in
+    `frequent_surface`). When no form is nominative (Russian text names a city mostly as "в Москве"),
+    the most frequent one put into it (core/text/nominative.py): the title reads "Москва"."""
+    if not variants:
+        raise ValueError("a name needs at least one variant")
+    counts = Counter(variants)
+    ranked = sorted(counts, key=lambda variant: (-counts[variant], len(variant), variant))
+    return next((v for v in ranked if nominative(v) == v), None) or _as_nominative(ranked[0])
+
+
+def _as_nominative(name: str) -> str:
+    """`name` in the nominative, unless that form would not merge with it (a dictionary misreading)."""
+    form = nominative(name)
+    return form if _key(form) == _key(name) else name
 
 
 # --- Markdown to plain sentences ----------------------------------------------------------------
