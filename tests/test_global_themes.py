@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 import graph.query.themes as themes_module
+from core.text.terms import stem
 from graph.levels import AccessLevel
 from graph.query.global_search import global_search, stems
-from graph.query.themes import (ScopePassage, document_relevance, level_text, nearest, scope_documents,
-                                scoped_themes, units)
+from graph.query.themes import (ScopePassage, document_relevance, field_values, level_text, nearest,
+                                scope_documents, scoped_themes, sentence_terms, units)
 
 REVIEWS = [
     ScopePassage(1, "postmortems/a.md", "Postmortem A: the billing outage",
@@ -99,7 +100,9 @@ def test_a_word_said_outside_the_scope_too_is_no_theme_of_its_own():
 
 def test_the_question_focus_ranks_the_themes_that_say_it():
     focused = themes_of(question="What do all postmortems say about the cache?")
-    assert focused[0].label == "eviction storm"  # what is said of the cache leads, the asked word is no label
+    # what is said of the cache leads; the asked word alone is no label, a phrase holding it is a theme of it
+    assert focused[0].label == "cache eviction, eviction storm"
+    assert not any(term == "cache" for t in focused for term in t.label.split(", "))
 
 
 def test_global_search_cites_the_report_holding_each_theme_and_falls_back_to_communities(monkeypatch):
@@ -225,3 +228,37 @@ def test_the_levels_text_is_analysed_once_per_version_of_it(monkeypatch):
     monkeypatch.setattr(themes_module, "CACHED_PASSAGES", len(REVIEWS))
     level_text(REVIEWS[:3])  # past the budget the least recently asked level goes, the newest stays
     assert len(themes_module._level_cache) == 1
+
+
+def test_a_single_word_names_a_theme_as_a_noun_does():
+    # each key to the reviews: "single" modifies a different word in each (no recurring phrase), "fired"
+    # is a past form, "выполнено" the status field of every action item
+    reviews = [ScopePassage(80, "reviews/0.md", "Review 0", "A single vendor outage stopped every booking. "
+                            "The pager fired twice before anyone looked.\n\n- Снизить таймаут доставки — выполнено в марте."),
+               ScopePassage(81, "reviews/1.md", "Review 1", "Checkout depended on a single provider again, and "
+                            "the vendor said nothing. An alarm fired only after midnight.\n\n"
+                            "- Добавить второй канал — команда Платформы, выполнено."),
+               ScopePassage(82, "reviews/2.md", "Review 2", "The single acquirer answered slowly all morning. "
+                            "That monitor fired late as well.\n\n- Переписать регламент — выполнено в июне.")]
+    guides = [ScopePassage(90 + i, f"guides/{i}.md", f"Guide {i}",
+                           f"Guide {i} covers the desks on every floor. Parking near the office is free for staff.")
+              for i in range(7)]
+    labels = [t.label for t in scoped_themes(set(stems("What recurs across all reviews?")), reviews + guides,
+                                             {p.doc_id for p in reviews}, {}, 6)]
+    assert "single vendor" in labels  # the word it modifies said by the most reviews ("vendor": two)
+    terms = {term for label in labels for term in label.split(", ")}
+    assert not terms & {"single", "fired", "выполнено"}
+
+
+def test_a_list_items_field_values_are_the_first_words_after_its_last_dash():
+    assert field_values("Добавить второй канал — команда Платформы, выполнено.") == {stem("команда"),
+                                                                                     stem("выполнено")}
+    assert field_values("Write the runbook — Platform team; in progress") == {stem("platform"), stem("progress")}
+    assert field_values("Write the runbook for the vendor outage.") == set()  # no field: all of it is the item
+
+
+def test_a_phrase_is_two_words_side_by_side():
+    common = {"platform", "team", "отвечает", "outage", "customers", "noticed"}
+    terms = sentence_terms("Команда (platform team) отвечает; the outage, customers noticed first", common)
+    assert "platform team" in terms and "custom notic" in terms
+    assert not {"team отвеча", "outag custom"} & set(terms)  # a parenthesis, a comma between: no phrase

@@ -12,14 +12,20 @@ Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
    of them, in whichever language; a folder holding one relevant document among unrelated ones is
    no such kind). A document's relevance is scaled among the documents of its script: a question's
    own language scores higher with the embedding model than another saying the same.
-2. Candidates: the content terms of the scope's prose sentences (stems of common words and adjacent
-   pairs of them, a hyphenated compound one word; names, codes, numbers and closed-class words
-   (numerals, conjunctions, pronouns) are no theme's name; records such as "Date: 9 April" and
-   table rows are no prose), each kept when it recurs in at least two of the scope's documents; a
-   term the question itself says names the scope, not a theme in it. A single word stays only when
-   no recurring phrase holds it and it is key to the scope against the rest of the level (Dunning's
-   log-likelihood over documents: a theme recurs across documents, and one document repeating a word
-   is one document): the common vocabulary of every kind of document names no theme. A term weighs
+2. Candidates: the content terms of the scope's prose sentences (stems of common words and pairs of
+   them written side by side, no punctuation between, a hyphenated compound one word; names, codes,
+   numbers and closed-class words (numerals, conjunctions, pronouns) are no theme's name; records
+   such as "Date: 9 April" and table rows are no prose), each kept when it recurs in at least two of
+   the scope's documents; a term holding a word the scope's documents are called by names the scope
+   ("incident review"), and one of only the question's words restates it, while a phrase joining
+   what it asks about with another word is a theme of it ("alert fatigue" to a question about
+   alerting). A single word stays only when no recurring phrase holds it and it is key to the scope
+   against the rest of the level (Dunning's log-likelihood over documents: a theme recurs across
+   documents, and one document repeating a word is one document): the common vocabulary of every
+   kind of document names no theme. It names a theme as a noun does, so in most of its uses it is no
+   list item's field value (a status, an owner: "— выполнено"), nor an English past form ("fired");
+   one modifying the word after it in most of its uses (an adjective: "single") is shown with the
+   word it modifies most ("single vendor"). A term weighs
    as in class-based TF-IDF: the scope documents saying it, each by its relevance to the question,
    times log(1 + N / df) over the level's documents written in its script (what every document
    says weighs least), times one plus the share of the question's focus (its words beyond what the
@@ -61,6 +67,9 @@ LABEL_SHARE = 0.5  # a merged phrase names the theme too when it weighs at least
 # level. Documents are few: in a level of 25, a word three of the scope's eight say and no other does
 # scores 6.8, so at p < 0.001 (10.83) no such word could ever be key
 KEYNESS = 6.63
+# a single word is used as a field value, a verb or a modifier when it is so in more than this share of
+# its sentences (or of its written forms): in most of its uses
+MOST_USES = 0.5
 MAX_SUMMARY_CHARS = 300  # a theme's one sentence; longer ones are lists and tables run together
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -74,6 +83,9 @@ _FIELD_SEPARATOR = re.compile(r":|\s[—–]\s")
 _CYRILLIC_LETTER = re.compile(r"[а-яёА-ЯЁ]")
 _LATIN_LETTER = re.compile(r"[a-zA-Z]")
 _ASIDE = re.compile(r"\([^()]*\)")
+_LIST_ITEM = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+_DASH = re.compile(r"\s[—–]\s")
+_CLAUSE = re.compile(r"[,;]")
 _MARKUP = re.compile(r"^(?:[-*+>]|\d+[.)])\s+|\*\*|__|`")
 
 
@@ -147,13 +159,35 @@ def units(content: str) -> list[str]:
     """The sentences a person reads as prose: no code (fenced, or any sentence with braces: code
     pasted as text), headings or table rows (a table row is a record, not a statement), list markers
     and emphasis taken off."""
+    return [text for text, _ in _prose(content)]
+
+
+def _prose(content: str) -> list[tuple[str, bool]]:
+    """`units`, each with whether it is a list item (its marker is what `units` takes off)."""
     out = []
     for sentence in split_sentences(_FENCE.sub("\n\n", content)):
         if sentence.startswith(("#", "|")) or "{" in sentence or "}" in sentence:
             continue  # headings, table rows, and code that lost its fence (prose has no braces)
         text = " ".join(_MARKUP.sub("", sentence).split())  # a hard-wrapped sentence on one line
         if len(text) > 20 and not _is_field(text):
-            out.append(text)
+            out.append((text, _LIST_ITEM.match(sentence) is not None))
+    return out
+
+
+def field_values(item: str) -> set[str]:
+    """The stems a list item holds as the values of its fields: an action item or a task is written
+    "<what> — <owner>, <status>" ("Таймаут снижен до 10 с — выполнено", "Write the runbook — Platform
+    team, done"), and the first word of each clause after its last dash is such a value. A word that
+    stands there in most of its sentences is a status or an owner every item repeats, not a theme."""
+    parts = _DASH.split(item)
+    if len(parts) < 2:
+        return set()
+    out = set()
+    for clause in _CLAUSE.split(parts[-1]):
+        words = [normalise(w) for w in _TERM_WORD.findall(clause)]
+        first = next((w for w in words if w not in CLOSED_CLASS), None)
+        if first:
+            out.add(stem(first))
     return out
 
 
@@ -189,9 +223,14 @@ def _names(sentences: list[str]) -> set[tuple[str, str]]:
 
 
 def sentence_terms(sentence: str, common: set[str], names: set[tuple[str, str]] = frozenset()) -> list[str]:
-    """The sentence's content stems and adjacent pairs of them: common words of four letters or more,
-    no identifiers or numbers, no words of a name where they are written as one."""
-    raw = _TERM_WORD.findall(sentence)
+    """The sentence's content stems and adjacent pairs of them (nothing but space between them): common
+    words of four letters or more, no identifiers or numbers, no words of a name where they are
+    written as one."""
+    found = list(_TERM_WORD.finditer(sentence))
+    raw = [m.group() for m in found]
+    # a phrase is words written side by side: a comma, a colon or a parenthesis between two words ends
+    # one ("Команда Платформы (Platform team) отвечает": no "team отвечает")
+    joined = [sentence[a.end():b.start()].isspace() for a, b in zip(found, found[1:])]
     words = [w.lower() for w in raw]
     keep = [len(w) >= 4 and w in common and "_" not in w and not any(c.isdigit() for c in w) for w in words]
     for i, pair in enumerate(zip(words, words[1:])):  # where written as a name, its words are part of it
@@ -201,17 +240,20 @@ def sentence_terms(sentence: str, common: set[str], names: set[tuple[str, str]] 
     stems = [s if s not in _STOP_STEMS else None for s in stems]
     singles = [s for s in stems if s]
     # a word twice is no phrase ("Python Python": a page's tabs run together)
-    pairs = [f"{a} {b}" for a, b in zip(stems, stems[1:]) if a and b and a != b]
+    pairs = [f"{a} {b}" for a, b, side_by_side in zip(stems, stems[1:], joined)
+             if a and b and a != b and side_by_side]
     return singles + pairs
 
 
 @dataclass(frozen=True)
 class LevelText:
     """What the themes read of the whole level, the same for every question: its prose sentences
-    (text, chunk id, doc id), each one's terms, the documents saying each term, and the documents
-    written in each script (True: Cyrillic)."""
+    (text, chunk id, doc id), each one's terms and the stems it holds as a list item's field values
+    (`field_values`), the documents saying each term, and the documents written in each script
+    (True: Cyrillic)."""
     sentences: list[tuple[str, int, str]]
     terms: list[frozenset[str]]
+    fields: list[frozenset[str]]
     documents: dict[str, frozenset[str]]
     written: dict[bool, frozenset[str]]
 
@@ -248,8 +290,11 @@ def level_text(passages: list[ScopePassage]) -> LevelText:
 
 def _analyse_level(passages: list[ScopePassage]) -> LevelText:
     sentences: list[tuple[str, int, str]] = []
+    fields: list[frozenset[str]] = []
     for p in sorted(passages, key=lambda p: p.id):
-        sentences.extend((s, p.id, p.doc_id) for s in units(p.content))
+        for text, item in _prose(p.content):
+            sentences.append((text, p.id, p.doc_id))
+            fields.append(frozenset(field_values(text)) if item else frozenset())
     common = _common_words([s for s, _, _ in sentences])
     names = _names([s for s, _, _ in sentences])
     terms = [frozenset(sentence_terms(s, common, names)) for s, _, _ in sentences]
@@ -262,7 +307,7 @@ def _analyse_level(passages: list[ScopePassage]) -> LevelText:
         for t in ts:
             documents[t].add(doc)
             written[_cyrillic(t)].add(doc)
-    return LevelText(sentences, terms, {t: frozenset(d) for t, d in documents.items()},
+    return LevelText(sentences, terms, fields, {t: frozenset(d) for t, d in documents.items()},
                      {script: frozenset(written.get(script, ())) for script in (True, False)})
 
 
@@ -274,8 +319,9 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     sentences, terms, level_docs, written = level.sentences, level.terms, level.documents, level.written
     mine = [i for i, (_, _, doc) in enumerate(sentences) if doc in scope]
     # every word of a scope sentence, for what the question asks (only the scope's: stemming every
-    # word of a large level per question would cost seconds)
-    said = {i: {stem(normalise(w)) for w in _WORD.findall(sentences[i][0])} for i in mine}
+    # word of a large level per question would cost seconds), a Russian one in its Latin spelling as
+    # the question's are: a sentence saying "алерт" says what a question about alerting asks
+    said = {i: {_loanword(stem(normalise(w))) for w in _WORD.findall(sentences[i][0])} for i in mine}
     surfaces = _surfaces([sentences[i][0] for i in mine])
     scope_sentences: dict[str, list[int]] = defaultdict(list)
     for i in mine:
@@ -284,12 +330,17 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     # what the scope's documents are called ("incident review") names the scope; the rest of the
     # question is what it asks about them ("alerting")
     titles = {stem(normalise(w)) for p in passages if p.doc_id in scope for w in _WORD.findall(p.title or "")}
-    focus = question_stems - titles
+    focus = {_loanword(w) for w in question_stems - titles}
+    named_scope = question_stems & titles
     need = min(MIN_DOCUMENTS, len(scope))
     weight: dict[str, float] = {}
     for t, idx in scope_sentences.items():
         in_scope = {sentences[i][2] for i in idx}
-        if len(in_scope) < need or set(t.split()) & question_stems:
+        # a term holding a word the scope is called by names the scope ("incident review"); one of only
+        # the question's own words restates it ("alerting"); a phrase joining what the question asks
+        # about with another word is a theme of it ("alert fatigue" for a question about alerting)
+        words = set(t.split())
+        if len(in_scope) < need or words & named_scope or words <= question_stems:
             continue
         # how much the phrase's sentences say of what the question asks (its words beyond the scope)
         asked = sum(len(focus & said[i]) for i in idx) / (len(idx) * len(focus)) if focus else 0.0
@@ -301,6 +352,21 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     phrase_of = _best_phrases(weight)
     key = _key_words([t for t in weight if " " not in t and t not in phrase_of], level, scope)
     weight = {t: w for t, w in weight.items() if " " in t or t in phrase_of or t in key}
+    # a single word left names a theme as a noun does: one standing as a list item's field value in
+    # most of its sentences is a status or an owner every item repeats ("выполнено"), one written in
+    # its past form in most of its uses tells an event ("fired"); one standing before another content
+    # word in most of its sentences modifies that word ("single") and is shown with it ("single vendor")
+    for t in [t for t in weight if " " not in t and t not in phrase_of]:
+        idx = scope_sentences[t]
+        if sum(t in level.fields[i] for i in idx) > MOST_USES * len(idx) or _past_form(surfaces[t]):
+            del weight[t]
+            continue
+        modified = Counter(p for i in idx for p in terms[i] if " " in p and p.split(" ", 1)[0] == t
+                           and not set(p.split()) & named_scope and _attributive(surfaces[p]))
+        if len({i for i in idx if any(p in terms[i] for p in modified)}) > MOST_USES * len(idx):
+            # the word it modifies most often, the most widespread one on a tie ("vendor", not "acquirer")
+            spread = {p: len({sentences[i][2] for i in scope_sentences[p.split()[1]]}) for p in modified}
+            phrase_of[t] = min(modified, key=lambda p: (-modified[p], -spread[p], p))
     groups: list[dict] = []
     for t in sorted((t for t in weight if weight[t] > 0), key=lambda t: (-weight[t], t)):
         members = set(scope_sentences[t])
@@ -325,7 +391,9 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     themes = []
     for g in groups:
         # its sentences are told by its terms and the phrases naming them ("status page", not any "page")
-        w = {t: weight[t] for t in [*g["terms"], *g["names"]]}
+        w = {t: weight[t] for t in g["terms"]}
+        for n in g["names"]:  # a modifier's phrase weighs as the word it names (its pair need not recur)
+            w.setdefault(n, weight.get(n, g["score"]))
 
         def central(i: int) -> float:
             ts = terms[i]
@@ -362,6 +430,24 @@ def _loanword(word: str) -> str:
     if not _cyrillic(word):
         return word
     return stem(word.translate(_LATIN))
+
+
+def _past_form(forms: Counter) -> bool:
+    """Whether an English word is written in its regular past form ("fired", "published") in most of
+    its uses: a verb's, telling what happened, not what it is about ("need", "speed" are no such form)."""
+    past = sum(n for f, n in forms.items()
+               if f.isascii() and len(f) > 4 and f.endswith("ed") and not f.endswith("eed"))
+    return past > MOST_USES * sum(forms.values())
+
+
+def _attributive(forms: Counter) -> bool:
+    """Whether a pair's first word is written as a modifier of the second somewhere: an English modifier
+    takes no plural or verb -s ("periodicals usually", "customers opened": a noun and what it does)
+    and is no adverb ("periodically give"); a Russian word is taken as written."""
+    def modifier(word: str) -> bool:
+        inflected = word.endswith("ly") or word.endswith("s") and not word.endswith(("ss", "us", "is"))
+        return not (word.isascii() and inflected)
+    return any(modifier(f.split(" ", 1)[0]) for f in forms)
 
 
 def _cyrillic(term: str) -> bool:
