@@ -216,6 +216,10 @@ def test_one_theme_told_in_two_languages_shares_its_borrowed_word():
     assert not any("алерт" in t.label for t in themes if t is not alert[0])
     labels = [t.label for t in themes_of()]  # "порог оповещения" borrows nothing: a theme of its own
     assert "порог оповещения" in labels and not any("alert" in label and "оповещ" in label for label in labels)
+    # its summary is told in the question's language
+    ru = scoped_themes(set(stems("Что повторяется во всех разборах?")), reviews, {p.doc_id for p in reviews}, {}, 6)
+    assert alert[0].summary in {p.content for p in reviews[:2]}, alert[0].summary
+    assert [t.summary for t in ru if "порог алерта" in t.label][0] in {p.content for p in reviews[2:]}
 
 
 def test_the_levels_text_is_analysed_once_per_version_of_it(monkeypatch):

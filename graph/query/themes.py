@@ -316,6 +316,7 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     """The scope's recurring themes, best first, deduplicated (see the module's docstring).
     `relevance`: each scope document's relevance to the question, 0..1 (a document missing counts 1)."""
     level = level_text(passages)
+    asked_cyrillic = any(_cyrillic(s) for s in question_stems)
     sentences, terms, level_docs, written = level.sentences, level.terms, level.documents, level.written
     mine = [i for i, (_, _, doc) in enumerate(sentences) if doc in scope]
     # every word of a scope sentence, for what the question asks (only the scope's: stemming every
@@ -403,11 +404,13 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
         members = sorted(g["sentences"])
         readable = [i for i in members if len(sentences[i][0]) <= MAX_SUMMARY_CHARS] or members
         # the sentence says what the label says when one can: its first term ("configuration drift"),
-        # else another ("status page", not any "page")
+        # else another ("status page", not any "page"); in the question's language when the theme has
+        # such a sentence (a reader of an English question gets an English summary of a theme both
+        # languages tell)
         label = _label(g["terms"], phrase_of)
-        readable = ([i for i in readable if label[0] in terms[i]] or [i for i in readable if terms[i] & set(label)]
-                    or readable)
-        best = max(readable, key=lambda i: (central(i), -i))
+        readable = [i for i in readable if terms[i] & set(label)] or readable
+        best = max(readable, key=lambda i: (_mostly_cyrillic(sentences[i][0]) == asked_cyrillic,
+                                            label[0] in terms[i], central(i), -i))
         shown = [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in label]
         themes.append(ScopedTheme(", ".join(shown), sentences[best][0],
                                   round(g["score"], 3), tuple(sorted({sentences[i][1] for i in members})),
@@ -452,6 +455,12 @@ def _attributive(forms: Counter) -> bool:
 
 def _cyrillic(term: str) -> bool:
     return any("а" <= ch <= "я" for ch in term)
+
+
+def _mostly_cyrillic(text: str) -> bool:
+    """Written in Russian: more Cyrillic letters than Latin ones ("Это «усталость от алертов» (alert fatigue)")."""
+    cyrillic = sum(1 for ch in text.casefold() if "а" <= ch <= "я" or ch == "ё")
+    return cyrillic > sum(1 for ch in text.casefold() if "a" <= ch <= "z")
 
 
 def _surfaces(sentences: list[str]) -> dict[str, Counter]:
