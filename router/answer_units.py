@@ -337,10 +337,25 @@ class Scorer:
         return False
 
     def in_question(self, surface: str) -> bool:
+        """Whether the question already names `surface`: each of its words is a question word or, across
+        scripts, a question name's skeleton ("Екатеринбурге" for "Yekaterinburg"); a word of the
+        question's own script that it lacks makes another name ("Iron Maiden" is not "Maiden Japan")."""
         stems = set(content_stems(surface))
-        return bool(stems) and (stems <= self.focus.terms.wanted or any(
-            skeleton_match(sk, skeleton(w)) for w in WORD.findall(surface) for sk in self.focus.name_skeletons.values()
-            if len(skeleton(w)) >= 3))
+        if not stems:
+            return False
+        if stems <= self.focus.terms.wanted:
+            return True
+        matched = False
+        for w in WORD.findall(surface):
+            word_stems = set(content_stems(w))
+            if not word_stems or word_stems <= self.focus.terms.wanted:
+                matched = matched or bool(word_stems)
+            elif len(skeleton(w)) >= 3 and any(skeleton_match(sk, skeleton(w))
+                                               for sk in self.focus.name_skeletons.values()):
+                matched = True
+            elif _script(w) == self.focus.script:
+                return False
+        return matched
 
     def score(self, u: Unit) -> float:
         own = self.covered(u, with_title=False)

@@ -3,25 +3,35 @@ that links the current entity to a new one; a beam search keeps the best few cha
 reaches what the question asks for, after as many hops as its form needs (`least_hops`), answers.
 A hop states a relation of the question in its own words or in its section's heading ("Billing team >
 Services owned" over a row naming the service); a relation an earlier hop or its page stated counts
-no more. A question of two parts ("Who leads X, and in which office does he work?") is two chains,
-the second from the first one's answer (`question_parts`). The rules in router/extractive.py's docstring.
+no more, nor, after the first hop, one only the start's own clause states ("the performer of X"), while
+the question's other names count as relations ("... taken by the British"). A chain starts at a name,
+never at a bare year or at a part of a longer name, and goes on through names a unit writes as names
+(capitalised as in the question, every word of them, consonant skeletons only across scripts), never
+through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") is a place,
+whatever the mention finder typed. A question of two parts ("Who leads X, and in which office does he
+work?") is two chains, the second from the first one's answer (`question_parts`). The rules in
+router/extractive.py's docstring.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from core.text.language import detect_language
+from core.text.names import HEAD_WORDS
 from core.text.terms import content_stems, normalise
 from router.answer_units import (CYRILLIC, NAME_TYPE, NUMBER, VALUE_KINDS, WORD, YEAR, Extracted, Focus, Scorer, Unit,
-                                 cite, display, entity_key, question_kind, same_word, skeleton, skeleton_match, skeletons, typed_names,
+                                 cite, display, entity_key, question_kind, same_word, skeleton, skeleton_match, typed_names,
                                  units)
 from router.local_answer import local_answer
 from router.question_text import title_core
 from router.types import Passage
 
 MAX_HOPS = 4
+
+_LETTER = re.compile(r"[^\W\d_]")  # a name has a letter: "1989" is a value
 
 BEAM = 3  # candidate hops kept at each step: a plausible first hop may lead nowhere
 
@@ -94,7 +104,9 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
     first part passed, lead nowhere new)."""
     focus = Focus.of(question)
     every = units(passages)
-    names = names or _extend_names(question, focus.names, passages)
+    # a bare number or year the question holds is a value a hop must state, not an entity to start
+    # from: "1989" links every passage that mentions the year
+    names = names or _extend_names(question, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
@@ -108,12 +120,16 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
         grown: list[_Chain] = []
         for chain in beam:
             frontier = ([(e[0], e[1]) for _, e, _ in chain.hops[-1:]] or [(entity_key(n), n) for n in names])
-            steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least)
+            steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names)
             for score, u, entity, linked in steps[:BEAM]:
-                hop = _Chain(chain.hops + [(u, entity, score)], chain.start if chain.hops else linked,
+                start = chain.start if chain.hops else linked
+                asked = relation + _other_names(names, start)
+                hop = _Chain(chain.hops + [(u, entity, score)], start,
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
-                             chain.used | _related(relation, u.stems | scorer.title_stems[u.passage - 1]))
-                hop.reached = len(hop.hops) >= least and (entity[2] == "value" or _is_wanted(entity, focus.kind))
+                             chain.used | _related(asked, u.stems | scorer.title_stems[u.passage - 1])
+                             | (set() if chain.hops else _start_clause(question, linked, relation)))
+                hop.reached = len(hop.hops) >= least and (entity[2] == "value"
+                                                          or _is_wanted(entity, focus.kind, u.text))
                 (finished if hop.reached else grown).append(hop)
         finished += [c for c in beam if c.hops and c not in finished]
         beam = sorted(grown, key=lambda c: -c.score)[:BEAM]
@@ -137,38 +153,45 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
 
 
 def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Scorer, relation: list[str],
-               focus: Focus, least: int) -> list[tuple[float, Unit, tuple[str, str, str], str]]:
+               focus: Focus, least: int, names: list[str]) -> list[tuple[float, Unit, tuple[str, str, str], str]]:
     """(score, unit, entity it leads to, the frontier name it links) for every unit that links the
-    chain's last entity to a new one, best first."""
+    chain's last entity to a new one, best first. The question's names other than the chain's start
+    count as its relations: "When was the country that produced X taken by the British?" asks for
+    the hop that names the British."""
     taken = {id(u) for u, _, _ in chain.hops}
+    region = bool(_REGION.search(focus.question))
     out = []
     for u in every:
         if id(u) in taken:
             continue
         subject = subjects[u.passage - 1]
-        link = _links(u, subject, frontier, scorer)
+        link = _links(u, subject, frontier)
         if not link:
             continue
         value = bool(chain.hops) and focus.kind in VALUE_KINDS and scorer.typed(u)
         fresh = [e for e in _entities(u, subject) if e[0] not in chain.known and not scorer.in_question(e[1])
-                 and not _alias(u.text, e[1])]
+                 and not _alias(u.text, e[1]) and not _type_word(e[1])]
         if not fresh and not value:
             continue
         # each hop states a relation of its own: words an earlier hop stated count no more
-        own = _related(relation, u.stems) - chain.used
-        heading = _related(relation, scorer.title_stems[u.passage - 1]) - chain.used - own
+        asked = relation + _other_names(names, chain.start if chain.hops else link[1])
+        own = _related(asked, u.stems) - chain.used
+        heading = _related(asked, scorer.title_stems[u.passage - 1]) - chain.used - own
         # a section heading over the unit states how the page's subject relates to what the section
         # lists ("Billing team > Services owned" over a row naming the Payments Gateway: Billing owns
         # it); the words of the subject's own name ("team" of "Billing team") state no relation
         listed = link[0] == "text" and subject in fresh and bool(
-            heading - set(content_stems(subject[1])) - _related(relation, frozenset(content_stems(subject[1]))))
+            heading - set(content_stems(subject[1])) - _related(asked, frozenset(content_stems(subject[1]))))
         # what the unit itself states counts fully, what its title or heading says half
         rel = sum(scorer.weight(s) for s in own) + 0.5 * sum(scorer.weight(s) for s in heading)
-        rel /= sum(scorer.weight(s) for s in relation) or 1.0
+        rel /= sum(scorer.weight(s) for s in asked) or 1.0
         # the asked type ends the chain only once the question's relations have had their hops
         final = len(chain.hops) + 1 >= least
-        wanted = sorted((e for e in fresh if _is_wanted(e, focus.kind)), key=lambda e: e is not subject) \
-            if final else []  # the page's own subject first: the Berlin office page answers "Berlin"
+        # the page's own subject first (the Berlin office page answers "Berlin"), then the first place
+        # the unit names ("headquartered in Harlow, Essex": Harlow), or the last for a question asking a
+        # region, which a text names after the town in it ("from what state": Essex)
+        wanted = sorted((e for e in fresh if _is_wanted(e, focus.kind, u.text)),
+                        key=lambda e: (e is not subject, _order(u.text, e[1], region))) if final else []
         if value and final:  # a date or a number ends the chain; never on the first hop
             wanted = [(f"value:{u.passage}:{u.position}", _value(u, scorer), "value")]
         if not own and not wanted and not listed and not (link[0] == "text" and any(e[2] in _BRIDGE_TYPES for e in fresh)):
@@ -182,6 +205,19 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
     return out
 
 
+# a question asking for a region, not a town: "from what state", "в какой стране"
+_REGION = re.compile(r"\b(?:what|which)\s+(?:state|country|region|province|county|continent)\b|"
+                     r"\b(?:как(?:ой|ом|ая|ую)|в какой)\s+(?:стран\w*|регион\w*|област\w*|штат\w*)", re.IGNORECASE)
+
+
+def _order(text: str, name: str, last_first: bool) -> int:
+    """Where the unit names `name`, for sorting: first first, or last first; one not found goes last."""
+    at = _position(normalise(text), name)
+    if at < 0:
+        return len(text) + 1
+    return -at if last_first else at
+
+
 def _extend_names(question: str, names: list[str], passages: list[Passage]) -> list[str]:
     """A question's names, each extended by the words after it while a passage title still names the
     longer phrase: Russian names go on in lower case ("Сервис уведомлений"), which capitals miss."""
@@ -190,14 +226,19 @@ def _extend_names(question: str, names: list[str], passages: list[Passage]) -> l
     for name in names:
         at = question.find(name)
         rest = WORD.findall(question[at + len(name):]) if at >= 0 else []
+        longest = name
         for extra in range(1, 3):
             longer = " ".join([name, *rest[:extra]])
             want = set(content_stems(longer))
-            if len(rest) < extra or len(want) <= len(set(content_stems(name))) or not any(want <= t for t in titles):
+            if len(rest) < extra or len(want) <= len(set(content_stems(longest))) or not any(want <= t for t in titles):
                 break
-            name = longer
-        out.append(name)
-    return out
+            longest = longer
+        out.append(longest)
+    # a name that a longer one extended over is that one's part: "West Virginia" of "Johnnycake,
+    # West Virginia" would start a chain at every passage about the state
+    keys = [entity_key(n) for n in out]
+    return [n for n, k in zip(out, keys)
+            if not any(o != k and re.search(rf"(?<!\w){re.escape(k)}(?!\w)", o) for o in keys)]
 
 
 _BRIDGE_TYPES = ("person", "team", "organization", "service", "location")
@@ -212,6 +253,30 @@ def least_hops(question: str) -> int:
     words = list(WORD.finditer(question))
     opening = words[1].end() if len(words) > 1 else 0  # "In which office ...": the question's own word
     return 1 + sum(1 for m in _RELATIVE.finditer(question) if m.start() >= opening)
+
+
+def _other_names(names: list[str], start: str) -> list[str]:
+    """The stems of the question's names other than the chain's start."""
+    own = set(content_stems(start))
+    return sorted({s for n in names if n != start for s in content_stems(n)} - own)
+
+
+def _start_clause(question: str, start: str, relation: list[str]) -> set[str]:
+    """The relation words only the clause or phrase holding the chain's start states: they are the
+    first hop's, whether or not that hop says them in the question's words. In "Who is the sibling
+    of the performer of Decade?" a later hop stating "performed by" goes back to the first relation,
+    not on to the sibling; once the first hop is made, those words count no more."""
+    at = question.find(start)
+    words = list(WORD.finditer(question))
+    opening = words[1].end() if len(words) > 1 else 0
+    cuts = [m.start() for m in _RELATIVE.finditer(question) if m.start() >= opening]
+    if at < 0 or not cuts:
+        return set()
+    bounds = [0, *cuts, len(question)]
+    i = max(k for k in range(len(bounds) - 1) if bounds[k] <= at)
+    inside = set(content_stems(question[bounds[i]:bounds[i + 1]]))
+    outside = set(content_stems(question[:bounds[i]] + " " + question[bounds[i + 1]:]))
+    return {r for r in relation if r in inside and r not in outside}
 
 
 def _related(relation: list[str], stems: frozenset[str]) -> set[str]:
@@ -266,6 +331,13 @@ def _alias(text: str, name: str) -> bool:
                           r"\s*[\"'“«`]?\s*" + re.escape(name) + r"\b", text, re.IGNORECASE))
 
 
+def _type_word(name: str) -> bool:
+    """A lone word that names a kind of thing ("Inc" of "Brands, Inc.", "Group", "Bay") is no entity:
+    a chain through it would link every passage about a company."""
+    words = WORD.findall(name)
+    return len(words) == 1 and any(p.fullmatch(words[0].casefold()) for p in HEAD_WORDS.values())
+
+
 def _chain_label(question: str) -> str:
     return "Цепочка" if detect_language(question) == "russian" else "Chain"
 
@@ -290,27 +362,61 @@ def _entities(u: Unit, subject) -> list[tuple[str, str, str]]:
     return out
 
 
-def _links(u: Unit, subject, frontier, scorer: Scorer) -> tuple[str, str] | None:
+def _links(u: Unit, subject, frontier) -> tuple[str, str] | None:
     """("text", name) when the unit names a frontier entity, ("subject", name) when its passage is about one."""
     for key, name in frontier:
-        if _names(name, u.text, u.stems, u.skeletons, scorer):
+        if _names(name, u.text, u.stems):
             return "text", name
-        if subject and (subject[0] == key or _names(name, subject[1], frozenset(content_stems(subject[1])),
-                                                      skeletons(subject[1]), scorer)):
+        if subject and (subject[0] == key or _names(name, subject[1], frozenset(content_stems(subject[1])))):
             return "subject", name
     return None
 
 
-def _names(name: str, text: str, stems: frozenset[str], skeletons: frozenset[str], scorer: Scorer) -> bool:
-    """Whether `text` names `name`: the same merge key inside, all its content stems, or (across
-    scripts) the skeletons of its capitalised words."""
-    if entity_key(name) and entity_key(name) in entity_key(text):
+def _names(name: str, text: str, stems: frozenset[str]) -> bool:
+    """Whether `text` names `name`: the same merge key inside as whole words, all its content stems, or
+    (across scripts) the skeletons of its capitalised words. A Latin-script name is named only where
+    the text capitalises it too (`_capitalised_in`): "two decades" is no mention of the album "Decade".
+    Every word of the name counts: "Iron Maiden" shares "Maiden" with "Maiden Japan", not "Japan"."""
+    key = entity_key(name)
+    if key and _capitalised_in(name, text) and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", entity_key(text)):
         return True
     want = set(content_stems(name))
-    if want and want <= stems:
+    if want and want <= stems and _capitalised_in(name, text):
         return True
-    name_sk = [skeleton(w) for w in WORD.findall(name) if w[:1].isupper() and len(skeleton(w)) >= 3]
-    return bool(name_sk) and all(any(skeleton_match(a, b) for b in skeletons) for a in name_sk)
+    capitalised = [w for w in WORD.findall(name) if w[:1].isupper()]
+    if not capitalised or all(len(skeleton(w)) < 3 for w in capitalised):
+        return False
+    words = {normalise(w) for w in WORD.findall(text)}
+    other = _cross_script_skeletons(text)
+    # a word too short to have a skeleton ("Japan": "pn") must stand in the text as it is; skeletons
+    # compare only across scripts, where nothing else can: within one, "Knott" and "County" share "knt"
+    return all(any(skeleton_match(skeleton(w), b) for b in other[not CYRILLIC.match(w)])
+               if len(skeleton(w)) >= 3 else normalise(w) in words for w in capitalised)
+
+
+@lru_cache(maxsize=8192)
+def _cross_script_skeletons(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The skeletons of the text's capitalised words: (Latin ones, Cyrillic ones); a Cyrillic name
+    word is compared with the first, a Latin one with the second."""
+    found: tuple[set[str], set[str]] = (set(), set())
+    for w in WORD.findall(text):
+        if w[:1].isupper() and len(sk := skeleton(w)) >= 3:
+            found[bool(CYRILLIC.match(w))].add(sk)
+    return frozenset(found[0]), frozenset(found[1])
+
+
+def _capitalised_in(name: str, text: str) -> bool:
+    """Whether a capitalised word of a Latin-script name stands capitalised in the text too (by its
+    stem: "Maiden" / "Maidens"); one is enough, since a question may capitalise a common noun of a
+    name the text writes in lower case ("the Billing Team" / "the Billing team"). A Cyrillic name
+    passes: Russian writes its names' later words, and often the first, in lower case."""
+    wanted = [w for w in WORD.findall(name) if w[:1].isupper() and not CYRILLIC.match(w) and content_stems(w)]
+    return not wanted or any(set(content_stems(w)) <= _capital_stems(text) for w in wanted)
+
+
+@lru_cache(maxsize=8192)
+def _capital_stems(text: str) -> frozenset[str]:
+    return frozenset(s for w in WORD.findall(text) if w[:1].isupper() for s in content_stems(w))
 
 
 
@@ -324,7 +430,31 @@ def _value(u: Unit, scorer: Scorer) -> str:
     return display(u)
 
 
-def _is_wanted(entity: tuple[str, str, str], kind: str | None) -> bool:
-    return kind in NAME_TYPE and entity[2] in NAME_TYPE[kind]
+def _is_wanted(entity: tuple[str, str, str], kind: str | None, text: str) -> bool:
+    """Whether the entity is of the asked type: as the mention finder typed it, or, for a place, as
+    the sentence uses it (`_placed`)."""
+    if kind not in NAME_TYPE:
+        return False
+    return entity[2] in NAME_TYPE[kind] or (kind == "place" and _placed(entity, text))
+
+
+# A name right after a locative preposition is a place: "formed in Leyton", "a singer from Portland,
+# Oregon" (and the name after the comma: "City, State"), "в Екатеринбурге". The mention finder
+# types names by their own words and cue words next to them, which a town name lacks: it leaves
+# them untyped, or calls two capitalised words a person ("East London"). Only "in" re-types a person:
+# "a letter from Ann Lee" is from a person.
+_LOCATIVE = (r"(?:\b(?:[Ii]n|[Aa]t|[Ff]rom|[Nn]ear|[Oo]utside|[Ii]nside|[Ww]ithin)\s+(?:the\s+)?"
+             r"|(?<!\w)(?:[Вв]|[Вв]о|[Ии]з|[Пп]од)\s+)")
+_CITY_OF = r"(?:[A-ZА-ЯЁ][\w.'’-]*\s+){0,3}[A-ZА-ЯЁ][\w.'’-]*,\s*"  # "Portland, " before "Oregon"
+_PLACED_BEFORE = re.compile(rf"{_LOCATIVE}(?:{_CITY_OF})?$")
+_IN_BEFORE = re.compile(rf"\b[Ii]n\s+(?:the\s+)?(?:{_CITY_OF})?$")
+
+
+def _placed(entity: tuple[str, str, str], text: str) -> bool:
+    """Whether the text uses the untyped (or person-typed) name as a place."""
+    if entity[2] not in ("concept", "person"):
+        return False
+    before = _IN_BEFORE if entity[2] == "person" else _PLACED_BEFORE
+    return any(before.search(text[:m.start()]) for m in re.finditer(rf"(?<!\w){re.escape(entity[1])}(?!\w)", text))
 
 

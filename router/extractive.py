@@ -25,9 +25,14 @@ type, and never when it refers back.
 
 A multi-hop answer (`chain_answer`) follows the chain: from the entities the question names, each
 hop is a unit that links the current entity (named in the unit or the subject of its passage) to a
-new one, preferring units that state a relation word of the question no earlier hop stated; a beam
-search keeps the best few chains, and the one that reaches the type the question asks for, after
-as many hops as its form needs (`least_hops`), answers. The answer states the chain and cites every
+new one, preferring units that state a relation word of the question no earlier hop stated (after
+the first hop, none that only the start's own clause states: "the sibling of the performer of X"
+wants a sibling next, not another "performed by"), or another name of the question ("taken by the
+British"); a beam search keeps the best few chains, and the one that reaches the type the question
+asks for, after as many hops as its form needs (`least_hops`), answers. A unit names an entity only
+as a name: capitalised as the question writes it, every word of it, consonant skeletons only across scripts;
+a bare year, a part of a longer name or a lone type word ("Inc") is no entity to go through, and a
+name after a locative preposition ("formed in Leyton") is a place, however the mention finder typed it. The answer states the chain and cites every
 hop, then the units that answer the question's own words and the loop's later queries
 (`offline_answer`).
 

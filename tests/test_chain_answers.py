@@ -65,3 +65,96 @@ def test_a_name_after_also_known_as_is_the_same_thing_and_leads_nowhere_new():
              p(2, "Tidewater", "Tidewater is a folk band formed in Lisbon in 1998.")]
     got = chain_answer("Where did the band form that made the live album Harbour Lights?", album)
     assert got.chain[:2] == ["Harbour Lights", "Tidewater"] and "Night Ferry" not in got.chain, got.text
+
+
+# --- which text names an entity, where a chain starts, what a hop may lead to -----------------------
+
+def test_a_name_sharing_one_word_with_the_question_is_another_name():
+    # "Iron Harbour" is not "Harbour Lights": it is the band the chain goes on to
+    album = [p(1, "Harbour Lights", "Harbour Lights is a live album by the band Iron Harbour."),
+             p(2, "Iron Harbour", "Iron Harbour is a folk band formed in Leeds in 1998.")]
+    got = chain_answer("Where did the band form that made the live album Harbour Lights?", album)
+    assert got.chain == ["Harbour Lights", "Iron Harbour", "Leeds"], got.text
+
+
+def test_a_word_written_in_lower_case_is_no_mention_of_a_name():
+    # "three decades" does not name the film "Decade"
+    passages = [p(1, "Harbour Academy", "The Harbour Academy has been directed by Lea Dunn for three decades."),
+                p(2, "Decade", "Decade is a film directed by Ora Venn.")]
+    got = chain_answer("Who directed Decade?", passages)
+    assert got.chain == ["Decade", "Ora Venn"], got.text
+
+
+def test_a_name_the_question_capitalises_more_than_the_text_is_still_named():
+    # "the Fulfilment Team" of the question is "the Fulfilment team" of the text
+    passages = [p(1, "Warehouse tools", "The warehouse tools are built by the Fulfilment team, led by Omar Haddad."),
+                p(2, "Lisbon office", "The Lisbon office opened in 2024. Omar Haddad and most warehouse engineers "
+                                      "work here.")]
+    got = chain_answer("In which office does the lead of the Fulfilment Team work?", passages)
+    assert got.reached and got.chain == ["Fulfilment Team", "Omar Haddad", "Lisbon office"], got.text
+
+
+def test_names_in_one_script_never_match_by_consonant_skeleton():
+    # "Knott" and "County" share "knt": skeletons compare names across scripts only
+    county = [p(1, "Dale School", "It is part of the Dale school district located in central Elm County."),
+              p(2, "Knott", "Knott is a hill in the Farrow district."),
+              p(3, "Farrow", "Farrow is a district located in the county of Wexshire.")]
+    got = chain_answer("Where is the district that Knott is part of located?", county)
+    assert got.chain[:2] == ["Knott", "Farrow"] and "Dale School" not in got.chain, got.text
+
+
+def test_a_name_after_a_locative_preposition_is_the_asked_place():
+    # the mention finder leaves an unfamiliar town untyped (or calls two capitalised words a person)
+    album = [p(1, "Harbour Lights", "Harbour Lights is a live album by the band Tidewater."),
+             p(2, "Tidewater", "Tidewater is a folk band formed in Marrowby, East Calder, in 1998 by Ann Hale.")]
+    got = chain_answer("Where did the band form that made the live album Harbour Lights?", album)
+    assert got.reached and got.chain == ["Harbour Lights", "Tidewater", "Marrowby"], got.text
+
+
+def test_a_year_or_a_part_of_a_longer_name_starts_no_chain():
+    years = [p(1, "Census", "In 1931 the woman who ran the census, Ada Brandt, took Aldo Brandt as her partner."),
+             p(2, "Lena Marsh", "Lena Marsh ran the Brightwater mill from 1931 with her partner Joel Aske.")]
+    got = chain_answer("Who was the partner of the woman who ran the Brightwater mill in 1931?", years)
+    assert got.chain[:2] == ["Brightwater", "Lena Marsh"] and "Ada Brandt" not in got.chain, got.text
+    state = [p(1, "Pellham, North Dakota", "Pellham is a small town in Grove County, North Dakota."),
+             p(2, "Grove County", "Grove County borders Ash County to the west.")]
+    got = chain_answer("What county shares a border with the county in which Pellham, North Dakota is located?",
+                       state)
+    assert got.chain == ["Pellham North Dakota", "Grove County", "Ash County"], got.text
+
+
+def test_a_lone_type_word_is_no_bridge():
+    # "Inc" of "Quillory, Inc." would link every company's page
+    passages = [p(1, "Lou Fenner", "Lou Fenner was the chief executive of Quillory, Inc."),
+                p(2, "Dorn Bank", "Dorn Bank, Inc. is a bank holding company headquartered in Wexley, Kent."),
+                p(3, "Quillory", "Quillory, Inc. is a restaurant holding company. It is headquartered in "
+                                 "Harlow, Essex.")]
+    got = chain_answer("Lou Fenner was the chief executive of a restaurant holding company headquartered in what city?",
+                       passages)
+    assert got.chain == ["Lou Fenner", "Quillory", "Harlow"], got.text
+
+
+def test_a_later_hop_restating_the_start_clause_goes_back_not_on():
+    # "performed by" states the first relation (the performer of Low Tide) again; the sibling is the
+    # one the next hop must find, though no sentence says "sibling"
+    passages = [p(1, "Low Tide", "Low Tide is a compilation album by the singer Ora Venn."),
+                p(2, "Tess Venn", "Tess Venn is a painter who grew up in Hull with Ora Venn."),
+                p(3, "Silver Rain", "Silver Rain is a song written, composed and performed by Ora Venn.")]
+    got = chain_answer("Who is the sibling of the performer of Low Tide?", passages)
+    assert got.chain == ["Low Tide", "Ora Venn", "Tess Venn"], got.text
+
+
+def test_another_name_of_the_question_points_to_the_last_hop():
+    # "taken by the British": of the island's dates, the one the sentence naming the British states
+    passages = [p(1, "Stone Fist", "Stone Fist is an action film from Karsa Island directed by Li Tan."),
+                p(2, "Karsa Island", "Karsa Island hosted a film festival in 1998."),
+                p(3, "British Karsa", "Karsa Island was under British rule from 1851 to 1960.")]
+    got = chain_answer("When was the island that produced Stone Fist taken by the British?", passages)
+    assert got.chain == ["Stone Fist", "Karsa Island", "1851"], got.text
+
+
+def test_a_question_for_a_town_takes_the_first_place_and_one_for_a_region_the_last():
+    passages = [p(1, "Low Tide", "Low Tide is the third album by the singer Ora Venn."),
+                p(2, "Ora Venn", "Ora Venn is a singer from Marrowby, Wexshire.")]
+    assert chain_answer("Low Tide is the third album by a singer from what city?", passages).chain[-1] == "Marrowby"
+    assert chain_answer("Low Tide is the third album by a singer from what state?", passages).chain[-1] == "Wexshire"
