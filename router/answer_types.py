@@ -38,7 +38,9 @@ NUMBER = re.compile(r"(?<![\w])\d[\d.,]*")
 # An amount of money: a currency sign or code beside a number, either side ("€40", "3 000 ₽", "USD 12",
 # "12 dollars", "55 евро")
 _CURRENCY = r"(?:[$€£¥₽₹]|\b(?:USD|EUR|GBP|RUB|CHF|JPY|CNY|euros?|dollars?|pounds?|руб\w*|евро|доллар\w*|фунт\w*)\b)"
-MONEY = re.compile(rf"{_CURRENCY}\s?\d|\d(?:[\d\s.,]*\d)?\s?(?:k|тыс\.?|million|billion|млн|млрд)?\s?{_CURRENCY}",
+# (an amount's digit group is bounded: an unbounded one backtracks quadratically over a long run of
+# digits and spaces, minutes on a hostile 40,000-character line)
+MONEY = re.compile(rf"{_CURRENCY}\s?\d|\d(?:[\d\s.,]{{0,15}}\d)?\s?(?:k|тыс\.?|million|billion|млн|млрд)?\s?{_CURRENCY}",
                    re.IGNORECASE)
 # Numbers written as words, whole word forms with their case endings (a stem would catch "семья" as
 # "семь"). "One" / "один" is left out: "one of", "no one", "одним из" are rarely a count.

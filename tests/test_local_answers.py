@@ -69,3 +69,11 @@ def test_a_whole_sentence_beats_an_equal_fragment_the_chunk_cut():
     got = local_answer("What draws on the quota of the workspace?", [p(1, "Quotas", text)])
     assert got.text.startswith("Exports draw on the quota")
     assert [u.cut for u in units([p(1, "Quotas", text)])] == [True, False]
+
+
+@pytest.mark.timeout(60)  # a hang guard, not a speed target: the unbounded pattern took minutes on 40,000 characters
+def test_an_amount_question_over_a_hostile_run_of_digits_answers_without_hanging():
+    hostile = p(1, "Tariffs", "The standby allowance is " + "1 " * 100_000 + "and nothing else.")
+    fair = p(2, "Tariffs", "The standby allowance is €35 per night.")
+    got = local_answer("What is the standby allowance?", [hostile, fair])
+    assert "€35" in got.text, got.text
