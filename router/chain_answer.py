@@ -7,9 +7,14 @@ no more, nor, after the first hop, one only the start's own clause states ("the 
 the question's other names count as relations ("... taken by the British"). A chain starts at a name,
 never at a bare year or at a part of a longer name, and goes on through names a unit writes as names
 (capitalised as in the question, every word of them, consonant skeletons only across scripts), never
-through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") is a place,
-whatever the mention finder typed. A question of two parts ("Who leads X, and in which office does he
-work?") is two chains, the second from the first one's answer (`question_parts`). The rules in
+through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a place's
+kind word ("the county of Cumbria") is a place, whatever the mention finder typed, and a name with a
+leading demonym ("the English Lake District") links to the page of the name without it. A hop that
+states a relation word leads to the name nearest that word ("a story written by Dale Brown" for "the
+author of the story"). A question asking no person, place, date or number ("what genre") is answered,
+once its form has had its hops, by a sentence stating a relation word of its own about the last entity
+or by a sentence of that entity's own page. A question of two parts ("Who leads X, and in which office
+does he work?") is two chains, the second from the first one's answer (`question_parts`). The rules in
 router/extractive.py's docstring.
 """
 
@@ -26,7 +31,7 @@ from router.answer_units import (CYRILLIC, NAME_TYPE, NUMBER, VALUE_KINDS, WORD,
                                  cite, display, entity_key, question_kind, same_word, skeleton, skeleton_match, typed_names,
                                  units)
 from router.local_answer import local_answer
-from router.question_text import title_core
+from router.question_text import DEMONYM, title_core
 from router.types import Passage
 
 MAX_HOPS = 4
@@ -121,14 +126,14 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
         for chain in beam:
             frontier = ([(e[0], e[1]) for _, e, _ in chain.hops[-1:]] or [(entity_key(n), n) for n in names])
             steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names)
-            for score, u, entity, linked in steps[:BEAM]:
+            for score, u, entity, linked, answers in steps[:BEAM]:
                 start = chain.start if chain.hops else linked
                 asked = relation + _other_names(names, start)
                 hop = _Chain(chain.hops + [(u, entity, score)], start,
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
                              chain.used | _related(asked, u.stems | scorer.title_stems[u.passage - 1])
                              | (set() if chain.hops else _start_clause(question, linked, relation)))
-                hop.reached = len(hop.hops) >= least and (entity[2] == "value"
+                hop.reached = len(hop.hops) >= least and (answers or entity[2] == "value"
                                                           or _is_wanted(entity, focus.kind, u.text))
                 (finished if hop.reached else grown).append(hop)
         finished += [c for c in beam if c.hops and c not in finished]
@@ -153,11 +158,12 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
 
 
 def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Scorer, relation: list[str],
-               focus: Focus, least: int, names: list[str]) -> list[tuple[float, Unit, tuple[str, str, str], str]]:
-    """(score, unit, entity it leads to, the frontier name it links) for every unit that links the
-    chain's last entity to a new one, best first. The question's names other than the chain's start
-    count as its relations: "When was the country that produced X taken by the British?" asks for
-    the hop that names the British."""
+               focus: Focus, least: int,
+               names: list[str]) -> list[tuple[float, Unit, tuple[str, str, str], str, bool]]:
+    """(score, unit, entity it leads to, the frontier name it links, whether the unit answers) for
+    every unit that links the chain's last entity to a new one, best first. The question's names
+    other than the chain's start count as its relations: "When was the country that produced X taken
+    by the British?" asks for the hop that names the British."""
     taken = {id(u) for u, _, _ in chain.hops}
     region = bool(_REGION.search(focus.question))
     out = []
@@ -168,14 +174,23 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         link = _links(u, subject, frontier)
         if not link:
             continue
-        value = bool(chain.hops) and focus.kind in VALUE_KINDS and scorer.typed(u)
-        fresh = [e for e in _entities(u, subject) if e[0] not in chain.known and not scorer.in_question(e[1])
-                 and not _alias(u.text, e[1]) and not _type_word(e[1])]
-        if not fresh and not value:
-            continue
+        # the asked type ends the chain only once the question's relations have had their hops
+        final = len(chain.hops) + 1 >= least
         # each hop states a relation of its own: words an earlier hop stated count no more
         asked = relation + _other_names(names, chain.start if chain.hops else link[1])
         own = _related(asked, u.stems) - chain.used
+        value = bool(chain.hops) and focus.kind in VALUE_KINDS and scorer.typed(u)
+        # a question that asks no person, place, date or number ("What genre is the author of X
+        # associated with?") is answered, once its form has had its hops and never on the first, by a
+        # sentence about the last entity that states a relation word of its own (a word of the
+        # question's, not another of its names) or stands on that entity's own page: the sentence is
+        # the answer, whatever names it holds
+        answers = final and (value or bool(chain.hops) and focus.kind is None
+                            and (bool(own & set(relation)) or bool(subject) and subject[0] == entity_key(link[1])))
+        fresh = [e for e in _entities(u, subject) if e[0] not in chain.known and not scorer.in_question(e[1])
+                 and not _alias(u.text, e[1]) and not _type_word(e[1])]
+        if not fresh and not answers:
+            continue
         heading = _related(asked, scorer.title_stems[u.passage - 1]) - chain.used - own
         # a section heading over the unit states how the page's subject relates to what the section
         # lists ("Billing team > Services owned" over a row naming the Payments Gateway: Billing owns
@@ -185,8 +200,6 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         # what the unit itself states counts fully, what its title or heading says half
         rel = sum(scorer.weight(s) for s in own) + 0.5 * sum(scorer.weight(s) for s in heading)
         rel /= sum(scorer.weight(s) for s in asked) or 1.0
-        # the asked type ends the chain only once the question's relations have had their hops
-        final = len(chain.hops) + 1 >= least
         # the page's own subject first (the Berlin office page answers "Berlin"), then the first place
         # the unit names ("headquartered in Harlow, Essex": Harlow), or the last for a question asking a
         # region, which a text names after the town in it ("from what state": Essex)
@@ -194,13 +207,16 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
                         key=lambda e: (e is not subject, _order(u.text, e[1], region))) if final else []
         if value and final:  # a date or a number ends the chain; never on the first hop
             wanted = [(f"value:{u.passage}:{u.position}", _value(u, scorer), "value")]
-        if not own and not wanted and not listed and not (link[0] == "text" and any(e[2] in _BRIDGE_TYPES for e in fresh)):
+        if not own and not wanted and not answers and not listed and not (
+                link[0] == "text" and any(e[2] in _BRIDGE_TYPES for e in fresh)):
             # a bridge states one of the question's relations (in its own words or its section's
             # heading), or at least names the current entity next to a person, team, service or
             # place ("led by" is no stem of "lead")
             continue
         score = rel + (0.3 if wanted else 0.0) + (0.05 if link[0] == "text" else 0.0) + 0.05 / u.passage
-        out.append((score, u, wanted[0] if wanted else _bridge(fresh, subject, link, u.text), link[1]))
+        entity = wanted[0] if wanted else (_bridge(fresh, subject, link, u.text, own) if fresh
+                                           else (f"value:{u.passage}:{u.position}", display(u), "value"))
+        out.append((score, u, entity, link[1], answers))
     out.sort(key=lambda x: (-x[0], x[1].passage, x[1].position))
     return out
 
@@ -290,11 +306,13 @@ def _related(relation: list[str], stems: frozenset[str]) -> set[str]:
     return {r for r in relation if r in stems or any(agent(r, s) or same_word(r, s) for s in stems)}
 
 
-def _bridge(fresh: list, subject, link: tuple[str, str], text: str) -> tuple[str, str, str]:
+def _bridge(fresh: list, subject, link: tuple[str, str], text: str,
+            own: set[str] = frozenset()) -> tuple[str, str, str]:
     """The entity a hop leads to: the passage's subject when the unit names the current entity (the
     Billing team's page listing the Payments Gateway leads to the Billing team) unless the subject is
     a mere topic and the unit names a team, person, service or place; else the unit's typed name
-    nearest to the current entity ("команда Маршрутизации для Оптимизатора маршрутов или команда
+    nearest to the relation word (of `own`) the unit states, or, when it states none, to the current
+    entity ("команда Маршрутизации для Оптимизатора маршрутов или команда
     Billing для Платёжного шлюза": the first), else its nearest name that is not a code."""
     typed = [e for e in fresh if e[2] in _BRIDGE_TYPES and e is not subject]
     if link[0] == "text" and subject in fresh and (subject[2] in _BRIDGE_TYPES or not typed):
@@ -302,6 +320,12 @@ def _bridge(fresh: list, subject, link: tuple[str, str], text: str) -> tuple[str
     folded = normalise(text)
     anchor = _position(folded, link[1])
     anchor_end = anchor + len(link[1])
+    # the name a relation word the unit states is said of ("a story written by Dale Brown" for "the
+    # author of the story"), before the one nearest the current entity
+    said = [m for m in WORD.finditer(folded) if _related(sorted(own), frozenset(content_stems(m.group())))]
+    if said:
+        nearest = min(said, key=lambda m: abs(m.start() - anchor)) if anchor >= 0 else said[0]
+        anchor, anchor_end = nearest.span()
 
     def distance(e) -> int:  # the gap between the two names, whichever comes first
         at = folded.find(normalise(e[1]))
@@ -367,9 +391,19 @@ def _links(u: Unit, subject, frontier) -> tuple[str, str] | None:
     for key, name in frontier:
         if _names(name, u.text, u.stems):
             return "text", name
-        if subject and (subject[0] == key or _names(name, subject[1], frozenset(content_stems(subject[1])))):
+        if subject and (subject[0] == key or _names(name, subject[1], frozenset(content_stems(subject[1])))
+                        or subject[0] == entity_key(_without_demonym(name))):
             return "subject", name
     return None
+
+
+def _without_demonym(name: str) -> str:
+    """The name without a leading demonym ("English Lake District" -> "Lake District"), whose page is
+    the same thing's; the name itself when it has none or keeps fewer than two words."""
+    words = name.split()
+    if len(words) > 2 and DEMONYM.search(words[0].casefold()) and words[0][:1].isupper():
+        return " ".join(words[1:])
+    return name
 
 
 def _names(name: str, text: str, stems: frozenset[str]) -> bool:
@@ -439,14 +473,17 @@ def _is_wanted(entity: tuple[str, str, str], kind: str | None, text: str) -> boo
 
 
 # A name right after a locative preposition is a place: "formed in Leyton", "a singer from Portland,
-# Oregon" (and the name after the comma: "City, State"), "в Екатеринбурге". The mention finder
+# Oregon" (and the name after the comma: "City, State"), "в Екатеринбурге"; so is one after a place's
+# kind word ("the county of Cumbria"). The mention finder
 # types names by their own words and cue words next to them, which a town name lacks: it leaves
 # them untyped, or calls two capitalised words a person ("East London"). Only "in" re-types a person:
 # "a letter from Ann Lee" is from a person.
 _LOCATIVE = (r"(?:\b(?:[Ii]n|[Aa]t|[Ff]rom|[Nn]ear|[Oo]utside|[Ii]nside|[Ww]ithin)\s+(?:the\s+)?"
              r"|(?<!\w)(?:[Вв]|[Вв]о|[Ии]з|[Пп]од)\s+)")
 _CITY_OF = r"(?:[A-ZА-ЯЁ][\w.'’-]*\s+){0,3}[A-ZА-ЯЁ][\w.'’-]*,\s*"  # "Portland, " before "Oregon"
-_PLACED_BEFORE = re.compile(rf"{_LOCATIVE}(?:{_CITY_OF})?$")
+# "the county of Cumbria", "the city of Lancaster": a place's own kind word names it a place
+_PLACE_OF = r"\b(?i:county|state|province|region|city|town|village|district|kingdom|republic)\s+of\s+"
+_PLACED_BEFORE = re.compile(rf"(?:{_LOCATIVE}(?:{_CITY_OF})?|{_PLACE_OF})$")
 _IN_BEFORE = re.compile(rf"\b[Ii]n\s+(?:the\s+)?(?:{_CITY_OF})?$")
 
 

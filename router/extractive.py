@@ -32,7 +32,9 @@ British"); a beam search keeps the best few chains, and the one that reaches the
 asks for, after as many hops as its form needs (`least_hops`), answers. A unit names an entity only
 as a name: capitalised as the question writes it, every word of it, consonant skeletons only across scripts;
 a bare year, a part of a longer name or a lone type word ("Inc") is no entity to go through, and a
-name after a locative preposition ("formed in Leyton") is a place, however the mention finder typed it. The answer states the chain and cites every
+name after a locative preposition ("formed in Leyton") or a place's kind word ("the county of Cumbria")
+is a place, however the mention finder typed it; a question asking no person, place, date or number
+("what genre") is answered, after its hops, by a sentence about the last entity. The answer states the chain and cites every
 hop, then the units that answer the question's own words and the loop's later queries
 (`offline_answer`).
 

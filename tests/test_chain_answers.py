@@ -158,3 +158,28 @@ def test_a_question_for_a_town_takes_the_first_place_and_one_for_a_region_the_la
                 p(2, "Ora Venn", "Ora Venn is a singer from Marrowby, Wexshire.")]
     assert chain_answer("Low Tide is the third album by a singer from what city?", passages).chain[-1] == "Marrowby"
     assert chain_answer("Low Tide is the third album by a singer from what state?", passages).chain[-1] == "Wexshire"
+
+
+def test_an_untyped_question_is_answered_by_the_last_entitys_own_page_after_its_hops():
+    # "the author of the story": the name the unit says wrote the story, not the studio nearer the
+    # game's name; "what genre" asks no person, place, date or number, so the author's own page answers
+    passages = [p(1, "Skyfall Run", "Skyfall Run is a strategy game developed by Orrin Studios and published by "
+                                    "Pellam Games. It features a story written by Mara Quell, a former pilot."),
+                p(2, "Mara Quell", "Mara Quell (born 1950) is a writer known for maritime mystery novels.")]
+    got = chain_answer('What genre is the author of the story behind "Skyfall Run" associated with?', passages)
+    assert got.reached and got.chain[:2] == ["Skyfall Run", "Mara Quell"], got.text
+    assert "maritime mystery novels" in got.text
+
+
+def test_an_untyped_question_is_not_answered_before_its_form_has_had_its_hops():
+    passages = [p(1, "Skyfall Run", "Skyfall Run is a strategy game with a story written by Mara Quell.")]
+    got = chain_answer('What genre is the author of the story behind "Skyfall Run" associated with?', passages)
+    assert got.chain == ["Skyfall Run", "Mara Quell"] and got.confidence < 1.0, got.text
+
+
+def test_a_name_with_a_leading_demonym_links_to_the_page_of_the_name_without_it():
+    # "the Scottish Tarn District" is the Tarn District, whose page names its county
+    passages = [p(1, "Morrow", "Morrow is a hill in the northern part of the Scottish Tarn District."),
+                p(2, "Tarn District", "It is located entirely within the county of Glenshire.")]
+    got = chain_answer("Where is the district that Morrow is part of located?", passages)
+    assert got.chain == ["Morrow", "Scottish Tarn District", "Glenshire"], got.text
