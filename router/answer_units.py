@@ -15,6 +15,7 @@ from functools import lru_cache
 from core.sentences import split_sentences
 from core.text.mentions import find_mentions
 from core.text.names import entity_key as _entity_key
+from core.text.script import LATIN_SPELLING, mostly_cyrillic
 from core.text.terms import QueryTerms, content_stems, normalise
 from router.answer_types import (MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counted, counts,
                                  question_kind)
@@ -38,20 +39,14 @@ _MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signi
                       r"обозначает|указывает)\b", re.IGNORECASE)
 CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
 _LETTER = re.compile(r"[^\W\d_]")  # an identifier has a letter: a bare number or year is a value, not a name
-_LATIN = re.compile(r"[a-z]", re.IGNORECASE)
 
 
 def _script(text: str) -> str:
-    return "cyrillic" if len(CYRILLIC.findall(text)) > len(_LATIN.findall(text)) else "latin"
+    return "cyrillic" if mostly_cyrillic(text) else "latin"
 
 
 # --- cross-script names ------------------------------------------------------------------------------
 
-_TRANSLIT = str.maketrans({"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh",
-                           "з": "z", "и": "i", "й": "j", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o",
-                           "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "h", "ц": "ts",
-                           "ч": "ch", "ш": "sh", "щ": "sch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu",
-                           "я": "ya"})
 _SKELETON_DROP = re.compile(r"[aeiouyjh]")
 WORD = re.compile(r"\w+")
 
@@ -59,7 +54,7 @@ WORD = re.compile(r"\w+")
 def skeleton(word: str) -> str:
     """A name's consonants after transliteration, with the letters scripts render differently merged:
     Yekaterinburg, Екатеринбург and Екатеринбурге share "ktrnbrg"; Moscow and Москве "mskv"."""
-    w = normalise(word).translate(_TRANSLIT).replace("ph", "f").replace("w", "v").replace("c", "k")
+    w = normalise(word).translate(LATIN_SPELLING).replace("ph", "f").replace("w", "v").replace("c", "k")
     w = w.replace("q", "k").replace("x", "ks")
     w = _SKELETON_DROP.sub("", w)
     return re.sub(r"(.)\1+", r"\1", w)

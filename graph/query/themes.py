@@ -56,6 +56,7 @@ from typing import Iterable
 
 from core.sentences import split_sentences
 from core.text.terms import CLOSED_CLASS, normalise, stem
+from core.text.script import latin_spelling, mostly_cyrillic
 
 SCOPE_PASSAGES = 10  # the nearest passages whose documents seed the scope (a search's usual k)
 MIN_DOCUMENTS = 2  # a theme recurs: at least this many of the scope's documents say it
@@ -409,20 +410,13 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
         # languages tell)
         label = _label(g["terms"], phrase_of)
         readable = [i for i in readable if terms[i] & set(label)] or readable
-        best = max(readable, key=lambda i: (_mostly_cyrillic(sentences[i][0]) == asked_cyrillic,
+        best = max(readable, key=lambda i: (mostly_cyrillic(sentences[i][0]) == asked_cyrillic,
                                             label[0] in terms[i], central(i), -i))
         shown = [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in label]
         themes.append(ScopedTheme(", ".join(shown), sentences[best][0],
                                   round(g["score"], 3), tuple(sorted({sentences[i][1] for i in members})),
                                   tuple(sorted({sentences[i][2] for i in members}))))
     return themes
-
-
-# Russian letters in Latin ones, as a borrowed word is spelt back (ц -> c: инцидент, incident)
-_LATIN = str.maketrans({"а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ж": "zh", "з": "z", "и": "i",
-                        "й": "j", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s",
-                        "т": "t", "у": "u", "ф": "f", "х": "h", "ц": "c", "ч": "ch", "ш": "sh", "щ": "shch",
-                        "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu", "я": "ya"})
 
 
 def _loanword(word: str) -> str:
@@ -432,7 +426,7 @@ def _loanword(word: str) -> str:
     word is itself."""
     if not _cyrillic(word):
         return word
-    return stem(word.translate(_LATIN))
+    return stem(latin_spelling(word))
 
 
 def _past_form(forms: Counter) -> bool:
@@ -455,12 +449,6 @@ def _attributive(forms: Counter) -> bool:
 
 def _cyrillic(term: str) -> bool:
     return any("а" <= ch <= "я" for ch in term)
-
-
-def _mostly_cyrillic(text: str) -> bool:
-    """Written in Russian: more Cyrillic letters than Latin ones ("Это «усталость от алертов» (alert fatigue)")."""
-    cyrillic = sum(1 for ch in text.casefold() if "а" <= ch <= "я" or ch == "ё")
-    return cyrillic > sum(1 for ch in text.casefold() if "a" <= ch <= "z")
 
 
 def _surfaces(sentences: list[str]) -> dict[str, Counter]:
