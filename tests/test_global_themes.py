@@ -8,8 +8,9 @@ import graph.query.themes as themes_module
 from core.text.terms import stem
 from graph.levels import AccessLevel
 from graph.query.global_search import global_search, stems
-from graph.query.themes import (ScopePassage, document_relevance, field_values, level_text, nearest,
-                                scope_documents, scoped_themes, sentence_terms, units)
+import graph.query.theme_text as theme_text
+from graph.query.theme_text import ScopePassage, field_values, level_text, sentence_terms, units
+from graph.query.themes import document_relevance, nearest, scope_documents, scoped_themes
 
 REVIEWS = [
     ScopePassage(1, "postmortems/a.md", "Postmortem A: the billing outage",
@@ -223,15 +224,15 @@ def test_one_theme_told_in_two_languages_shares_its_borrowed_word():
 
 
 def test_the_levels_text_is_analysed_once_per_version_of_it(monkeypatch):
-    monkeypatch.setattr(themes_module, "_level_cache", themes_module.OrderedDict())
+    monkeypatch.setattr(theme_text, "_level_cache", theme_text.OrderedDict())
     first = level_text(REVIEWS)
     assert level_text(list(reversed(REVIEWS))) is first  # the same text read again, in any order
     edited = [*REVIEWS[:-1], ScopePassage(6, "guides/travel.md", "Travel policy", "Trains only, from now on.")]
     assert level_text(edited) is not first  # an edit (or an ingest, a deletion, an ACL change) is a new text
     assert "Trains only, from now on." in [s for s, _, _ in level_text(edited).sentences]
-    monkeypatch.setattr(themes_module, "CACHED_PASSAGES", len(REVIEWS))
+    monkeypatch.setattr(theme_text, "CACHED_PASSAGES", len(REVIEWS))
     level_text(REVIEWS[:3])  # past the budget the least recently asked level goes, the newest stays
-    assert len(themes_module._level_cache) == 1
+    assert len(theme_text._level_cache) == 1
 
 
 def test_a_single_word_names_a_theme_as_a_noun_does():

@@ -30,8 +30,8 @@ import numpy as np
 from core.sentences import split_sentences
 from core.text.terms import STOPWORDS, normalise, stem
 from graph.levels import AccessLevel, choose_level
-from graph.query.themes import (ScopePassage, distinct_terms, document_relevance, nearest, scope_documents,
-                                 scoped_themes)
+from graph.query.theme_text import ScopePassage
+from graph.query.themes import distinct_terms, document_relevance, nearest, scope_documents, scoped_themes
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that say "corpus-wide" rather than what about: they match every report equally.

@@ -12,7 +12,7 @@ from core.llm import LLM
 from graph import retrieval_store, store
 from graph.query.global_llm import LLMGlobalSearch
 from graph.query.global_search import GlobalResult, Point, Theme, global_search
-from graph.query.themes import ScopePassage
+from graph.query.theme_text import ScopePassage
 
 # The scoped themes read the whole level's text per question (about 20 ms at 1,560 chunks) and analyse
 # it once per version of it (graph/query/themes.level_text: 1-4 s at 1,560 chunks, then 0.1-0.3 s a

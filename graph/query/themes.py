@@ -42,21 +42,23 @@ Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
 
 Pure: the passages come from graph/query/runner.py, read through SQL with the level's groups. What
 is read of the whole level (its sentences, terms and document frequencies) is analysed once per
-version of its text and kept (`level_text`); a question then costs only its scope's sentences.
+version of its text and kept (graph/query/theme_text.py); a question then costs only its scope's
+sentences.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import re
-import threading
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Iterable
 
-from core.sentences import split_sentences
-from core.text.terms import CLOSED_CLASS, normalise, stem
+from core.text.terms import normalise, stem
 from core.text.script import latin_spelling, mostly_cyrillic
+from graph.query.theme_text import TERM_WORD, WORD, LevelText, ScopePassage, is_cyrillic, level_text
+
+_CYRILLIC_LETTER = re.compile(r"[а-яёА-ЯЁ]")
+_LATIN_LETTER = re.compile(r"[a-zA-Z]")
 
 SCOPE_PASSAGES = 10  # the nearest passages whose documents seed the scope (a search's usual k)
 MIN_DOCUMENTS = 2  # a theme recurs: at least this many of the scope's documents say it
@@ -72,32 +74,6 @@ KEYNESS = 6.63
 # its sentences (or of its written forms): in most of its uses
 MOST_USES = 0.5
 MAX_SUMMARY_CHARS = 300  # a theme's one sentence; longer ones are lists and tables run together
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-# a term's word: a hyphenated compound is one word ("on-call engineer", not "call engineer")
-_TERM_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
-_FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1\s*$", re.MULTILINE | re.DOTALL)
-# closed-class words (grammar and counts: "three", "because", "которых") by their stems: a list names
-# one form ("которые"), the text uses others ("которых")
-_STOP_STEMS = frozenset(stem(normalise(w)) for w in CLOSED_CLASS)
-_FIELD_SEPARATOR = re.compile(r":|\s[—–]\s")
-_CYRILLIC_LETTER = re.compile(r"[а-яёА-ЯЁ]")
-_LATIN_LETTER = re.compile(r"[a-zA-Z]")
-_ASIDE = re.compile(r"\([^()]*\)")
-_LIST_ITEM = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
-_DASH = re.compile(r"\s[—–]\s")
-_CLAUSE = re.compile(r"[,;]")
-_MARKUP = re.compile(r"^(?:[-*+>]|\d+[.)])\s+|\*\*|__|`")
-
-
-@dataclass(frozen=True)
-class ScopePassage:
-    """A passage of the level, readable by every group of the level."""
-    id: int
-    doc_id: str
-    title: str
-    content: str
-
 
 @dataclass(frozen=True)
 class ScopedTheme:
@@ -156,174 +132,18 @@ def document_relevance(passages: list[ScopePassage], similarities: dict[int, flo
     return out
 
 
-def units(content: str) -> list[str]:
-    """The sentences a person reads as prose: no code (fenced, or any sentence with braces: code
-    pasted as text), headings or table rows (a table row is a record, not a statement), list markers
-    and emphasis taken off."""
-    return [text for text, _ in _prose(content)]
-
-
-def _prose(content: str) -> list[tuple[str, bool]]:
-    """`units`, each with whether it is a list item (its marker is what `units` takes off)."""
-    out = []
-    for sentence in split_sentences(_FENCE.sub("\n\n", content)):
-        if sentence.startswith(("#", "|")) or "{" in sentence or "}" in sentence:
-            continue  # headings, table rows, and code that lost its fence (prose has no braces)
-        text = " ".join(_MARKUP.sub("", sentence).split())  # a hard-wrapped sentence on one line
-        if len(text) > 20 and not _is_field(text):
-            out.append((text, _LIST_ITEM.match(sentence) is not None))
-    return out
-
-
-def field_values(item: str) -> set[str]:
-    """The stems a list item holds as the values of its fields: an action item or a task is written
-    "<what> — <owner>, <status>" ("Таймаут снижен до 10 с — выполнено", "Write the runbook — Platform
-    team, done"), and the first word of each clause after its last dash is such a value. A word that
-    stands there in most of its sentences is a status or an owner every item repeats, not a theme."""
-    parts = _DASH.split(item)
-    if len(parts) < 2:
-        return set()
-    out = set()
-    for clause in _CLAUSE.split(parts[-1]):
-        words = [normalise(w) for w in _TERM_WORD.findall(clause)]
-        first = next((w for w in words if w not in CLOSED_CLASS), None)
-        if first:
-            out.add(stem(first))
-    return out
-
-
-def _is_field(text: str) -> bool:
-    """A record's field ("Incident commander: Hannah Vogt", "Дата: 12 февраля 2025 г.", "Tamsin Hale —
-    Head of Customer Support"): a label and a value of names and numbers, at most one common word, no
-    clause. Its label is the template every such record repeats, not a statement."""
-    parts = _FIELD_SEPARATOR.split(text, maxsplit=1)
-    # an aside in parentheses is the value's unit or gloss ("09:42–12:52 CET (3 hours 10 minutes)")
-    value = _ASIDE.sub(" ", parts[-1])
-    return len(parts) == 2 and sum(w.islower() and len(w) >= 4 for w in _WORD.findall(value)) <= 1
-
-
-def _common_words(sentences: list[str]) -> set[str]:
-    """Words written in lower case somewhere: a capitalised one among them only starts a sentence;
-    the rest are names."""
-    return {w for s in sentences for w in _TERM_WORD.findall(s) if w.islower()}
-
-
-def _names(sentences: list[str]) -> set[tuple[str, str]]:
-    """Pairs of words written capitalised inside sentences more often than in lower case: a name of
-    two common words ("Carrier Connector", "Route Optimizer") is an example of a theme, not its name."""
-    titled: Counter = Counter()
-    lower: Counter = Counter()
-    for s in sentences:
-        words = _TERM_WORD.findall(s)
-        for i, (a, b) in enumerate(zip(words, words[1:])):
-            if a.islower() and b.islower():
-                lower[(a, b.lower())] += 1
-            elif i > 0 and a.istitle() and b.istitle():  # the first word of a sentence is capitalised anyway
-                titled[(a.lower(), b.lower())] += 1
-    return {pair for pair, n in titled.items() if n > lower[pair]}
-
-
-def sentence_terms(sentence: str, common: set[str], names: set[tuple[str, str]] = frozenset()) -> list[str]:
-    """The sentence's content stems and adjacent pairs of them (nothing but space between them): common
-    words of four letters or more, no identifiers or numbers, no words of a name where they are
-    written as one."""
-    found = list(_TERM_WORD.finditer(sentence))
-    raw = [m.group() for m in found]
-    # a phrase is words written side by side: a comma, a colon or a parenthesis between two words ends
-    # one ("Команда Платформы (Platform team) отвечает": no "team отвечает")
-    joined = [sentence[a.end():b.start()].isspace() for a, b in zip(found, found[1:])]
-    words = [w.lower() for w in raw]
-    keep = [len(w) >= 4 and w in common and "_" not in w and not any(c.isdigit() for c in w) for w in words]
-    for i, pair in enumerate(zip(words, words[1:])):  # where written as a name, its words are part of it
-        if pair in names and raw[i].istitle() and raw[i + 1].istitle():
-            keep[i] = keep[i + 1] = False
-    stems = [stem(normalise(w)) if k else None for w, k in zip(words, keep)]
-    stems = [s if s not in _STOP_STEMS else None for s in stems]
-    singles = [s for s in stems if s]
-    # a word twice is no phrase ("Python Python": a page's tabs run together)
-    pairs = [f"{a} {b}" for a, b, side_by_side in zip(stems, stems[1:], joined)
-             if a and b and a != b and side_by_side]
-    return singles + pairs
-
-
-@dataclass(frozen=True)
-class LevelText:
-    """What the themes read of the whole level, the same for every question: its prose sentences
-    (text, chunk id, doc id), each one's terms and the stems it holds as a list item's field values
-    (`field_values`), the documents saying each term, and the documents written in each script
-    (True: Cyrillic)."""
-    sentences: list[tuple[str, int, str]]
-    terms: list[frozenset[str]]
-    fields: list[frozenset[str]]
-    documents: dict[str, frozenset[str]]
-    written: dict[bool, frozenset[str]]
-
-
-# passages whose level stays analysed, all levels together (the least recently asked level goes first):
-# about 12 MB per 1,500 passages, so two levels of the largest size the runner hands over (20,000)
-CACHED_PASSAGES = 40_000
-_level_cache: OrderedDict[str, tuple[int, LevelText]] = OrderedDict()
-_level_lock = threading.Lock()
-
-
-def level_text(passages: list[ScopePassage]) -> LevelText:
-    """The level's sentences and document frequencies, analysed once per version of its text: keyed
-    by a digest of every passage as read now (the reader's SQL read decides what is in it, so an
-    ingest, a deletion or an ACL change is a new key, never a stale answer). Splitting and stemming
-    every sentence of a level costs about a second at 1,500 passages; the digest, milliseconds."""
-    digest = hashlib.blake2b(digest_size=16)
-    for p in sorted(passages, key=lambda p: p.id):
-        for part in (str(p.id), p.doc_id, p.content):
-            digest.update(part.encode("utf-8", "surrogatepass"))
-            digest.update(b"\0")
-    key = digest.hexdigest()
-    with _level_lock:
-        if key in _level_cache:
-            _level_cache.move_to_end(key)
-            return _level_cache[key][1]
-    level = _analyse_level(passages)
-    with _level_lock:
-        _level_cache[key] = (len(passages), level)
-        while len(_level_cache) > 1 and sum(n for n, _ in _level_cache.values()) > CACHED_PASSAGES:
-            _level_cache.popitem(last=False)
-    return level
-
-
-def _analyse_level(passages: list[ScopePassage]) -> LevelText:
-    sentences: list[tuple[str, int, str]] = []
-    fields: list[frozenset[str]] = []
-    for p in sorted(passages, key=lambda p: p.id):
-        for text, item in _prose(p.content):
-            sentences.append((text, p.id, p.doc_id))
-            fields.append(frozenset(field_values(text)) if item else frozenset())
-    common = _common_words([s for s, _, _ in sentences])
-    names = _names([s for s, _, _ in sentences])
-    terms = [frozenset(sentence_terms(s, common, names)) for s, _, _ in sentences]
-    documents: dict[str, set[str]] = defaultdict(set)
-    # a document counts towards a term's inverse document frequency when it is written in the term's
-    # script: in a corpus of fewer Russian documents than English ones every Russian word would
-    # otherwise look rare ("выполнено" as distinctive as "configuration drift")
-    written: dict[bool, set[str]] = defaultdict(set)
-    for (_, _, doc), ts in zip(sentences, terms):
-        for t in ts:
-            documents[t].add(doc)
-            written[_cyrillic(t)].add(doc)
-    return LevelText(sentences, terms, fields, {t: frozenset(d) for t, d in documents.items()},
-                     {script: frozenset(written.get(script, ())) for script in (True, False)})
-
-
 def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope: set[str],
                   relevance: dict[str, float], max_themes: int) -> list[ScopedTheme]:
     """The scope's recurring themes, best first, deduplicated (see the module's docstring).
     `relevance`: each scope document's relevance to the question, 0..1 (a document missing counts 1)."""
     level = level_text(passages)
-    asked_cyrillic = any(_cyrillic(s) for s in question_stems)
+    asked_cyrillic = any(is_cyrillic(s) for s in question_stems)
     sentences, terms, level_docs, written = level.sentences, level.terms, level.documents, level.written
     mine = [i for i, (_, _, doc) in enumerate(sentences) if doc in scope]
     # every word of a scope sentence, for what the question asks (only the scope's: stemming every
     # word of a large level per question would cost seconds), a Russian one in its Latin spelling as
     # the question's are: a sentence saying "алерт" says what a question about alerting asks
-    said = {i: {_loanword(stem(normalise(w))) for w in _WORD.findall(sentences[i][0])} for i in mine}
+    said = {i: {_loanword(stem(normalise(w))) for w in WORD.findall(sentences[i][0])} for i in mine}
     surfaces = _surfaces([sentences[i][0] for i in mine])
     scope_sentences: dict[str, list[int]] = defaultdict(list)
     for i in mine:
@@ -331,7 +151,7 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
             scope_sentences[t].append(i)
     # what the scope's documents are called ("incident review") names the scope; the rest of the
     # question is what it asks about them ("alerting")
-    titles = {stem(normalise(w)) for p in passages if p.doc_id in scope for w in _WORD.findall(p.title or "")}
+    titles = {stem(normalise(w)) for p in passages if p.doc_id in scope for w in WORD.findall(p.title or "")}
     focus = {_loanword(w) for w in question_stems - titles}
     named_scope = question_stems & titles
     need = min(MIN_DOCUMENTS, len(scope))
@@ -346,7 +166,7 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
             continue
         # how much the phrase's sentences say of what the question asks (its words beyond the scope)
         asked = sum(len(focus & said[i]) for i in idx) / (len(idx) * len(focus)) if focus else 0.0
-        idf = math.log(1 + len(written[_cyrillic(t)]) / len(level_docs[t]))
+        idf = math.log(1 + len(written[is_cyrillic(t)]) / len(level_docs[t]))
         weight[t] = sum(relevance.get(d, 1.0) for d in in_scope) * idf * (1 + asked)
     # a single word names a theme only when no recurring phrase holds it (it is then named by the
     # phrase) and the scope says it more than the rest of the level does: a word every kind of
@@ -424,7 +244,7 @@ def _loanword(word: str) -> str:
     trade from English ("алерт", "лимит", "инцидент"), so one theme told in both languages shares its
     borrowed word (a transliteration, letter by letter: no translation, no word list). Any other
     word is itself."""
-    if not _cyrillic(word):
+    if not is_cyrillic(word):
         return word
     return stem(latin_spelling(word))
 
@@ -447,15 +267,11 @@ def _attributive(forms: Counter) -> bool:
     return any(modifier(f.split(" ", 1)[0]) for f in forms)
 
 
-def _cyrillic(term: str) -> bool:
-    return any("а" <= ch <= "я" for ch in term)
-
-
 def _surfaces(sentences: list[str]) -> dict[str, Counter]:
     """Each stem and pair of stems with the forms it is written in, to show the most used one."""
     surfaces: dict[str, Counter] = defaultdict(Counter)
     for s in sentences:
-        words = [w.lower() for w in _TERM_WORD.findall(s)]
+        words = [w.lower() for w in TERM_WORD.findall(s)]
         keys = [stem(normalise(w)) for w in words]
         for w, k in zip(words, keys):
             surfaces[k][w] += 1
@@ -473,7 +289,7 @@ def _key_words(words: list[str], level: LevelText, scope: set[str]) -> set[str]:
     every = level.written[True] | level.written[False]
     key = set()
     for w in words:
-        docs = level.written[_cyrillic(w)]
+        docs = level.written[is_cyrillic(w)]
         if not docs - scope:  # the rest of the level is written in another script: contrast with all of it
             docs = every
         c, d = len(docs & scope), len(docs - scope)
