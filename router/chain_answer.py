@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from core.text.language import detect_language
 from core.text.names import HEAD_WORDS
 from core.text.terms import content_stems, normalise
 from router.answer_units import (CYRILLIC, NAME_TYPE, NUMBER, VALUE_KINDS, WORD, YEAR, Extracted, Focus, Scorer, Unit,
-                                 cite, display, entity_key, question_kind, same_word, skeleton, skeleton_match, typed_names,
+                                 cite, display, entity_key, question_kind, same_word, typed_names,
                                  units)
+from router.chain_names import names_in, placed, without_demonym
 from router.local_answer import local_answer
-from router.question_text import DEMONYM, title_core
+from router.question_text import title_core
 from router.types import Passage
 
 MAX_HOPS = 4
@@ -111,7 +111,7 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
     every = units(passages)
     # a bare number or year the question holds is a value a hop must state, not an entity to start
     # from: "1989" links every passage that mentions the year
-    names = names or _extend_names(question, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
+    names = names or _extendnames_in(question, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
@@ -128,7 +128,7 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
             steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names)
             for score, u, entity, linked, answers in steps[:BEAM]:
                 start = chain.start if chain.hops else linked
-                asked = relation + _other_names(names, start)
+                asked = relation + _othernames_in(names, start)
                 hop = _Chain(chain.hops + [(u, entity, score)], start,
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
                              chain.used | _related(asked, u.stems | scorer.title_stems[u.passage - 1])
@@ -177,7 +177,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         # the asked type ends the chain only once the question's relations have had their hops
         final = len(chain.hops) + 1 >= least
         # each hop states a relation of its own: words an earlier hop stated count no more
-        asked = relation + _other_names(names, chain.start if chain.hops else link[1])
+        asked = relation + _othernames_in(names, chain.start if chain.hops else link[1])
         own = _related(asked, u.stems) - chain.used
         value = bool(chain.hops) and focus.kind in VALUE_KINDS and scorer.typed(u)
         # a question that asks no person, place, date or number ("What genre is the author of X
@@ -234,7 +234,7 @@ def _order(text: str, name: str, last_first: bool) -> int:
     return -at if last_first else at
 
 
-def _extend_names(question: str, names: list[str], passages: list[Passage]) -> list[str]:
+def _extendnames_in(question: str, names: list[str], passages: list[Passage]) -> list[str]:
     """A question's names, each extended by the words after it while a passage title still names the
     longer phrase: Russian names go on in lower case ("Сервис уведомлений"), which capitals miss."""
     titles = [frozenset(content_stems(title_core(p.title))) for p in passages if p.title]
@@ -271,7 +271,7 @@ def least_hops(question: str) -> int:
     return 1 + sum(1 for m in _RELATIVE.finditer(question) if m.start() >= opening)
 
 
-def _other_names(names: list[str], start: str) -> list[str]:
+def _othernames_in(names: list[str], start: str) -> list[str]:
     """The stems of the question's names other than the chain's start."""
     own = set(content_stems(start))
     return sorted({s for n in names if n != start for s in content_stems(n)} - own)
@@ -389,70 +389,12 @@ def _entities(u: Unit, subject) -> list[tuple[str, str, str]]:
 def _links(u: Unit, subject, frontier) -> tuple[str, str] | None:
     """("text", name) when the unit names a frontier entity, ("subject", name) when its passage is about one."""
     for key, name in frontier:
-        if _names(name, u.text, u.stems):
+        if names_in(name, u.text, u.stems):
             return "text", name
-        if subject and (subject[0] == key or _names(name, subject[1], frozenset(content_stems(subject[1])))
-                        or subject[0] == entity_key(_without_demonym(name))):
+        if subject and (subject[0] == key or names_in(name, subject[1], frozenset(content_stems(subject[1])))
+                        or subject[0] == entity_key(without_demonym(name))):
             return "subject", name
     return None
-
-
-def _without_demonym(name: str) -> str:
-    """The name without a leading demonym ("English Lake District" -> "Lake District"), whose page is
-    the same thing's; the name itself when it has none or keeps fewer than two words."""
-    words = name.split()
-    if len(words) > 2 and DEMONYM.search(words[0].casefold()) and words[0][:1].isupper():
-        return " ".join(words[1:])
-    return name
-
-
-def _names(name: str, text: str, stems: frozenset[str]) -> bool:
-    """Whether `text` names `name`: the same merge key inside as whole words, all its content stems, or
-    (across scripts) the skeletons of its capitalised words. A Latin-script name is named only where
-    the text capitalises it too (`_capitalised_in`): "two decades" is no mention of the album "Decade".
-    Every word of the name counts: "Iron Maiden" shares "Maiden" with "Maiden Japan", not "Japan"."""
-    key = entity_key(name)
-    if key and _capitalised_in(name, text) and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", entity_key(text)):
-        return True
-    want = set(content_stems(name))
-    if want and want <= stems and _capitalised_in(name, text):
-        return True
-    capitalised = [w for w in WORD.findall(name) if w[:1].isupper()]
-    if not capitalised or all(len(skeleton(w)) < 3 for w in capitalised):
-        return False
-    words = {normalise(w) for w in WORD.findall(text)}
-    other = _cross_script_skeletons(text)
-    # a word too short to have a skeleton ("Japan": "pn") must stand in the text as it is; skeletons
-    # compare only across scripts, where nothing else can: within one, "Knott" and "County" share "knt"
-    return all(any(skeleton_match(skeleton(w), b) for b in other[not CYRILLIC.match(w)])
-               if len(skeleton(w)) >= 3 else normalise(w) in words for w in capitalised)
-
-
-@lru_cache(maxsize=8192)
-def _cross_script_skeletons(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The skeletons of the text's capitalised words: (Latin ones, Cyrillic ones); a Cyrillic name
-    word is compared with the first, a Latin one with the second."""
-    found: tuple[set[str], set[str]] = (set(), set())
-    for w in WORD.findall(text):
-        if w[:1].isupper() and len(sk := skeleton(w)) >= 3:
-            found[bool(CYRILLIC.match(w))].add(sk)
-    return frozenset(found[0]), frozenset(found[1])
-
-
-def _capitalised_in(name: str, text: str) -> bool:
-    """Whether a capitalised word of a Latin-script name stands capitalised in the text too (by its
-    stem: "Maiden" / "Maidens"); one is enough, since a question may capitalise a common noun of a
-    name the text writes in lower case ("the Billing Team" / "the Billing team"). A Cyrillic name
-    passes: Russian writes its names' later words, and often the first, in lower case."""
-    wanted = [w for w in WORD.findall(name) if w[:1].isupper() and not CYRILLIC.match(w) and content_stems(w)]
-    return not wanted or any(set(content_stems(w)) <= _capital_stems(text) for w in wanted)
-
-
-@lru_cache(maxsize=8192)
-def _capital_stems(text: str) -> frozenset[str]:
-    return frozenset(s for w in WORD.findall(text) if w[:1].isupper() for s in content_stems(w))
-
-
 
 
 def _value(u: Unit, scorer: Scorer) -> str:
@@ -466,32 +408,7 @@ def _value(u: Unit, scorer: Scorer) -> str:
 
 def _is_wanted(entity: tuple[str, str, str], kind: str | None, text: str) -> bool:
     """Whether the entity is of the asked type: as the mention finder typed it, or, for a place, as
-    the sentence uses it (`_placed`)."""
+    the sentence uses it (`placed`)."""
     if kind not in NAME_TYPE:
         return False
-    return entity[2] in NAME_TYPE[kind] or (kind == "place" and _placed(entity, text))
-
-
-# A name right after a locative preposition is a place: "formed in Leyton", "a singer from Portland,
-# Oregon" (and the name after the comma: "City, State"), "в Екатеринбурге"; so is one after a place's
-# kind word ("the county of Cumbria"). The mention finder
-# types names by their own words and cue words next to them, which a town name lacks: it leaves
-# them untyped, or calls two capitalised words a person ("East London"). Only "in" re-types a person:
-# "a letter from Ann Lee" is from a person.
-_LOCATIVE = (r"(?:\b(?:[Ii]n|[Aa]t|[Ff]rom|[Nn]ear|[Oo]utside|[Ii]nside|[Ww]ithin)\s+(?:the\s+)?"
-             r"|(?<!\w)(?:[Вв]|[Вв]о|[Ии]з|[Пп]од)\s+)")
-_CITY_OF = r"(?:[A-ZА-ЯЁ][\w.'’-]*\s+){0,3}[A-ZА-ЯЁ][\w.'’-]*,\s*"  # "Portland, " before "Oregon"
-# "the county of Cumbria", "the city of Lancaster": a place's own kind word names it a place
-_PLACE_OF = r"\b(?i:county|state|province|region|city|town|village|district|kingdom|republic)\s+of\s+"
-_PLACED_BEFORE = re.compile(rf"(?:{_LOCATIVE}(?:{_CITY_OF})?|{_PLACE_OF})$")
-_IN_BEFORE = re.compile(rf"\b[Ii]n\s+(?:the\s+)?(?:{_CITY_OF})?$")
-
-
-def _placed(entity: tuple[str, str, str], text: str) -> bool:
-    """Whether the text uses the untyped (or person-typed) name as a place."""
-    if entity[2] not in ("concept", "person"):
-        return False
-    before = _IN_BEFORE if entity[2] == "person" else _PLACED_BEFORE
-    return any(before.search(text[:m.start()]) for m in re.finditer(rf"(?<!\w){re.escape(entity[1])}(?!\w)", text))
-
-
+    return entity[2] in NAME_TYPE[kind] or (kind == "place" and placed(entity, text))
