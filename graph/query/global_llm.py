@@ -30,7 +30,8 @@ from core.llm_usage import Usage
 from core.llm_errors import LLMError, RefusedError
 from core.llm_limiter import concurrency_of, map_ordered
 from core.prompting import MalformedReply, Tool, call_tool, complete_text
-from graph.query.global_search import (NO_ANSWER, NO_LEVEL, GlobalResult, Point, choose_level, extractive_answer,
+from graph.query.answer_text import say
+from graph.query.global_search import (GlobalResult, Point, choose_level, extractive_answer,
                                  global_search)
 from graph.levels import AccessLevel
 from graph.prompts import (ANSWER_SYSTEM, MAPPING_TOOL, MAP_SYSTEM, MAP_TOOL, RATE_SYSTEM, RATE_TOOL, RATING_TOOL,
@@ -72,7 +73,8 @@ class LLMGlobalSearch:
     def search(self, levels: list[AccessLevel], user_groups: set[str], load_reports, question: str) -> GlobalResult:
         level = choose_level(levels, user_groups)
         if level is None:  # no LLM call can help a user who fits no level
-            return GlobalResult(NO_LEVEL, None, offline=False, trace={"levels": [lvl.name for lvl in levels]})
+            return GlobalResult(say("no_level", question), None, offline=False,
+                                trace={"levels": [lvl.name for lvl in levels]})
         usage = Usage(calls=0)
         trace: dict = {"level": level.name, "rating_calls": 0, "map_calls": 0, "answer_calls": 0}
         try:
@@ -200,14 +202,15 @@ class LLMGlobalSearch:
             trace["degraded"] = (f"{len(lost)} map batches failed (malformed or refused) and were dropped: the "
                                  "answer rests on the others")
         if not packed:
-            return GlobalResult(NO_ANSWER, level, selected=selected, offline=False, trace=trace, degraded=bool(lost))
+            return GlobalResult(say("no_answer", question), level, selected=selected, offline=False, trace=trace,
+                                degraded=bool(lost))
         numbers = {rid: n for n, rid in enumerate(dict.fromkeys(rid for _, _, ids in packed for rid in ids), 1)}
         points = [Point(ids[0], text, score, sorted({c for rid in ids for c in by_id[rid]["source_chunk_ids"]}))
                   for text, score, ids in packed]
         answer, cited, failed = self._answer(question, packed, numbers, usage, trace)
         degraded = failed or bool(lost)
         if failed:  # the answer call failed: cite what the extractive answer cites, each point's first report
-            answer, cited = extractive_answer(points, numbers), {numbers[p.report_id] for p in points}
+            answer, cited = extractive_answer(points, numbers, question), {numbers[p.report_id] for p in points}
         trace["usage"] = _usage(usage)
         cited_reports = [{"number": n, "id": rid, "title": by_id[rid]["title"], "rating": by_id[rid]["rating"],
                           "chunk_ids": sorted(by_id[rid]["source_chunk_ids"])}

@@ -30,6 +30,7 @@ import numpy as np
 from core.sentences import split_sentences
 from core.text.terms import STOPWORDS, normalise, stem
 from graph.levels import AccessLevel, choose_level
+from graph.query.answer_text import say
 from graph.query.theme_text import ScopePassage
 from graph.query.themes import distinct_terms, document_relevance, nearest, scope_documents, scoped_themes
 
@@ -88,10 +89,6 @@ class GlobalResult:
     themes: list[Theme] = field(default_factory=list)  # the offline answer's themes, best first
 
 
-NO_LEVEL = "No graph is available for your access groups, so this corpus-wide question cannot be answered."
-NO_ANSWER = "No community report in the corpus addresses this question."
-
-
 def relevance(query_stems: set[str], query_vec: np.ndarray | None, report: dict) -> float:
     """0..1: the report's text against the question, words and meaning, nudged by the report's rating."""
     text = report["title"] + " " + report["summary"] + " " + " ".join(f["summary"] for f in report["findings"])
@@ -123,8 +120,8 @@ def select_communities(reports: list[dict], scores: dict[int, float], threshold:
     return selected
 
 
-def extractive_answer(points: list[Point], report_numbers: dict[int, int]) -> str:
-    lines = ["Offline answer (extractive, no LLM): the most relevant points across the corpus's community reports."]
+def extractive_answer(points: list[Point], report_numbers: dict[int, int], question: str) -> str:
+    lines = [say("points_header", question)]
     for p in points:
         lines.append(f"- {p.text} [{report_numbers[p.report_id]}]")
     return "\n".join(lines)
@@ -149,7 +146,7 @@ def global_search(
     question is about share no theme, each relevant community is a theme."""
     level = choose_level(levels, user_groups)
     if level is None:
-        return GlobalResult(NO_LEVEL, None, trace={"levels": [lvl.name for lvl in levels]})
+        return GlobalResult(say("no_level", question), None, trace={"levels": [lvl.name for lvl in levels]})
     reports = load_reports(level.name)
     q = set(stems(question))
     scores = {r["id"]: relevance(q, query_vec, r) for r in reports}
@@ -157,7 +154,7 @@ def global_search(
     chosen = set(selected_ids)
     trace = {"level": level.name, "reports": len(reports), "selected": selected_ids,
              "scores": {rid: round(s, 3) for rid, s in sorted(scores.items())}}
-    themes, header = [], SCOPE_HEADER
+    themes, header = [], "scope_header"
     if load_scope is not None:
         passages, similarities = load_scope(level)
         trace["scope_passages"] = len(passages)  # 0: none handed over (a level too large to read per question)
@@ -165,10 +162,10 @@ def global_search(
             themes = themes_in_scope(q, passages, similarities, reports, max_themes, trace)
     if not themes:
         themes, header = rank_themes(q, [r for r in reports if r["id"] in chosen], reports, scores, max_themes), \
-            COMMUNITY_HEADER
-    trace["themes_from"] = "scope" if header is SCOPE_HEADER else "communities"
+            "community_header"
+    trace["themes_from"] = "scope" if header == "scope_header" else "communities"
     if not themes:
-        return GlobalResult(NO_ANSWER, level.name, selected=selected_ids, trace=trace)
+        return GlobalResult(say("no_answer", question), level.name, selected=selected_ids, trace=trace)
     numbers: dict[int, int] = {}
     for t in themes:  # themes held by one report cite it once
         numbers.setdefault(t.report_id, len(numbers) + 1)
@@ -179,8 +176,8 @@ def global_search(
     points = [Point(t.report_id, f"{t.label}: {t.summary}", t.score, t.chunk_ids) for t in themes]
     cited = [{"number": n, "id": rid, "title": by_id[rid]["title"], "rating": by_id[rid]["rating"],
               "chunk_ids": sorted(chunks_of[rid])} for rid, n in numbers.items()]
-    return GlobalResult(themes_answer(themes, numbers, header), level.name, points, cited, selected_ids, True, trace,
-                        themes=themes)
+    return GlobalResult(themes_answer(themes, numbers, say(header, question)), level.name, points, cited, selected_ids,
+                        True, trace, themes=themes)
 
 
 def themes_in_scope(query_stems: set[str], passages: list[ScopePassage],
@@ -298,13 +295,7 @@ def _label(weights: dict[str, float], surfaces: dict[str, Counter]) -> list[str]
     return [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in chosen]
 
 
-SCOPE_HEADER = ("Offline answer (extractive, no LLM): the themes that recur across the documents this question "
-                "is about, each named by its key phrases.")
-COMMUNITY_HEADER = ("Offline answer (extractive, no LLM): the themes of the corpus's community reports, "
-                    "each named by its distinctive key phrases.")
-
-
-def themes_answer(themes: list[Theme], numbers: dict[int, int], header: str = COMMUNITY_HEADER) -> str:
+def themes_answer(themes: list[Theme], numbers: dict[int, int], header: str) -> str:
     lines = [header]
     for t in themes:
         lines.append(f"- {t.label}: {t.summary} [{numbers[t.report_id]}]")
