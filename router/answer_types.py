@@ -1,6 +1,6 @@
 """What a question asks for, and where a sentence holds it: the answer type ("date", "number", "money",
 "person", "place"), the thing a "how many" question counts, and the values (years, months, numbers written in
-digits or words) a sentence holds. Used by the offline answers (router/answer_units.py).
+digits or words) a sentence holds. Used by the offline answers (router/unit_scoring.py).
 """
 
 from __future__ import annotations

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from core.text.language import detect_language
 from core.text.names import HEAD_WORDS
 from core.text.terms import content_stems, normalise
-from router.answer_units import (CYRILLIC, NAME_TYPE, NUMBER, VALUE_KINDS, WORD, YEAR, Extracted, Focus, Scorer, Unit,
-                                 cite, display, entity_key, question_kind, same_word, typed_names,
-                                 units)
+from core.text.skeletons import same_word
+from router.answer_types import NAME_TYPE, NUMBER, VALUE_KINDS, YEAR, question_kind
+from router.answer_units import CYRILLIC, WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
+from router.unit_scoring import Focus, Scorer
 from router.chain_names import names_in, placed, without_demonym
 from router.local_answer import local_answer
 from router.question_text import title_core
@@ -296,7 +297,7 @@ def _start_clause(question: str, start: str, relation: list[str]) -> set[str]:
 
 
 def _related(relation: list[str], stems: frozenset[str]) -> set[str]:
-    """The relation stems a text holds: the same stem, two stems of one word (answer_units.same_word:
+    """The relation stems a text holds: the same stem, two stems of one word (core/text/skeletons.same_word:
     director / directed, founder / founded), or an agent noun in the text that Snowball left longer than
     the question's stem by at most two letters (four in Russian, whose agent suffixes are longer): own /
     owner, руковод / руководител."""

@@ -7,7 +7,8 @@ import re
 from functools import lru_cache
 
 from core.text.terms import content_stems, normalise
-from router.answer_units import CYRILLIC, WORD, entity_key, skeleton, skeleton_match
+from core.text.skeletons import skeleton, skeleton_match
+from router.answer_units import CYRILLIC, WORD, entity_key
 from router.question_text import DEMONYM
 
 # how far before a name its locative preposition or "City, " can stand: the preposition, "the", and

@@ -3,7 +3,9 @@ follow-ups, and units answering what it left open. The rules in router/extractiv
 """
 from __future__ import annotations
 
-from router.answer_units import VALUE_KINDS, Extracted, Focus, Scorer, Unit, cite, display, units
+from router.answer_types import VALUE_KINDS
+from router.answer_units import Extracted, Unit, cite, display, units
+from router.unit_scoring import Focus, Scorer
 from router.types import Passage
 
 # Another unit joins the answer when it scores at least half the best one's and its own words cover

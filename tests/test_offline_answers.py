@@ -8,7 +8,10 @@ import json
 import pytest
 
 from graph.query.global_search import class_tfidf, rank_themes
-from router.answer_units import MIN_CONFIDENCE, Focus, Scorer, question_kind, same_word, skeleton, units
+from core.text.skeletons import same_word, skeleton
+from router.answer_types import question_kind
+from router.answer_units import MIN_CONFIDENCE, units
+from router.unit_scoring import Focus, Scorer
 from router.chain_answer import chain_answer, least_hops
 from router.local_answer import local_answer
 from router.types import Passage

@@ -1,6 +1,6 @@
 """Which script a text is written in, and Russian letters spelt in Latin ones (pure).
 
-One table for both uses: a name's consonant skeleton across scripts (router/answer_units.skeleton:
+One table for both uses: a name's consonant skeleton across scripts (core/text/skeletons.skeleton:
 "Москве" and "Moscow") and a borrowed word spelt back ("алерт" and "alert", graph/query/themes.py).
 "ц" is "c" as borrowed words spell it back (инцидент, incident; Цинциннати, Cincinnati).
 """

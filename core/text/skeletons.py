@@ -1,0 +1,43 @@
+"""Names across scripts and case endings by their consonants, and two stems of one word: how the
+offline answers match "Yekaterinburg" with "Екатеринбурге" and "directed" with "director" without a
+dictionary (router/answer_units.py, router/comparison_answer.py, router/chain_names.py)."""
+from __future__ import annotations
+
+import re
+
+from core.text.script import LATIN_SPELLING
+from core.text.terms import normalise
+
+_CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
+_SKELETON_DROP = re.compile(r"[aeiouyjh]")
+_WORD = re.compile(r"\w+")
+
+
+def skeleton(word: str) -> str:
+    """A name's consonants after transliteration, with the letters scripts render differently merged:
+    Yekaterinburg, Екатеринбург and Екатеринбурге share "ktrnbrg"; Moscow and Москве "mskv"."""
+    w = normalise(word).translate(LATIN_SPELLING).replace("ph", "f").replace("w", "v").replace("c", "k")
+    w = w.replace("q", "k").replace("x", "ks")
+    w = _SKELETON_DROP.sub("", w)
+    return re.sub(r"(.)\1+", r"\1", w)
+
+
+def skeletons(text: str) -> frozenset[str]:
+    return frozenset(s for w in _WORD.findall(text) if w[:1].isupper() and len(s := skeleton(w)) >= 3)
+
+
+def skeleton_match(a: str, b: str) -> bool:
+    """Same name across scripts or cases: equal skeletons, or one the other plus an inflection's consonant."""
+    if a == b:
+        return True
+    short, long_ = sorted((a, b), key=len)
+    return len(short) >= 4 and long_.startswith(short) and len(long_) - len(short) <= 1
+
+
+def same_word(a: str, b: str) -> bool:
+    """Two stems of one word that Snowball cut at different places: the shorter (at least five letters)
+    begins the longer, which adds at most two letters (three in Russian): directed / director,
+    объединилось / объединению ("объедин" / "объединен"). Short stems never match this way."""
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return (len(short) >= 5 and long_.startswith(short)
+            and len(long_) - len(short) <= (3 if _CYRILLIC.match(short) else 2))
