@@ -53,8 +53,16 @@ def fetch_vectors(conn: psycopg.Connection, tenant: str, model: str, hashes: Ite
     return {h: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for h, v in rows}
 
 
+def lock_tenant_writes(conn: psycopg.Connection, tenant: str, exclusive: bool = False) -> None:
+    """Every document write of a tenant holds this shared; deleting the tenant (`crossroads tenants delete`)
+    holds it exclusive, so no document write commits in the middle of the delete (held to transaction end)."""
+    how = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    conn.execute(f"SELECT {how}(hashtextextended(%s, 0))", (f"crossroads.tenant\x1f{tenant}",))
+
+
 def _lock_document(conn: psycopg.Connection, tenant: str, doc_id: str) -> None:
     # Two ingests of the same document serialise here instead of interleaving their chunk writes.
+    lock_tenant_writes(conn, tenant)
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{tenant}\x1f{doc_id}",))
 
 
