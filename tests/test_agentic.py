@@ -213,6 +213,19 @@ def test_select_context_round_robin_after_the_question_and_never_outside_evidenc
     assert select_context("q", evidence, 0, ranked=ranked) == []
 
 
+def test_select_context_shows_one_passage_per_page_before_a_pages_second():
+    # the question's ranking holds two chunks of one page; the last hop's page is its 4th hit
+    evidence = [passage(1, doc="harbour"), passage(2, doc="harbour"), passage(3, doc="mayor"), passage(4, doc="ferry"),
+                passage(10, doc="town")]
+    ranked = [[1, 2, 3, 4], [10]]
+    ids = [p.id for p in select_context("q", evidence, 4, ranked=ranked)]
+    assert ids == [1, 10, 3, 4]  # the harbour's second chunk waits for room
+    assert [p.id for p in select_context("q", evidence, 5, ranked=ranked)] == [1, 10, 3, 4, 2]
+    # passages without a document are each their own page
+    loose = [Passage(id=i, doc_id=None, title="", heading="", text=f"note {i}") for i in (5, 6)]
+    assert [p.id for p in select_context("q", loose, 2, ranked=[[5, 6]])] == [5, 6]
+
+
 def test_result_context_uses_at_most_max_context():
     searcher = ScriptedSearcher(default=unique_hits(5))
     result = agentic_search(searcher, EndlessPlanner(), "q",
