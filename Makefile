@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test test-unit eval eval-router eval-router-blind eval-answers eval-agentic bench-ingest bench-search bench-partitions bench-graph bench-ppr bench-api bench-llm readme-config db-stop clean
+.PHONY: install demo test test-unit eval eval-router eval-router-blind eval-answers eval-answers-blind eval-agentic bench-ingest bench-search bench-partitions bench-graph bench-ppr bench-api bench-llm readme-config db-stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,9 @@ eval-router-blind: install
 
 eval-answers: install
 	$(BIN)/python -m bench.answer_eval
+
+eval-answers-blind: install
+	$(BIN)/python -m bench.answer_eval --sets blind
 
 eval-agentic: install
 	$(BIN)/python -m bench.multihop_agentic --graph
