@@ -48,7 +48,7 @@ def known_groups(conn: psycopg.Connection, tenant: str) -> set[str]:
     return {g for (g,) in rows}
 
 
-# --- deleting a tenant (`crossroads tenants delete`; the steps outside SQL are api.usecases.delete_tenant) ---
+# --- deleting a tenant (`crossroads tenants delete`; the steps outside SQL are api.tenant_deletion.delete_tenant) ---
 
 # Kept until its HNSW index is dropped, after the rows' transaction (DROP INDEX CONCURRENTLY cannot run
 # inside one): a drop that fails leaves the row, so the tenant stays known and the next delete retries it.

@@ -1,4 +1,4 @@
-"""`crossroads tenants delete` (api.usecases.delete_tenant, core/tenants.py) on a real PostgreSQL: two tenants
+"""`crossroads tenants delete` (api.tenant_deletion.delete_tenant, core/tenants.py) on a real PostgreSQL: two tenants
 with a row in every table that has a tenant_id column; the deleted one leaves no row in any of them (checked
 over information_schema, so a table a later migration adds is covered), no HNSW index, no partition and no
 cached graph output of its text; the other is untouched and still searches and authenticates. A hostile
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from api import tokens, usecases
+from api import tenant_deletion, tokens
 from core import tenants as tenant_store
 from core.database import open_database
 from graph import store as graph_store
@@ -157,13 +157,13 @@ def test_a_queued_or_running_job_refuses_the_delete_until_it_ends(db, cli_env, t
         conn.execute("UPDATE jobs SET status = 'running', queued_at = NULL, started_at = now(), heartbeat_at = now()"
                      " WHERE id = %s", (job,))
     with pytest.raises(tenant_store.TenantBusy, match="running"):
-        usecases.delete_tenant(db, tenant)
+        tenant_deletion.delete_tenant(db, tenant)
     with db.connection() as conn:
         assert counts(conn, tenant)["access_levels"] == 1  # nothing deleted
         # its process died (no heartbeat for longer than the lease): it runs no more, the delete goes ahead
         conn.execute("UPDATE jobs SET heartbeat_at = now() - make_interval(secs => %s) WHERE id = %s",
                      (db.job_lease_s + 60, job))
-    assert usecases.delete_tenant(db, tenant).rows["jobs"] == 1
+    assert tenant_deletion.delete_tenant(db, tenant).rows["jobs"] == 1
     with db.connection() as conn:
         assert {t: n for t, n in counts(conn, tenant).items() if n} == {}
 
@@ -180,10 +180,10 @@ def test_a_document_write_in_flight_holds_the_delete_off(db, tenant, monkeypatch
     with db.connection() as writer, writer.transaction():
         store.lock_tenant_writes(writer, tenant)  # as vector.store.write_document does for each document
         with pytest.raises(CrossroadsError, match="stayed in use for 200ms"):
-            usecases.delete_tenant(db, tenant)
+            tenant_deletion.delete_tenant(db, tenant)
     with db.connection() as conn:
         assert counts(conn, tenant)["access_levels"] == 1
-    assert usecases.delete_tenant(db, tenant).rows["access_levels"] == 1  # the write committed: it goes ahead
+    assert tenant_deletion.delete_tenant(db, tenant).rows["access_levels"] == 1  # the write committed: it goes ahead
 
 
 def test_an_unknown_tenant_or_no_confirmation_deletes_nothing(db, cli_env, tenant):
@@ -206,7 +206,7 @@ def test_a_tenants_partition_goes_with_it(make_database, settings, local_embedde
             ingest_corpus(pdb, settings, local_embedder, tmp_path / name, CORPUS, name)
         with pdb.connection() as conn:
             partitions.partition(conn)
-        done = usecases.delete_tenant(pdb, "pa")
+        done = tenant_deletion.delete_tenant(pdb, "pa")
         assert done.partition_dropped == partitions.partition_name("pa") and done.rows["chunks"] > 0
         with pdb.connection() as conn:
             names = {p["name"] for p in partitions.layout(conn)["partitions"]}
