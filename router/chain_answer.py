@@ -27,10 +27,11 @@ from core.text.language import detect_language
 from core.text.names import HEAD_WORDS
 from core.text.terms import content_stems, normalise
 from core.text.skeletons import same_word
-from router.answer_types import NAME_TYPE, NUMBER, VALUE_KINDS, YEAR, question_kind
+from router.answer_types import NAME_TYPE, NUMBER, VALUE_KINDS, YEAR
 from router.answer_units import CYRILLIC, WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from router.unit_scoring import Focus, Scorer
 from router.chain_names import names_in, placed, without_demonym
+from router.chain_question import extended_names, least_hops, other_name_stems, question_parts, start_clause
 from router.local_answer import local_answer
 from router.question_text import title_core
 from router.types import Passage
@@ -85,24 +86,6 @@ def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_
     return Extracted(text, picked, min(first.confidence, second.confidence), chain, True)
 
 
-# "..., and in which office does he work?": a second question about what the first one asks for.
-_SECOND_PART = re.compile(r",\s*(?:and|и)\s+(?=(?:in |at |from |в |из )?(?:which|what|where|when|who|how|"
-                          r"каком|какой|какая|где|когда|кто|сколько)\b)", re.IGNORECASE)
-
-
-def question_parts(question: str) -> tuple[str, str] | None:
-    """The two questions of a question that asks two things about one chain, the second asking its own
-    type ("Кто руководит командой X, и в каком офисе он работает?": a person, then a place); None
-    for a question asking one thing."""
-    m = _SECOND_PART.search(question)
-    if not m:
-        return None
-    first, second = question[:m.start()].strip(), question[m.end():].strip()
-    if not question_kind(second) or not content_stems(first) or not content_stems(second):
-        return None
-    return first + "?", second
-
-
 def _answer(question: str, passages: list[Passage], max_hops: int, names: list[str] | None = None,
             known: list[str] = ()) -> Extracted:
     """One chain's answer; `names`: where it starts, when not at the question's own names (the second
@@ -112,7 +95,7 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
     every = units(passages)
     # a bare number or year the question holds is a value a hop must state, not an entity to start
     # from: "1989" links every passage that mentions the year
-    names = names or _extendnames_in(question, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
+    names = names or extended_names(question, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
@@ -129,11 +112,11 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
             steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names)
             for score, u, entity, linked, answers in steps[:BEAM]:
                 start = chain.start if chain.hops else linked
-                asked = relation + _othernames_in(names, start)
+                asked = relation + other_name_stems(names, start)
                 hop = _Chain(chain.hops + [(u, entity, score)], start,
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
                              chain.used | _related(asked, u.stems | scorer.title_stems[u.passage - 1])
-                             | (set() if chain.hops else _start_clause(question, linked, relation)))
+                             | (set() if chain.hops else start_clause(question, linked, relation)))
                 hop.reached = len(hop.hops) >= least and (answers or entity[2] == "value"
                                                           or _is_wanted(entity, focus.kind, u.text))
                 (finished if hop.reached else grown).append(hop)
@@ -178,7 +161,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         # the asked type ends the chain only once the question's relations have had their hops
         final = len(chain.hops) + 1 >= least
         # each hop states a relation of its own: words an earlier hop stated count no more
-        asked = relation + _othernames_in(names, chain.start if chain.hops else link[1])
+        asked = relation + other_name_stems(names, chain.start if chain.hops else link[1])
         own = _related(asked, u.stems) - chain.used
         value = bool(chain.hops) and focus.kind in VALUE_KINDS and scorer.typed(u)
         # a question that asks no person, place, date or number ("What genre is the author of X
@@ -235,67 +218,7 @@ def _order(text: str, name: str, last_first: bool) -> int:
     return -at if last_first else at
 
 
-def _extendnames_in(question: str, names: list[str], passages: list[Passage]) -> list[str]:
-    """A question's names, each extended by the words after it while a passage title still names the
-    longer phrase: Russian names go on in lower case ("Сервис уведомлений"), which capitals miss."""
-    titles = [frozenset(content_stems(title_core(p.title))) for p in passages if p.title]
-    out = []
-    for name in names:
-        at = question.find(name)
-        rest = WORD.findall(question[at + len(name):]) if at >= 0 else []
-        longest = name
-        for extra in range(1, 3):
-            longer = " ".join([name, *rest[:extra]])
-            want = set(content_stems(longer))
-            if len(rest) < extra or len(want) <= len(set(content_stems(longest))) or not any(want <= t for t in titles):
-                break
-            longest = longer
-        out.append(longest)
-    # a name that a longer one extended over is that one's part: "West Virginia" of "Johnnycake,
-    # West Virginia" would start a chain at every passage about the state
-    keys = [entity_key(n) for n in out]
-    return [n for n, k in zip(out, keys)
-            if not any(o != k and re.search(rf"(?<!\w){re.escape(k)}(?!\w)", o) for o in keys)]
-
-
 _BRIDGE_TYPES = ("person", "team", "organization", "service", "location")
-# Each relative clause or possessive links one more entity: "the lead of the team that owns X" is
-# X -> team -> lead -> the asked office, at least three hops.
-_RELATIVE = re.compile(r"(?<=\w)\s*,?\s+(that|which|who|whom|whose|where)\b|'s\b|’s\b|\bof the\b|"
-                       r"\b(котор\w+|чей|чья|чьё|чьи|где)\b", re.IGNORECASE)
-
-
-def least_hops(question: str) -> int:
-    """The fewest hops the question's form allows: one, plus one per relative clause or possessive."""
-    words = list(WORD.finditer(question))
-    opening = words[1].end() if len(words) > 1 else 0  # "In which office ...": the question's own word
-    return 1 + sum(1 for m in _RELATIVE.finditer(question) if m.start() >= opening)
-
-
-def _othernames_in(names: list[str], start: str) -> list[str]:
-    """The stems of the question's names other than the chain's start."""
-    own = set(content_stems(start))
-    return sorted({s for n in names if n != start for s in content_stems(n)} - own)
-
-
-def _start_clause(question: str, start: str, relation: list[str]) -> set[str]:
-    """The relation words only the clause or phrase holding the chain's start states: they are the
-    first hop's, whether or not that hop says them in the question's words. In "Who is the sibling
-    of the performer of Decade?" a later hop stating "performed by" goes back to the first relation,
-    not on to the sibling; once the first hop is made, those words count no more."""
-    at = question.find(start)
-    words = list(WORD.finditer(question))
-    opening = words[1].end() if len(words) > 1 else 0
-    cuts = [m.start() for m in _RELATIVE.finditer(question) if m.start() >= opening]
-    if at < 0 or not cuts:
-        return set()
-    bounds = [0, *cuts, len(question)]
-    i = max(k for k in range(len(bounds) - 1) if bounds[k] <= at)
-    inside = set(content_stems(question[bounds[i]:bounds[i + 1]]))
-    outside = set(content_stems(question[:bounds[i]] + " " + question[bounds[i + 1]:]))
-    return {r for r in relation if r in inside and r not in outside}
-
-
 def _related(relation: list[str], stems: frozenset[str]) -> set[str]:
     """The relation stems a text holds: the same stem, two stems of one word (core/text/skeletons.same_word:
     director / directed, founder / founded), or an agent noun in the text that Snowball left longer than

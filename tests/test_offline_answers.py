@@ -12,7 +12,8 @@ from core.text.skeletons import same_word, skeleton
 from router.answer_types import question_kind
 from router.answer_units import MIN_CONFIDENCE, units
 from router.unit_scoring import Focus, Scorer
-from router.chain_answer import chain_answer, least_hops
+from router.chain_answer import chain_answer
+from router.chain_question import least_hops
 from router.local_answer import local_answer
 from router.types import Passage
 from tests.conftest import FIXTURES
