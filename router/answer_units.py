@@ -27,7 +27,6 @@ entity_key = lru_cache(maxsize=8192)(_entity_key)
 # 0.25 over all); bench/answer_eval.py reports it leave-one-dataset-out.
 MIN_CONFIDENCE = 0.2
 
-CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
 WORD = re.compile(r"\w+")
 
 

@@ -25,16 +25,17 @@ from dataclasses import dataclass
 
 from core.text.language import detect_language
 from core.text.names import HEAD_WORDS
-from core.text.terms import content_stems, normalise
+from core.text.script import CYRILLIC
 from core.text.skeletons import same_word
+from core.text.terms import content_stems, normalise
 from router.answer_types import NAME_TYPE, NUMBER, VALUE_KINDS, YEAR
-from router.answer_units import CYRILLIC, WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
-from router.unit_scoring import Focus, Scorer
+from router.answer_units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from router.chain_names import names_in, placed, without_demonym
 from router.chain_question import extended_names, least_hops, other_name_stems, question_parts, start_clause
 from router.local_answer import local_answer
 from router.question_text import title_core
 from router.types import Passage
+from router.unit_scoring import Focus, Scorer
 
 MAX_HOPS = 4
 

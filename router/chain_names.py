@@ -8,7 +8,8 @@ from functools import lru_cache
 
 from core.text.terms import content_stems, normalise
 from core.text.skeletons import skeleton, skeleton_match
-from router.answer_units import CYRILLIC, WORD, entity_key
+from core.text.script import CYRILLIC
+from router.answer_units import WORD, entity_key
 from router.question_text import DEMONYM
 
 # how far before a name its locative preposition or "City, " can stand: the preposition, "the", and

@@ -17,9 +17,10 @@ import dataclasses
 import math
 from typing import Sequence
 
-from router.answer_types import VALUE_KINDS, holds_value, question_kind
+from core.text.script import CYRILLIC
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
-from router.answer_units import CYRILLIC, Extracted
+from router.answer_types import VALUE_KINDS, holds_value, question_kind
+from router.answer_units import Extracted
 from router.local_answer import local_answer
 from router.question_text import AUX_START, fold, is_function_word, stem_of, stems_of, title_core, words_of
 from router.types import Passage

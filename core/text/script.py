@@ -6,6 +6,10 @@ One table for both uses: a name's consonant skeleton across scripts (core/text/s
 """
 from __future__ import annotations
 
+import re
+
+CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)  # a Russian letter: `.match` a word, `.search` a text
+
 LATIN_SPELLING = str.maketrans({
     "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh", "з": "z", "и": "i",
     "й": "j", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s", "т": "t",

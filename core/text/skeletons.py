@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import re
 
-from core.text.script import LATIN_SPELLING
+from core.text.script import CYRILLIC, LATIN_SPELLING
 from core.text.terms import normalise
 
-_CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
 _SKELETON_DROP = re.compile(r"[aeiouyjh]")
 _WORD = re.compile(r"\w+")
 
@@ -40,4 +39,4 @@ def same_word(a: str, b: str) -> bool:
     объединилось / объединению ("объедин" / "объединен"). Short stems never match this way."""
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
     return (len(short) >= 5 and long_.startswith(short)
-            and len(long_) - len(short) <= (3 if _CYRILLIC.match(short) else 2))
+            and len(long_) - len(short) <= (3 if CYRILLIC.match(short) else 2))
