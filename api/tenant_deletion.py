@@ -73,7 +73,7 @@ def delete_tenant(db: Database, tenant: str) -> TenantDeletion:
                               "again") from None
     outcome = TenantDeletion(tenant, rows, cache, [], partition, {})
     try:
-        outcome.hnsw_indexes_dropped = _drop_tenant_indexes(db, tenant)
+        outcome.hnsw_indexes_dropped = hnsw_index.drop_tenant_graphs(db, tenant)
     except psycopg.Error as exc:  # its registry row stays: the tenant stays known, and deleting it again retries
         outcome.notes.append(f"the tenant's own HNSW index could not be dropped ({exc}); it holds no row any more. "
                              f"Run `crossroads tenants delete {tenant}` again to drop it")
@@ -100,21 +100,3 @@ def _drop_partition(conn: psycopg.Connection, tenant: str) -> str | None:
         return None
     conn.execute(psql.SQL("DROP TABLE {}").format(psql.Identifier(name)))
     return name
-
-
-def _drop_tenant_indexes(db: Database, tenant: str) -> list[str]:
-    """Drop the tenant's own HNSW indexes: the registered ones (vector.hnsw_index.drop_unserved, now that
-    none of its chunks is left) and any a build that died left unregistered, named as a build names them."""
-    dropped = hnsw_index.drop_unserved(db, tenant)
-    with db.connection() as conn:
-        models = [r[0] for r in conn.execute(
-            "SELECT embed_model FROM embedding_models UNION SELECT embed_model FROM staged_embedding_models")]
-        names = [hnsw_index.index_name(tenant, m) for m in models]
-        left = [r[0] for r in conn.execute("SELECT relname FROM pg_class WHERE relkind = 'i' AND relname = ANY(%s)"
-                                           " ORDER BY 1", (names,))]
-    if left:
-        with psycopg.connect(db.url, autocommit=True, prepare_threshold=None) as conn:
-            conn.execute(psql.SQL("SET lock_timeout = {}").format(psql.Literal(hnsw_index.BUILD_LOCK_TIMEOUT)))
-            for name in left:
-                conn.execute(psql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(psql.Identifier(name)))
-    return dropped + left

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from contextlib import contextmanager
 
 import psycopg
 from psycopg import sql
@@ -163,14 +164,39 @@ def drop_unserved(db: Database, tenant: str) -> list[str]:
         if not conn.execute(_UNSERVED, (tenant,)).fetchall():
             return []
     dropped = []
-    with psycopg.connect(db.url, autocommit=True, prepare_threshold=None) as conn:
-        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(BUILD_LOCK_TIMEOUT)))
+    with _dropping(db) as conn:
         for model, name in conn.execute(_UNSERVED, (tenant,)).fetchall():
             conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
             conn.execute("DELETE FROM tenant_vector_indexes WHERE tenant_id = %s AND embed_model = %s", (tenant, model))
             log.info("dropped the HNSW graph %s of tenant %s: no chunk of %s left", name, tenant, model)
             dropped.append(name)
     return dropped
+
+
+def drop_tenant_graphs(db: Database, tenant: str) -> list[str]:
+    """Every HNSW graph of a tenant none of whose chunks is left (`crossroads tenants delete`): the
+    registered ones (`drop_unserved`) and any a build that died left unregistered, named as a build
+    names them."""
+    dropped = drop_unserved(db, tenant)
+    with db.connection() as conn:
+        models = [r[0] for r in conn.execute(
+            "SELECT embed_model FROM embedding_models UNION SELECT embed_model FROM staged_embedding_models")]
+        left = [r[0] for r in conn.execute("SELECT relname FROM pg_class WHERE relkind = 'i' AND relname = ANY(%s)"
+                                           " ORDER BY 1", ([index_name(tenant, m) for m in models],))]
+    if left:
+        with _dropping(db) as conn:
+            for name in left:
+                conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+    return dropped + left
+
+
+@contextmanager
+def _dropping(db: Database):
+    """DROP INDEX CONCURRENTLY needs an autocommit connection of its own; held up past BUILD_LOCK_TIMEOUT
+    by a long transaction, it fails rather than hangs (the caller retries later)."""
+    with psycopg.connect(db.url, autocommit=True, prepare_threshold=None) as conn:
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(BUILD_LOCK_TIMEOUT)))
+        yield conn
 
 
 def registered_indexes(conn: psycopg.Connection, tenant: str) -> list[dict]:
