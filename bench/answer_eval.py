@@ -9,7 +9,12 @@ fixtures  - the golden questions of fixtures/questions.jsonl on the `demo` tenan
             share of the expected themes the answer names;
 blind     - `make eval-answers-blind`: the same over bench/answer_blind/questions.jsonl, questions on the
             same corpus written by someone who read only the corpus, never the system's code or answers
-            (its README); run once per change that claims to generalise, never tuned to.
+            (its README); run once per change that claims to generalise, never tuned to;
+blind_xl  - the same over bench/answer_blind_xl/questions.jsonl: questions asked in the other language
+            than the only documents that answer them (English on Russian pages and the reverse), with
+            same-language controls and negatives, written blind as `blind` was;
+blind_xl2 - held out: 40 more such questions and 6 negatives, run only to report a change's result
+            (bench/answer_blind_xl2/README.md).
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
 
 Every answer's confidence is kept, so the no-answer threshold (router/answer_units.MIN_CONFIDENCE, a
@@ -88,7 +93,9 @@ def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tup
 
 
 GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
-               "blind": ROOT / "bench" / "answer_blind" / "questions.jsonl"}
+               "blind": ROOT / "bench" / "answer_blind" / "questions.jsonl",
+               "blind_xl": ROOT / "bench" / "answer_blind_xl" / "questions.jsonl",
+               "blind_xl2": ROOT / "bench" / "answer_blind_xl2" / "questions.jsonl"}
 
 
 def run_golden(router: QuestionRouter, name: str, tenant: str = "demo") -> dict:
@@ -148,7 +155,7 @@ def main() -> int:
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--sets", default="multihop,xquad_ru,fixtures",
-                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind to run")
+                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2 to run")
     parser.add_argument("--dump", type=Path, default=None,
                         help="write every question's answer and verdict to this JSON file (for reading misses)")
     parser.add_argument("--fixtures-tenant", default="demo",
