@@ -49,18 +49,20 @@ from router.chain_answer import chain_answer
 from router.comparison_answer import comparison_answer
 from router.local_answer import local_answer
 from router.types import Passage
+from router.unit_similarity import UnitSimilarity
 
 def offline_answer(question: str, passages: list[Passage], *, multihop: bool = False,
                    sides: list[tuple[str, str]] | None = None, attribute: str = "",
-                   follow_ups: list[str] = ()) -> Extracted:
+                   follow_ups: list[str] = (), similarity: UnitSimilarity | None = None) -> Extracted:
     """The route's offline answer: a comparison (`sides`: (name, query) per compared entity, `attribute`
     what is compared) answers each side from the passages about it (router/comparison_answer.py); a multi-hop question states its chain first, then the units that answer the question's own
     words and the loop's later queries (`follow_ups`: "Billing team lead"), since a chain through
-    unfamiliar text may miss a hop the plain evidence holds; any other question gets the local answer."""
+    unfamiliar text may miss a hop the plain evidence holds; any other question gets the local answer
+    (`similarity`: for passages in the other language, router/local_answer.py)."""
     if sides:
         return comparison_answer(question, passages, sides, attribute)
     if not multihop:
-        return local_answer(question, passages)
+        return local_answer(question, passages, similarity=similarity)
     chain = chain_answer(question, passages)
     if not chain.chain:
         return chain

@@ -3,9 +3,11 @@ follow-ups, and units answering what it left open. The rules in router/extractiv
 """
 from __future__ import annotations
 
+from core.text.script import mostly_cyrillic
 from router.answer_types import VALUE_KINDS
 from router.answer_units import Extracted, Unit, cite, display, units
 from router.unit_scoring import Focus, Scorer
+from router.unit_similarity import UnitSimilarity
 from router.types import Passage
 
 # Another unit joins the answer when it scores at least half the best one's and its own words cover
@@ -14,14 +16,22 @@ EXTRA_SHARE = 0.5
 EXTRA_GAIN = 0.1
 
 def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700,
-                 kind: str | None = None) -> Extracted:
+                 kind: str | None = None, similarity: UnitSimilarity | None = None) -> Extracted:
     """The best unit for the question, its block's follow-ups, and units answering what it left open.
-    `kind`: the answer type, when the caller knows it better than `question` says."""
+    `kind`: the answer type, when the caller knows it better than `question` says; `similarity`: how
+    close in meaning units are to the question, for passages in the other language (`_across_languages`)."""
     focus = Focus.of(question, kind)
     every = units(passages)
     if not focus.terms.stems or not every:
         return Extracted("", [], 0.0)
     scorer = Scorer(focus, passages, every)
+    # the search's best passages are in the other language: the one among their units closest in meaning
+    # answers, one of the asked type when the question asks one (none such: they do not answer it)
+    lead = [u for u in every if u.passage in _other_language_lead(passages, focus.script == "cyrillic")]
+    if focus.kind:
+        lead = [u for u in lead if scorer.typed(u)]
+    if similarity is not None and lead:
+        return _across_languages(question, scorer, lead, every, similarity, max_chars)
     candidates = [u for u in every if scorer.covered(u) or (focus.kind and scorer.typed(u))]
     if not candidates:
         return Extracted("", [], 0.0)
@@ -73,3 +83,33 @@ def _with_block(first: Unit, every: list[Unit], max_chars: int) -> list[Unit]:
             break
         chosen.append(u)
     return chosen
+
+
+def _other_language_lead(passages: list[Passage], asked_cyrillic: bool) -> set[int]:
+    """The numbers of the passages the search ranked above every passage written in the question's
+    language (none when the best passage is in it)."""
+    lead = set()
+    for number, p in enumerate(passages, start=1):
+        if mostly_cyrillic(p.text) == asked_cyrillic:
+            break
+        lead.add(number)
+    return lead
+
+
+def _across_languages(question: str, scorer: Scorer, pool: list[Unit], every: list[Unit],
+                      similarity: UnitSimilarity, max_chars: int) -> Extracted:
+    """The answer when the search's best passages are written in the other language: no word of theirs
+    can match the question's, so the unit closest to it in meaning answers (`pool`: those of the asked
+    type, when the question asks one), with its block. Its words cannot be checked against the
+    question's, so it is as sure as the search is that its passage is relevant (the calibrated
+    probability the reranker gave it, vector/search/rerank/offline.py), or as the names it shares say."""
+    closeness = dict(zip(map(id, pool), similarity(question, [display(u) for u in pool])))
+    # the words still count where they can (names and codes are written alike in both languages, the
+    # asked type is a pattern); one model's cosines to one question span a narrow band, so meaning
+    # decides among the units the words hardly tell apart
+    first = max(pool, key=lambda u: (scorer.score(u) + closeness[id(u)], -u.passage, -u.position))
+    chosen = _with_block(first, every, max_chars)
+    text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
+    relevance = scorer.passages[first.passage - 1].relevance or 0.0
+    return Extracted(text, cite(chosen, {id(u): closeness.get(id(u), 0.0) for u in chosen}),
+                     round(max(scorer.confidence(chosen), relevance), 4))

@@ -39,6 +39,7 @@ from router.planner_llm import LLMPlanner
 from router.planner_offline import OfflinePlanner, parse_comparison
 from router.route_model import offline_classifier
 from router.types import ROUTES, Answer, Citation, Passage, RouteDecision
+from router.unit_similarity import EmbeddingSimilarity
 from core.text.language import detect_language
 from vector.search.factory import make_searcher, with_transforms
 from vector.search.hybrid import HybridSearcher
@@ -58,6 +59,7 @@ class QuestionRouter:
         self._owns_searcher = searcher is None
         self.searcher = searcher or make_searcher(db, settings, embedder=embedder)
         self.embedder = self.searcher.embedder
+        self.unit_similarity = EmbeddingSimilarity(self.embedder)
         # query transforms (multi-query, HyDE) apply to the local route when switched on
         self.local_searcher = with_transforms(self.searcher, settings)
         self.llm = None if use_llm is False else (llm or make_llm(settings))
@@ -176,7 +178,9 @@ class QuestionRouter:
 
     def _local(self, tenant, groups, question, decision, llm) -> Answer:
         result = self.local_searcher.search(tenant, groups, question, k=self.settings.answer_passages, mode="hybrid+rerank")
-        passages = [Passage.of_chunk(h) for h in result.hits]
+        # a hit kept by a calibrated cut scores as a probability of relevance
+        calibrated = result.trace.get("rerank_threshold") is not None and not result.degraded
+        passages = [Passage.of_chunk(h, h.score if calibrated else None) for h in result.hits]
         graph_local = None
         if asks_relation(question):
             # "how is X related to Y": the passages behind the named entities' relationships first
@@ -264,7 +268,8 @@ class QuestionRouter:
         extracted = offline_answer(question, passages, multihop=multihop,
                                    sides=list(zip((comparison.a, comparison.b), comparison.queries()))
                                    if comparison else None,
-                                   attribute=comparison.attribute if comparison else "", follow_ups=list(follow_ups))
+                                   attribute=comparison.attribute if comparison else "", follow_ups=list(follow_ups),
+                                   similarity=self.unit_similarity)
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
         trace["confidence"] = extracted.confidence
         if extracted.chain:

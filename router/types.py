@@ -29,11 +29,15 @@ class Passage:
     text: str
     kind: Literal["chunk", "report"] = "chunk"
     documents: list[dict] = field(default_factory=list)  # for a report: the documents behind it
+    # the search's calibrated probability that the passage is relevant (a reranker with a calibrated
+    # threshold ranked it), None when nothing calibrated ranked it
+    relevance: float | None = None
 
     @classmethod
-    def of_chunk(cls, chunk: ChunkText) -> "Passage":
+    def of_chunk(cls, chunk: ChunkText, relevance: float | None = None) -> "Passage":
         """A search candidate's or a graph hit's chunk, as the answer sees it."""
-        return cls(id=chunk.id, doc_id=chunk.doc_id, title=chunk.title, heading=chunk.heading, text=chunk.text)
+        return cls(id=chunk.id, doc_id=chunk.doc_id, title=chunk.title, heading=chunk.heading, text=chunk.text,
+                   relevance=relevance)
 
 
 @dataclass

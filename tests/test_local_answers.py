@@ -77,3 +77,51 @@ def test_an_amount_question_over_a_hostile_run_of_digits_answers_without_hanging
     fair = p(2, "Tariffs", "The standby allowance is €35 per night.")
     got = local_answer("What is the standby allowance?", [hostile, fair])
     assert "€35" in got.text, got.text
+
+
+# --- passages in the other language ---------------------------------------------------------------
+
+class Similarity:
+    """A stand-in for the embedding model: cosines by shared marker words, and a record of the calls."""
+
+    def __init__(self, close: dict[str, float]):
+        self.close, self.calls = close, []
+
+    def __call__(self, question, texts):
+        self.calls.append(list(texts))
+        return [max((v for k, v in self.close.items() if k in t), default=0.5) for t in texts]
+
+
+RUSSIAN_PAGE = ("Склад в Казани открылся в 2016 г.\n\n- **Руководитель смены:** Пётр Лаврентьев\n"
+                "- **Дежурный механик:** Анна Орлова\n\nСклад работает круглосуточно.")
+
+
+def test_a_passage_in_the_other_language_answers_by_meaning_with_the_asked_type():
+    question = "Who runs the shift at the warehouse?"
+    passages = [Passage(1, "kazan.md", "Склад в Казани", "", RUSSIAN_PAGE, relevance=0.7),
+                Passage(2, "shifts.md", "Shift rules", "", "A shift lead at the Berlin site runs the morning shift.")]
+    similarity = Similarity({"Руководитель смены": 0.85, "Дежурный механик": 0.8})
+    answer = local_answer(question, passages, similarity=similarity)
+    assert "Пётр Лаврентьев" in answer.text and "[1]" in answer.text
+    assert all("Склад работает" not in t for t in similarity.calls[0])  # only units holding a person
+    assert answer.confidence == pytest.approx(0.7)  # as sure as the search is of the passage (no name to share)
+    # without the model the words decide, and the Russian units share none of them
+    assert "Лаврентьев" not in local_answer(question, passages).text
+
+
+def test_the_other_language_is_not_asked_when_the_best_passage_is_in_the_questions_own():
+    question = "Who runs the shift at the Kazan warehouse?"
+    passages = [Passage(1, "shifts.md", "Shift rules", "", "At the Kazan warehouse Petr Lavrentyev runs the shift."),
+                Passage(2, "kazan.md", "Склад в Казани", "", RUSSIAN_PAGE, relevance=0.7)]
+    similarity = Similarity({})
+    assert "Lavrentyev" in local_answer(question, passages, similarity=similarity).text
+    assert similarity.calls == []
+
+
+def test_other_language_passages_without_a_value_of_the_asked_type_do_not_answer_it():
+    question = "When did the warehouse switch to night shifts?"
+    passages = [Passage(1, "kazan.md", "Склад в Казани", "", "Склад работает круглосуточно и без выходных.",
+                        relevance=0.4)]
+    similarity = Similarity({})
+    answer = local_answer(question, passages, similarity=similarity)
+    assert similarity.calls == [] and answer.confidence < 0.2

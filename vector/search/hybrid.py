@@ -14,6 +14,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal, Protocol, Sequence
 
 import numpy as np
@@ -28,6 +29,7 @@ from vector.search import sql as search_sql
 from vector.search.bm25 import MAX_SCORED, Bm25Leg
 from vector.search.fulltext import build_query, query_pieces
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
+from vector.search.language_bias import ScriptMeans, calibrated
 from core.text.language import detect_language
 
 log = logging.getLogger(__name__)
@@ -149,6 +151,7 @@ class HybridSearcher:
         # "zscore": weighted sum of z-scores (dense_weight for the vector leg); "rrf": RRF with rrf_k
         self.fusion, self.dense_weight = fusion, dense_weight
         self._bm25 = Bm25Leg(candidates, bm25_max_scored)
+        self._script_means = ScriptMeans(search_sql.script_means)
         # the query vector before the legs start, or inside the vector leg alongside the full-text one
         self.embeds_first = bool(getattr(embedder, "occupies_all_cores", False))
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="search-leg")
@@ -191,12 +194,20 @@ class HybridSearcher:
                                                                      model=self.embedder.model_id)
                 exact = use_exact_scan(readable, indexed, self.ef_search)
                 graph = "exact" if exact else ("tenant" if own_graph else "shared")
-            found = search_sql.vector_leg(
-                conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
-                fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,
-                ef_search=self.ef_search, iterative_scan=self.db.supports_iterative_scan,
-                staged=self.vectors == "staged", exact=graph == "exact",
-            )
+            leg = partial(search_sql.vector_leg, conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
+                          fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,
+                          ef_search=self.ef_search, iterative_scan=self.db.supports_iterative_scan,
+                          staged=self.vectors == "staged", exact=graph == "exact")
+            # a corpus in both scripts: each script's nearest, on the question's scale (language_bias.py)
+            means = None if self.vectors == "staged" else self._script_means.get(
+                conn, tenant=tenant, groups=groups, model=self.embedder.model_id)
+            if means is None:
+                found = leg()
+            else:
+                found = calibrated({cyrillic: leg(cyrillic=cyrillic) for cyrillic in (True, False)}, means,
+                                   np.asarray(vector, dtype=np.float32), detect_language(query) == "russian",
+                                   self.candidates)
+                timings["vector_scripts"] = "calibrated"
         # which distances the leg computed: exact ones, or a walk of the tenant's own or the shared graph
         timings["vector_graph"] = graph
         timings["vector"] = (time.perf_counter() - start) * 1000

@@ -81,7 +81,7 @@ def set_local_and_dimension(conn: psycopg.Connection, settings: dict[str, str], 
     ).fetchone()[0]
 
 
-def vector_query(model: str, dimension: int, tenant: str) -> sql.Composed:
+def vector_query(model: str, dimension: int, tenant: str, cyrillic: bool | None = None) -> sql.Composed:
     """The vector leg's SELECT, shaped to match the model's partial indexes exactly.
 
     The shared index is `USING hnsw ((embedding::vector(DIM)) vector_cosine_ops) WHERE embed_model = 'M'`,
@@ -90,13 +90,28 @@ def vector_query(model: str, dimension: int, tenant: str) -> sql.Composed:
     of the two it takes the tenant's smaller one. Dimension, model and tenant are therefore literals
     (from embedding_models, the embedder and the verified token, quoted by psycopg): a `$n`
     parameter would leave the predicates unprovable under a generic plan and silently turn the
-    search into a sequential scan.
+    search into a sequential scan. `cyrillic` keeps only the chunks written in Russian (True) or only
+    the others (False): one script's nearest, as vector/search/language_bias.py asks for them.
     """
+    script = sql.SQL("") if cyrillic is None else sql.SQL(" AND (lang = 'russian') = {}").format(sql.Literal(cyrillic))
     return sql.SQL(
         "SELECT id, embedding::vector({dim}) <=> %(vec)s AS dist FROM chunks"
-        " WHERE embed_model = {model} AND tenant_id = {tenant} AND acl && %(groups)s"
+        " WHERE embed_model = {model} AND tenant_id = {tenant} AND acl && %(groups)s{script}"
         " ORDER BY embedding::vector({dim}) <=> %(vec)s LIMIT %(limit)s"
-    ).format(dim=sql.Literal(dimension), model=sql.Literal(model), tenant=sql.Literal(tenant))
+    ).format(dim=sql.Literal(dimension), model=sql.Literal(model), tenant=sql.Literal(tenant), script=script)
+
+
+def script_means(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str],
+                 model: str) -> dict[bool, tuple[int, np.ndarray]]:
+    """The reader's chunks of the model, split by script (True: written in Russian): how many, and
+    their mean vector. Only what the reader may read counts (`acl && groups`)."""
+    rows = conn.execute(
+        "SELECT lang = 'russian', count(*), avg(embedding) FROM chunks"
+        " WHERE embed_model = %(model)s AND tenant_id = %(tenant)s AND acl && %(groups)s GROUP BY 1",
+        {"model": model, "tenant": tenant, "groups": list(groups)},
+    ).fetchall()
+    return {bool(cyrillic): (int(n), np.asarray(mean.to_numpy() if hasattr(mean, "to_numpy") else mean, dtype=np.float32))
+            for cyrillic, n, mean in rows if mean is not None}
 
 
 def staged_vector_query(model: str, dimension: int) -> sql.Composed:
@@ -176,11 +191,13 @@ def vector_leg(
     iterative_scan: bool,
     staged: bool = False,
     exact: bool = False,
+    cyrillic: bool | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) best first, inside the caller's `read_only` transaction (its
     planner settings last until that transaction ends). Without an index yet (a tiny, fresh corpus)
     the same query runs as an exact sequential scan. `staged` searches the model's staged vectors
-    instead of the served ones (see `staged_vector_query`).
+    instead of the served ones (see `staged_vector_query`); `cyrillic` searches one script's chunks
+    (see `vector_query`).
     """
     local = {"hnsw.ef_search": str(ef_search)}
     if exact:
@@ -193,7 +210,7 @@ def vector_leg(
         # instead of returning fewer rows when the filter is selective.
         local["hnsw.iterative_scan"] = "strict_order"
     dimension = set_local_and_dimension(conn, local, model=model, staged=staged) or fallback_dimension
-    statement = staged_vector_query(model, dimension) if staged else vector_query(model, dimension, tenant)
+    statement = staged_vector_query(model, dimension) if staged else vector_query(model, dimension, tenant, cyrillic)
     rows = conn.execute(
         statement, {"vec": vector, "tenant": tenant, "groups": list(groups), "limit": limit}
     ).fetchall()

@@ -6,6 +6,15 @@ a linear function of standardised features, trained listwise on the dev split of
 then scaled so that its sigmoid is a calibrated probability of relevance.
 The weights, the features they use and where they came from live in `offline_weights.json`; a
 file that does not match the code raises here rather than ranking with misaligned weights.
+
+A candidate written in another script than the question (a Russian page for an English question)
+cannot show the lexical features: no stem of one language is a stem of the other, so coverage, the
+full-text leg and word pairs are zero whatever it says. Read by the full model, that absence is
+"irrelevant", and the page the multilingual vector leg found is cut. Such a candidate is scored by
+a second model fitted on the same lists with only the features it can show (the vector leg's and
+verbatim rare tokens): the reduced-feature model for a feature missing at prediction time
+(Saar-Tsechansky & Provost, JMLR 2007). Both are Platt-calibrated to P(relevant), so their scores
+rank together and meet one threshold.
 """
 from __future__ import annotations
 
@@ -16,11 +25,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from core.text.language import detect_language
 from vector.search.rerank import RerankError
 from vector.search.rerank.features import FEATURE_NAMES, extract
 from vector.search.hybrid import Candidate
 
 WEIGHTS_PATH = Path(__file__).with_name("offline_weights.json")
+# what a candidate in another script than the question can show (see the module's docstring)
+CROSS_SCRIPT_FEATURES = ("vec_sim", "vec_gap", "vec_rr", "rare")
 
 
 @dataclass(frozen=True)
@@ -135,9 +147,13 @@ class OfflineReranker:
 
     name = "offline"
 
-    def __init__(self, model: LinearModel | None = None, *, path: Path = WEIGHTS_PATH):
+    def __init__(self, model: LinearModel | None = None, *, path: Path = WEIGHTS_PATH,
+                 cross_script_model: LinearModel | None = None):
         data = {} if model is not None else load_weights(path)
         self.model = model or LinearModel.from_dict(data.get("model", {}))
+        # weights fitted before the cross-script model existed rank every candidate with the full one
+        self.cross_script_model = cross_script_model or (
+            LinearModel.from_dict(data["cross_script_model"]) if "cross_script_model" in data else None)
         self.provenance: dict[str, Any] = data.get("provenance", {})
         # A cut calibrated on dev (see the provenance); the searcher decides whether to apply it.
         threshold = data.get("suggested_threshold")
@@ -149,5 +165,13 @@ class OfflineReranker:
         x = extract(query, candidates)
         # ordered by logit: probabilities of very strong candidates can round to the same 1.0
         logits, scores = self.model.logits(x), self.model.probabilities(x)
+        if self.cross_script_model is not None:
+            # the other script: one Russian (Cyrillic), the other not, so no word of one is a word of the other
+            asked_russian = detect_language(query) == "russian"
+            other = np.array([(c.lang == "russian") != asked_russian for c in candidates])
+            if other.any():
+                logits = np.where(other, self.cross_script_model.logits(x), logits)
+                scores = np.where(other, self.cross_script_model.probabilities(x), scores)
         order = sorted(range(len(candidates)), key=lambda i: (-logits[i], candidates[i].id))
         return [(i, float(scores[i])) for i in order[:top_k]]
+
