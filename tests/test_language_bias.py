@@ -115,3 +115,23 @@ def test_a_corpus_short_of_one_script_is_searched_by_raw_cosine(db, mixed_tenant
         result = searcher.search(mixed_tenant, ["hr"], "How often is the backup taken?", k=5, mode="dense")
         assert "vector_scripts" not in result.trace["timings_ms"]
         assert [h.doc_id for h in result.hits] == ["ru/secret.md"]
+
+
+def test_past_the_bound_on_what_the_reader_may_read_the_leg_stays_raw(db, mixed_tenant, monkeypatch):
+    import vector.search.hybrid as hybrid
+    monkeypatch.setattr(hybrid, "SCRIPT_MEANS_UP_TO", len(TOPICS))  # the public reader reads about twice that
+    with HybridSearcher(db, ScriptBiasedEmbedder()) as searcher:
+        result = searcher.search(mixed_tenant, ["public"], "How often is the backup taken?", k=5, mode="dense")
+        assert "vector_scripts" not in result.trace["timings_ms"]
+        assert result.hits[0].doc_id.startswith("en/")  # the bias the lift would have undone
+
+
+def test_units_compared_in_meaning_survive_hostile_text(local_embedder):
+    """The extractive answer embeds passage units at question time (router/unit_similarity.py): text
+    that aborts the C tokenizer unguarded, lone surrogates and NULs give finite cosines, in order."""
+    from router.unit_similarity import EmbeddingSimilarity
+
+    texts = ["\ufdfa" * 40 + " резервные копии", "a\udc80b\x00c", "Резервные копии снимаются каждую ночь.", ""]
+    cosines = EmbeddingSimilarity(local_embedder)("When are backups taken?", texts)
+    assert len(cosines) == 4 and all(np.isfinite(cosines)) and all(-1.0 <= c <= 1.0 + 1e-6 for c in cosines)
+    assert EmbeddingSimilarity(local_embedder)("When?", []) == []

@@ -29,7 +29,7 @@ from vector.search import sql as search_sql
 from vector.search.bm25 import MAX_SCORED, Bm25Leg
 from vector.search.fulltext import build_query, query_pieces
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
-from vector.search.language_bias import ScriptMeans, calibrated
+from vector.search.language_bias import SCRIPT_MEANS_UP_TO, ScriptMeans, calibrated
 from core.text.language import detect_language
 
 log = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ class HybridSearcher:
                           ef_search=self.ef_search, iterative_scan=self.db.supports_iterative_scan,
                           staged=self.vectors == "staged", exact=graph == "exact")
             # a corpus in both scripts: each script's nearest, on the question's scale (language_bias.py)
-            means = None if self.vectors == "staged" else self._script_means.get(
+            means = None if self.vectors == "staged" or readable > SCRIPT_MEANS_UP_TO else self._script_means.get(
                 conn, tenant=tenant, groups=groups, model=self.embedder.model_id)
             if means is None:
                 found = leg()
