@@ -24,14 +24,16 @@ from router.answer_units import Extracted
 from router.local_answer import local_answer
 from router.question_text import AUX_START, fold, is_function_word, stem_of, stems_of, title_core, words_of
 from router.types import Passage
+from router.unit_similarity import UnitSimilarity
 
 NOT_SAID = {"en": "the passages do not say.", "ru": "в найденных фрагментах об этом не сказано."}
 YES = {"en": "Yes: the passages about each say so.", "ru": "Да: это сказано во фрагментах о каждом."}
 
 
 def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tuple[str, str]],
-                      attribute: str = "") -> Extracted:
-    """`sides`: (name, query) per compared entity; `attribute`: what is compared ("film directors")."""
+                      attribute: str = "", similarity: UnitSimilarity | None = None) -> Extracted:
+    """`sides`: (name, query) per compared entity; `attribute`: what is compared ("film directors");
+    `similarity`: for a side whose passages are in the other language (router/local_answer.py)."""
     language = "ru" if CYRILLIC.search(question) else "en"
     lines, picked, confidences, stated = [], [], [], []
     seen: set[tuple[int, int]] = set()
@@ -39,7 +41,8 @@ def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tu
     kind = None if is_yes_no(question) else question_kind(question)
     names = [name for name, _ in sides]
     for name, query in sides:
-        answer = local_answer(query, about(passages, name, [n for n in names if n != name]), max_units=2, kind=kind)
+        answer = local_answer(query, about(passages, name, [n for n in names if n != name]), max_units=2, kind=kind,
+                              similarity=similarity)
         if not answer.text or (kind in VALUE_KINDS and not holds_value(kind, " ".join(p.text for p in answer.picked))):
             lines.append(f"{name}: {NOT_SAID[language]}")
             confidences.append(0.0)

@@ -58,9 +58,9 @@ def offline_answer(question: str, passages: list[Passage], *, multihop: bool = F
     what is compared) answers each side from the passages about it (router/comparison_answer.py); a multi-hop question states its chain first, then the units that answer the question's own
     words and the loop's later queries (`follow_ups`: "Billing team lead"), since a chain through
     unfamiliar text may miss a hop the plain evidence holds; any other question gets the local answer
-    (`similarity`: for passages in the other language, router/local_answer.py)."""
+    (`similarity`: for passages in the other language, router/local_answer.py, a comparison's sides too)."""
     if sides:
-        return comparison_answer(question, passages, sides, attribute)
+        return comparison_answer(question, passages, sides, attribute, similarity)
     if not multihop:
         return local_answer(question, passages, similarity=similarity)
     chain = chain_answer(question, passages)

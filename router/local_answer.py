@@ -90,6 +90,8 @@ def _other_language_lead(passages: list[Passage], asked_cyrillic: bool) -> set[i
     language (none when the best passage is in it)."""
     lead = set()
     for number, p in enumerate(passages, start=1):
+        if not p.text.strip():
+            continue  # a passage blanked out (a comparison's other side) says nothing either way
         if mostly_cyrillic(p.text) == asked_cyrillic:
             break
         lead.add(number)

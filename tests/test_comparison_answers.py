@@ -122,3 +122,21 @@ def test_the_planner_searches_a_side_that_only_an_overview_naming_both_mentions(
     assert not any("Lisbon" in q for q in decision.queries), decision
     done = OfflinePlanner().plan(question, ON_CALL, [question])
     assert done.enough, done
+
+
+def test_a_side_whose_page_is_in_the_other_language_is_answered_by_meaning():
+    passages = [p(1, "Склад в Казани", "Парковка для грузовиков у склада стоит 200 ₽ в час.\n\n"
+                                       "Ночная смена оплачивается надбавкой 900 ₽."),
+                p(2, "Lyon depot", "The Lyon depot is open from 6:00; a night shift is paid €30 extra.")]
+
+    def similarity(question, texts):
+        return [0.9 if "Ночная смена" in t else 0.7 for t in texts]
+
+    sides = [("Lyon", "Lyon night shift pay"), ("Kazan", "Kazan night shift pay")]
+    question = "How does night shift pay differ between the Lyon and Kazan depots?"
+    got = offline_answer(question, passages, multihop=True, sides=sides, attribute="night shift pay",
+                         similarity=similarity)
+    assert "€30" in got.text and "900 ₽" in got.text and "200 ₽" not in got.text, got.text
+    # without the model the Kazan side shares no word with the question but its name: the first amount
+    assert "200 ₽" in offline_answer(question, passages, multihop=True, sides=sides,
+                                     attribute="night shift pay").text
