@@ -15,7 +15,11 @@ A local answer (`local_answer`) is the unit that best answers the question:
   each one the question itself does not contain; a "how many X" question wants the number standing
   just before X ("девяти странам", "160 000 кв. миль") more than any other number;
 - the passage's own title and heading count as context (a Russian office page titled with the city
-  answers "When did the Yekaterinburg office open?" with its first sentence), and its rank a little.
+  answers "When did the Yekaterinburg office open?" with its first sentence), and its rank a little;
+- when the search ranked passages in the other language above every passage in the question's, no
+  word of theirs can match: their unit closest to the question in meaning (the search's embedding
+  model, router/unit_similarity.py) answers, of the asked type when the question asks one, shown as
+  sure as the reranker is that its passage is relevant (router/local_answer.py).
 Of two equal units a whole sentence goes first, before one the chunk cut at its start. A unit that
 refers back (it opens with "This is ...", "It ...", or closes a clause on a pronoun: "... tried to do
 this.") brings the sentence before it. The unit is followed by the next ones of its own list item or
