@@ -125,3 +125,12 @@ def test_other_language_passages_without_a_value_of_the_asked_type_do_not_answer
     similarity = Similarity({})
     answer = local_answer(question, passages, similarity=similarity)
     assert similarity.calls == [] and answer.confidence < 0.2
+
+
+def test_at_most_so_many_units_of_the_other_language_are_compared_in_meaning():
+    from router.local_answer import MAX_EMBEDDED_UNITS
+    page = "\n\n".join(f"- Смена {i} началась в 20{i % 90 + 10:02d} г." for i in range(3 * MAX_EMBEDDED_UNITS))
+    similarity = Similarity({})
+    local_answer("When did the shift start?", [Passage(1, "ru.md", "Смены", "", page, relevance=0.5)],
+                 similarity=similarity)
+    assert len(similarity.calls) == 1 and len(similarity.calls[0]) == MAX_EMBEDDED_UNITS
