@@ -29,7 +29,7 @@ from core.text.script import CYRILLIC
 from core.text.skeletons import same_word
 from core.text.terms import content_stems, normalise
 from router.answer_types import NAME_TYPE, NUMBER, VALUE_KINDS, YEAR
-from router.answer_units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
+from router.answer_units import LIST_MARK, WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from router.chain_names import names_in, placed, without_demonym
 from router.chain_question import extended_names, least_hops, other_name_stems, question_parts, start_clause
 from router.local_answer import local_answer
@@ -325,7 +325,7 @@ def _links(u: Unit, subject, frontier) -> tuple[str, str] | None:
 def _value(u: Unit, scorer: Scorer) -> str:
     """The first value of the asked type in the unit that the question does not hold."""
     pattern = YEAR if scorer.focus.kind == "date" else NUMBER
-    for m in pattern.finditer(u.text):
+    for m in pattern.finditer(LIST_MARK.sub("", u.text)):  # a numbered list's marker is no value
         if normalise(m.group()).strip(".,") not in scorer.focus.question_tokens:
             return m.group().strip(".,")
     return display(u)

@@ -137,9 +137,9 @@ class Scorer:
             return any(y not in self.focus.question_tokens for y in YEAR.findall(u.text)) or bool(MONTH.search(u.text))
         if kind == "money":
             return bool(MONEY.search(u.text))
-        if kind == "number":
+        if kind == "number":  # a numbered list's marker ("1. ...") is no value
             return any(normalise(m.group()).strip(".,") not in self.focus.question_tokens
-                       for pattern in (NUMBER, NUMERAL) for m in pattern.finditer(u.text))
+                       for pattern in (NUMBER, NUMERAL) for m in pattern.finditer(LIST_MARK.sub("", u.text)))
         if kind in NAME_TYPE:
             return any(t in NAME_TYPE[kind] and not self.in_question(s) for _, s, t in u.names)
         return False

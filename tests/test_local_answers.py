@@ -134,3 +134,10 @@ def test_at_most_so_many_units_of_the_other_language_are_compared_in_meaning():
     local_answer("When did the shift start?", [Passage(1, "ru.md", "Смены", "", page, relevance=0.5)],
                  similarity=similarity)
     assert len(similarity.calls) == 1 and len(similarity.calls[0]) == MAX_EMBEDDED_UNITS
+
+
+def test_a_numbered_lists_marker_is_no_answer_to_how_many():
+    passages = [Passage(1, "relay.md", "Webhook Relay", "", "1. The Integrations team owns Webhook Relay and its queue."),
+                Passage(2, "team.md", "Integrations", "", "Integrations engineers: eleven, in Berlin and Austin.")]
+    answer = local_answer("How many engineers does the team that owns Webhook Relay have?", passages)
+    assert "eleven" in answer.text and "[2]" in answer.text, answer.text
