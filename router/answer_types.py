@@ -34,6 +34,9 @@ NAME_TYPE = {"person": {"person"}, "place": {"location"}}
 YEAR = re.compile(r"(?<![\w.,])(1[0-9]{3}|20[0-9]{2})(?![\w,]|\.\d)")
 MONTH = re.compile(r"\b(january|february|march|april|june|july|august|september|october|november|december|"
                    r"январ|феврал|март|апрел|ма[йя]\b|июн|июл|август|сентябр|октябр|ноябр|декабр)", re.IGNORECASE)
+# a century or a decade is a date too ("в середине XVIII века", "XX в.", "the 18th century", "the 1990s")
+ERA = re.compile(r"\b[IVX]{1,5}\s?(?:век\w*|вв?\.)|\b\d{1,2}(?:st|nd|rd|th|-?й|-?го|-?м)?[\s-]+(?:centur(?:y|ies)|век\w*)\b|"
+                 r"\b(?:1[0-9]{2}|20[0-9])0(?:s|-[хе])\b")
 NUMBER = re.compile(r"(?<![\w])\d[\d.,]*")
 # An amount of money: a currency sign or code beside a number, either side ("€40", "3 000 ₽", "USD 12",
 # "12 dollars", "55 евро")
@@ -69,7 +72,7 @@ def question_kind(question: str) -> str | None:
 def holds_value(kind: str, text: str) -> bool:
     """Whether `text` holds a value of a value kind ("date", "number", "money") at all."""
     if kind == "date":
-        return bool(YEAR.search(text) or MONTH.search(text))
+        return bool(YEAR.search(text) or MONTH.search(text) or ERA.search(text))
     if kind == "money":
         return bool(MONEY.search(text))
     return bool(NUMBER.search(text) or NUMERAL.search(text))

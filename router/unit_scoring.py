@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from core.text.script import mostly_cyrillic
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from core.text.terms import QueryTerms, content_stems, normalise
-from router.answer_types import (MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counted, counts,
+from router.answer_types import (ERA, MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counted, counts,
                                  question_kind)
 from router.answer_units import LIST_MARK, WORD, Unit
 from router.question_text import question_mentions, title_core
@@ -134,7 +134,8 @@ class Scorer:
         """Whether the unit holds a value of the asked type that the question does not already hold."""
         kind = self.focus.kind
         if kind == "date":
-            return any(y not in self.focus.question_tokens for y in YEAR.findall(u.text)) or bool(MONTH.search(u.text))
+            return (any(y not in self.focus.question_tokens for y in YEAR.findall(u.text)) or bool(MONTH.search(u.text))
+                    or bool(ERA.search(u.text)))
         if kind == "money":
             return bool(MONEY.search(u.text))
         if kind == "number":  # a numbered list's marker ("1. ...") is no value

@@ -141,3 +141,20 @@ def test_a_numbered_lists_marker_is_no_answer_to_how_many():
                 Passage(2, "team.md", "Integrations", "", "Integrations engineers: eleven, in Berlin and Austin.")]
     answer = local_answer("How many engineers does the team that owns Webhook Relay have?", passages)
     assert "eleven" in answer.text and "[2]" in answer.text, answer.text
+
+
+@pytest.mark.parametrize("text, era", [
+    ("Движение возникло в середине XVIII века.", True), ("Собор перестроили в XIX в.", True),
+    ("The guild flourished in the 18th century.", True), ("Demand grew in the 1990s.", True),
+    ("Спрос вырос в 1990-х.", True), ("Version XV of the protocol", False), ("An X-ray of the hull", False),
+])
+def test_a_century_or_a_decade_is_a_date(text, era):
+    from router.answer_types import holds_value
+    assert holds_value("date", text) is era
+
+
+def test_when_is_answered_by_the_sentence_with_the_century():
+    when = local_answer("When did the guild movement begin?",
+                        [p(1, "Guild", "The guild movement is described in many books."),
+                         p(2, "Guild history", "The guild movement began in the 12th century.")])
+    assert when.text.startswith("The guild movement began") and "[2]" in when.text, when.text
