@@ -3,7 +3,7 @@ follow-ups, and units answering what it left open. The rules in router/extractiv
 """
 from __future__ import annotations
 
-from core.text.script import mostly_cyrillic
+from core.text.language import detect_language
 from router.answer_types import VALUE_KINDS
 from router.answer_units import Extracted, Unit, cite, display, units
 from router.unit_scoring import Focus, Scorer
@@ -29,7 +29,7 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
     scorer = Scorer(focus, passages, every)
     # the search's best passages are in the other language: the one among their units closest in meaning
     # answers, one of the asked type when the question asks one (none such: they do not answer it)
-    lead = [u for u in every if u.passage in _other_language_lead(passages, focus.script == "cyrillic")]
+    lead = [u for u in every if u.passage in _other_language_lead(passages, detect_language(question) == "russian")]
     if focus.kind:
         lead = [u for u in lead if scorer.typed(u)]
     if similarity is not None and lead:
@@ -91,12 +91,14 @@ def _with_block(first: Unit, every: list[Unit], max_chars: int) -> list[Unit]:
 
 def _other_language_lead(passages: list[Passage], asked_cyrillic: bool) -> set[int]:
     """The numbers of the passages the search ranked above every passage written in the question's
-    language (none when the best passage is in it)."""
+    language (none when the best passage is in it). A passage is Russian as the index and the
+    reranker read it (core/text/language.py: a third of its letters Cyrillic): a Russian page full of
+    English setting names is still a Russian page to an English question's words."""
     lead = set()
     for number, p in enumerate(passages, start=1):
         if not p.text.strip():
             continue  # a passage blanked out (a comparison's other side) says nothing either way
-        if mostly_cyrillic(p.text) == asked_cyrillic:
+        if (detect_language(p.text) == "russian") == asked_cyrillic:
             break
         lead.add(number)
     return lead

@@ -158,3 +158,13 @@ def test_when_is_answered_by_the_sentence_with_the_century():
                         [p(1, "Guild", "The guild movement is described in many books."),
                          p(2, "Guild history", "The guild movement began in the 12th century.")])
     assert when.text.startswith("The guild movement began") and "[2]" in when.text, when.text
+
+
+def test_a_russian_page_full_of_english_setting_names_is_read_as_russian():
+    """As the index and the reranker read it: a third of its letters Cyrillic is a Russian page, whose
+    words an English question cannot match however many setting names it spells in Latin."""
+    page = "Параметр `solver_time_limit_ms` (default 5000, max 30000) задаёт бюджет solver-а на задачу."
+    similarity = Similarity({})
+    local_answer("What is the longest time a solver may run on one job?",
+                 [Passage(1, "ru.md", "Оптимизатор", "", page, relevance=0.5)], similarity=similarity)
+    assert len(similarity.calls) == 1
