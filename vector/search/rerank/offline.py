@@ -14,7 +14,11 @@ full-text leg and word pairs are zero whatever it says. Read by the full model, 
 a second model fitted on the same lists with only the features it can show (the vector leg's and
 verbatim rare tokens): the reduced-feature model for a feature missing at prediction time
 (Saar-Tsechansky & Provost, JMLR 2007). Both are Platt-calibrated to P(relevant), so their scores
-rank together and meet one threshold.
+rank together and one threshold asks the same probability of both. The less-informed model reaches
+it less often: the cut keeping the best relevant chunk of 98% of dev questions is 0.08 for it and
+0.22 for the full model, and there it keeps 6.6 chunks of 50 against 2.9, and fails to leave
+off-topic questions empty. A looser cut for other-script pages would answer more questions
+that have no answer.
 """
 from __future__ import annotations
 
@@ -174,4 +178,3 @@ class OfflineReranker:
                 scores = np.where(other, self.cross_script_model.probabilities(x), scores)
         order = sorted(range(len(candidates)), key=lambda i: (-logits[i], candidates[i].id))
         return [(i, float(scores[i])) for i in order[:top_k]]
-
