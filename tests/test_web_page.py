@@ -180,6 +180,16 @@ def page(browser, live_server):
     assert not unexpected, unexpected
 
 
+def _wait_until(page, expression: str, expected, timeout_s: float = 5.0) -> None:
+    """Poll `expression` until it equals `expected`. Not `page.wait_for_function`: when its first check
+    fails it polls by `eval` inside the page, which the page's Content-Security-Policy (no
+    'unsafe-eval') refuses; `page.evaluate` runs through the debugging protocol, outside the CSP."""
+    deadline = time.monotonic() + timeout_s
+    while (value := page.evaluate(expression)) != expected:
+        assert time.monotonic() < deadline, f"{expression} stayed {value!r}, expected {expected!r}"
+        page.wait_for_timeout(50)
+
+
 def _screenshot(page, name: str) -> None:
     """With CROSSROADS_WEB_SCREENSHOTS=dir, keep a picture of each step (for looking at the page)."""
     folder = os.environ.get("CROSSROADS_WEB_SCREENSHOTS")
@@ -323,7 +333,7 @@ def test_communities_findings_and_entity_graph(page, staff_token):
     # the layout is deterministic: drawing the same community again gives the same picture
     before = svg.inner_html()
     items.first.click()
-    page.wait_for_function("document.querySelector('#graph svg') !== null")
+    _wait_until(page, "document.querySelector('#graph svg') !== null", True)
     assert page.locator("#graph svg.entity-graph").inner_html() == before
 
 
@@ -563,7 +573,7 @@ def test_writer_documents_graph_explorer_phone_layout_and_offline_docs(page, liv
     assert 1 < visible < total  # one hop around the entity
     page.select_option("#hops", "0")
     # cytoscape restyles on its next frame: wait for it (fails after the timeout if the whole graph never shows)
-    page.wait_for_function(f"window.Crossroads.explorer().nodes(':visible').length === {total}", timeout=10_000)
+    _wait_until(page, "window.Crossroads.explorer().nodes(':visible').length", total, timeout_s=10)
     zoom = page.evaluate("window.Crossroads.explorer().zoom()")
     page.click("#zoom-in")
     assert page.evaluate("window.Crossroads.explorer().zoom()") > zoom
