@@ -106,7 +106,7 @@ def script_means(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str]
     """The reader's chunks of the model, split by script (True: written in Russian): how many, and
     their mean vector. Only what the reader may read counts (`acl && groups`)."""
     rows = conn.execute(
-        "SELECT lang = 'russian', count(*), avg(embedding) FROM chunks"
+        "SELECT lang = 'russian', count(embedding), avg(embedding) FROM chunks"
         " WHERE embed_model = %(model)s AND tenant_id = %(tenant)s AND acl && %(groups)s GROUP BY 1",
         {"model": model, "tenant": tenant, "groups": list(groups)},
     ).fetchall()
