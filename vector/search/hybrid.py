@@ -188,19 +188,19 @@ class HybridSearcher:
             if self.vectors == "staged":
                 # Staged vectors (eval --embeddings) sit in one graph per model shared by every tenant,
                 # with no per-tenant graph: exact distances, so the comparison measures the models.
-                graph = "exact"
+                graph, means = "exact", None
             else:
                 readable, indexed, own_graph = search_sql.scan_sizes(conn, tenant=tenant, groups=groups,
                                                                      model=self.embedder.model_id)
                 exact = use_exact_scan(readable, indexed, self.ef_search)
                 graph = "exact" if exact else ("tenant" if own_graph else "shared")
+                # a corpus in both scripts: each script's nearest, on the question's scale (language_bias.py)
+                means = None if readable > SCRIPT_MEANS_UP_TO else self._script_means.get(
+                    conn, tenant=tenant, groups=groups, model=self.embedder.model_id)
             leg = partial(search_sql.vector_leg, conn, tenant=tenant, groups=groups, model=self.embedder.model_id,
                           fallback_dimension=self.embedder.dimension, vector=vector, limit=self.candidates,
                           ef_search=self.ef_search, iterative_scan=self.db.supports_iterative_scan,
                           staged=self.vectors == "staged", exact=graph == "exact")
-            # a corpus in both scripts: each script's nearest, on the question's scale (language_bias.py)
-            means = None if self.vectors == "staged" or readable > SCRIPT_MEANS_UP_TO else self._script_means.get(
-                conn, tenant=tenant, groups=groups, model=self.embedder.model_id)
             if means is None:
                 found = leg()
             else:
