@@ -146,9 +146,11 @@ def metrics(queries: list[Query], model_of=lambda q: None) -> dict:
     return {m: summarise(scored)[m] for m in METRICS}
 
 
-def cross_validate(groups: dict[str, list[Query]], offtopic: list[OffTopic], features: list[str], l2: float):
+def cross_validate(groups: dict[str, list[Query]], offtopic: list[OffTopic], features: list[str], l2: float,
+                   threshold: float | None = None):
     """Per dataset: RRF, leave-one-dataset-out rerank (its questions unseen, even as off-topic ones),
-    and 5-fold-by-question rerank."""
+    and 5-fold-by-question rerank; with a `threshold`, also the share of its gold-list questions whose
+    best relevant chunk the held-out model keeps over it ("lodo_kept_best_relevant")."""
     everyone = [q for qs in groups.values() for q in qs]
     fold = {id(q): int(hashlib.sha256(f"{q.dataset}/{q.label.qid}".encode()).hexdigest(), 16) % 5 for q in everyone}
     models = [fit([q for q in everyone if fold[id(q)] != f], offtopic, features, l2) for f in range(5)]
@@ -157,6 +159,10 @@ def cross_validate(groups: dict[str, list[Query]], offtopic: list[OffTopic], fea
         held_out = fit([q for q in everyone if q.dataset != name], offtopic, features, l2)
         report[name] = {"n": len(qs), "rrf": metrics(qs), "lodo": metrics(qs, lambda q: held_out),
                         "kfold": metrics(qs, lambda q: models[fold[id(q)]])}
+        if threshold is not None:
+            best = [held_out.probabilities(q.x)[q.y > 0].max() for q in qs if not q.pooled and (q.y > 0).any()]
+            report[name]["lodo_kept_best_relevant"] = (round(float(np.mean(np.array(best) >= threshold)), 3)
+                                                       if best else None)
     return report
 
 
@@ -182,15 +188,10 @@ def cross_script(groups: dict[str, list[Query]], offtopic: list[OffTopic], l2: f
     against the fused order, and the share of gold-list questions whose best relevant chunk it keeps
     over `threshold` when fitted without the question's dataset."""
     features = list(CROSS_SCRIPT_FEATURES)
-    report = cross_validate(groups, offtopic, features, l2)
-    everyone = [q for qs in groups.values() for q in qs]
-    kept = {}
-    for name, qs in groups.items():
-        held_out = fit([q for q in everyone if q.dataset != name], offtopic, features, l2)
-        best = [held_out.probabilities(q.x)[q.y > 0].max() for q in qs if not q.pooled and (q.y > 0).any()]
-        kept[name] = round(float(np.mean(np.array(best) >= threshold)), 3) if best else None
-    model = fit(everyone, offtopic, features, l2)
-    return model, {"features": features, "l2": l2, "lodo_kept_best_relevant": kept,
+    report = cross_validate(groups, offtopic, features, l2, threshold)
+    model = fit([q for qs in groups.values() for q in qs], offtopic, features, l2)
+    return model, {"features": features, "l2": l2,
+                   "lodo_kept_best_relevant": {n: r["lodo_kept_best_relevant"] for n, r in report.items()},
                    "metrics": {n: {m: r[m] for m in ("rrf", "lodo")} for n, r in report.items()}}
 
 
