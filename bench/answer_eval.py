@@ -14,7 +14,10 @@ blind_xl  - the same over bench/answer_blind_xl/questions.jsonl: questions asked
             than the only documents that answer them (English on Russian pages and the reverse), with
             same-language controls and negatives, written blind as `blind` was;
 blind_xl2 - held out: 40 more such questions and 6 negatives, run only to report a change's result
-            (bench/answer_blind_xl2/README.md).
+            (bench/answer_blind_xl2/README.md);
+blind_mh  - 24 multi-hop questions (chains of 2-4 documents, two-part questions, comparisons), most
+            crossing languages, written blind as `blind` was: the development half of 48;
+blind_mh2 - held out: the other 24 (bench/answer_blind_mh/README.md says how they were split).
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
 
 Every answer's confidence is kept, so the no-answer threshold (router/answer_units.MIN_CONFIDENCE, a
@@ -95,7 +98,9 @@ def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tup
 GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind": ROOT / "bench" / "answer_blind" / "questions.jsonl",
                "blind_xl": ROOT / "bench" / "answer_blind_xl" / "questions.jsonl",
-               "blind_xl2": ROOT / "bench" / "answer_blind_xl2" / "questions.jsonl"}
+               "blind_xl2": ROOT / "bench" / "answer_blind_xl2" / "questions.jsonl",
+               "blind_mh": ROOT / "bench" / "answer_blind_mh" / "questions.jsonl",
+               "blind_mh2": ROOT / "bench" / "answer_blind_mh2" / "questions.jsonl"}
 
 
 def run_golden(router: QuestionRouter, name: str, tenant: str = "demo") -> dict:
@@ -156,7 +161,7 @@ def main() -> int:
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--sets", default="multihop,xquad_ru,fixtures",
-                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2 to run")
+                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2 to run")
     parser.add_argument("--dump", type=Path, default=None,
                         help="write every question's answer and verdict to this JSON file (for reading misses)")
     parser.add_argument("--fixtures-tenant", default="demo",

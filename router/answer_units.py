@@ -179,6 +179,9 @@ class Extracted:
     confidence: float  # 0..1, see MIN_CONFIDENCE
     chain: list[str] = field(default_factory=list)  # a multi-hop answer's entities, question first
     reached: bool = True  # a chain ended at what the question asks for (a place, a person, a date...)
+    # a chain that stops at an entity a step of the question found: what is still to be asked of it
+    # ("Hannah Vogt is based in which office?"), the next search from there
+    still_open: str = ""
 
     @property
     def answered(self) -> bool:

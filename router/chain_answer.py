@@ -31,7 +31,8 @@ from core.text.terms import content_stems, normalise
 from router.answer_types import NAME_TYPE, NUMBER, VALUE_KINDS, YEAR
 from router.answer_units import LIST_MARK, WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from router.chain_names import names_in, placed, without_demonym
-from router.chain_question import extended_names, least_hops, other_name_stems, question_parts, start_clause
+from router.chain_question import (extended_names, least_hops, nested_question, other_name_stems, question_parts,
+                                   start_clause)
 from router.local_answer import local_answer
 from router.question_text import title_core
 from router.types import Passage
@@ -67,24 +68,73 @@ def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_
 
     A question of two parts ("Who leads X, and in which office does he work?") is two chains, the
     second from the entity the first reached; it has reached its answer only when both have."""
-    parts = question_parts(question)
-    if parts is None:
-        return _answer(question, passages, max_hops)
-    first = _answer(parts[0], passages, max_hops)
-    if not first.chain or not first.reached:
-        return Extracted(first.text, first.picked, first.confidence, first.chain, False)
-    second = _answer(parts[1], passages, max_hops, names=[first.chain[-1]], known=first.chain)
+    return _chain(question, passages, max_hops, 0)
+
+
+def _chain(question: str, passages: list[Passage], max_hops: int, depth: int) -> Extracted:
+    """`chain_answer`; `depth`: how many questions this one is a step of (each step is a hop at least,
+    so past MAX_HOPS a question is asked as it stands)."""
+    parts = question_parts(question) if depth < MAX_HOPS else None
+    if parts is not None:
+        return _through(parts[0], lambda entity: parts[1], question, passages, max_hops, depth)[0]
+    direct = _answer(question, passages, max_hops)
+    nested = nested_question(question) if depth < MAX_HOPS and not direct.reached else None
+    if nested is not None:
+        # the chain from the question's names did not reach what it asks: the entity its clause describes
+        # ("the engineer who commanded X") is found by asking the clause, and the rest is asked of it
+        through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth)
+        if found:  # the clause's entity is the chain's next bridge even where nothing yet leads on from it
+            return through
+    return direct
+
+
+def _through(first_question: str, then, question: str, passages: list[Passage], max_hops: int,
+             depth: int) -> tuple[Extracted, bool]:
+    """The answer of a question asked in two steps: `first_question` finds an entity, and `then(entity)`
+    is asked from it (the second part of a two-part question, or the question around a clause that
+    describes the entity); reached only when both steps have, and with whether the first step found its
+    entity. The first step may itself describe what it asks by a clause."""
+    first = _chain(first_question, passages, max_hops, depth + 1)
+    entity = _found_entity(first_question, first, passages)
+    if entity is None:
+        return Extracted(first.text, first.picked, first.confidence, first.chain, False), False
+    known = first.chain or [entity]
+    second = _answer(then(entity), passages, max_hops, names=[entity], known=known)
     if not second.chain or not second.reached:
-        # nothing in the passages takes the first answer to what the second part asks: that part is
+        # nothing in the passages takes the first answer to what the second step asks: that step is
         # still open, and the first answer is the next bridge to search from
-        return Extracted(first.text, first.picked, first.confidence, first.chain, False)
-    chain = first.chain + second.chain[1:]
+        return Extracted(first.text, first.picked, first.confidence, known, False, then(entity)), True
+    chain = known + second.chain[1:]
     seen = {(p.passage, p.position) for p in first.picked}
     picked = first.picked + [p for p in second.picked if (p.passage, p.position) not in seen]
     by_place = {(u.passage, u.position): u for u in units(passages)}
     steps = " ".join(f"{display(by_place[(p.passage, p.position)])} [{p.passage}]" for p in picked)
-    text = f"{first.chain[-1]}; {chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps}"
-    return Extracted(text, picked, min(first.confidence, second.confidence), chain, True)
+    text = f"{entity}; {chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps}"
+    return Extracted(text, picked, min(first.confidence, second.confidence), chain, True), True
+
+
+def _found_entity(question: str, found: Extracted, passages: list[Passage]) -> str | None:
+    """The entity a step's answer found: its chain's end when the chain reached it; for an answer
+    that is a passage's sentence (a question naming nothing to start a chain from), the name of the
+    asked kind, or else of a team, service, person or place, that its first sentence holds and the
+    question does not (the first such)."""
+    if found.chain:
+        # what a clause describes is a person, a team, a service or a place, never a page's topic
+        end = entity_key(found.chain[-1])
+        kinds = {t for u in units(passages) for k, _, t in u.names if k == end} or {
+            s[2] for s in map(_subject, passages) if s and s[0] == end and s[2] == "location"}
+        return found.chain[-1] if found.reached and kinds & set(_BRIDGE_TYPES) else None
+    if not found.answered:
+        return None
+    focus = Focus.of(question)
+    by_place = {(u.passage, u.position): u for u in units(passages)}
+    first = by_place.get((found.picked[0].passage, found.picked[0].position))
+    if first is None:
+        return None
+    wanted = NAME_TYPE.get(focus.kind, set(_BRIDGE_TYPES))
+    asked = {entity_key(n) for n in focus.names}
+    names = [n for n in first.names if n[2] in wanted and n[0] not in asked and _LETTER.search(n[1])]
+    return names[0][1] if names else None
 
 
 def _answer(question: str, passages: list[Passage], max_hops: int, names: list[str] | None = None,

@@ -4,11 +4,12 @@ extend them, and the relation words only its start's clause states."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from core.text.terms import content_stems
 from router.answer_types import question_kind
 from router.answer_units import WORD, entity_key
-from router.question_text import title_core
+from router.question_text import FUNCTION_WORDS, title_core
 from router.types import Passage
 
 # "..., and in which office does he work?": a second question about what the first one asks for.
@@ -63,7 +64,23 @@ def _clause_starts(question: str) -> list[int]:
     office ...")."""
     words = list(WORD.finditer(question))
     opening = words[1].end() if len(words) > 1 else 0
-    return [m.start() for m in _RELATIVE.finditer(question) if m.start() >= opening]
+    return [m.start() for m in _RELATIVE.finditer(question) if m.start() >= opening and not _asked_here(question, m)
+            and not _determiner(question, m)]
+
+
+def _determiner(question: str, m: re.Match) -> bool:
+    """Whether "that" stands as a determiner ("in which office does that person work"): after a
+    function word, where a relative pronoun follows its noun."""
+    before = WORD.findall(question[:m.start()])
+    return (m.group(1) or "").casefold() == "that" and bool(before) and before[-1].casefold() in FUNCTION_WORDS
+
+
+def _asked_here(question: str, m: re.Match) -> bool:
+    """Whether "which" or "what" asks the question where it stands ("... is based in which office?"):
+    at most two words follow it to the question's end, where a relative clause states something ("the
+    band which made Maiden Japan?")."""
+    word = (m.group(1) or "").casefold()
+    return word in ("which", "what") and len(WORD.findall(question[m.end():])) <= 2
 
 
 def least_hops(question: str) -> int:
@@ -91,3 +108,120 @@ def start_clause(question: str, start: str, relation: list[str]) -> set[str]:
     inside = set(content_stems(question[bounds[i]:bounds[i + 1]]))
     outside = set(content_stems(question[:bounds[i]] + " " + question[bounds[i + 1]:]))
     return {r for r in relation if r in inside and r not in outside}
+
+
+# --- a question about an entity it only describes ---------------------------------------------------
+
+_EN_RELATIVE = re.compile(r"\b(who|that|which|where)\b", re.IGNORECASE)
+# a Russian relative clause or participle phrase stands between commas after its noun: "в команде,
+# которой принадлежит сервис", "сервис, пострадавший в инциденте"
+_RU_RELATIVE = re.compile(r",\s*(котор(?:ый|ая|ое|ые|ого|ой|ому|ым|ую|ых|ом|ыми)|где)\b", re.IGNORECASE)
+_RU_PARTICIPLE = re.compile(r",\s*(\w+(?:вш|ющ|ящ|ущ|ащ)(?:ий|ая|ее|ие|его|ей|ему|им|ую|их|ими|ем))\b", re.IGNORECASE)
+_RU_ADJECTIVE = re.compile(r"\w+(?:ый|ий|ой|ая|яя|ое|ее|ые|ие|ого|его|ому|ему|ым|им|ую|юю|ых|их|ей)$", re.IGNORECASE)
+_EN_DETERMINERS = frozenset("the a an this its their his her our".split())
+_EN_OPENING = re.compile(r"^\W*(?:what|which|who|whom|whose|where|when|how|why|is|are|was|were|do|does|did|has|"
+                         r"have|had|can|could|will|would|in|on|at|from|to|for|of|by)\b", re.IGNORECASE)
+_EN_AUXILIARY = re.compile(r"\b(?:is|are|was|were|does|do|did|has|have|had|will|can|could)\b", re.IGNORECASE)
+_EN_DO = re.compile(r"\b(?:do|does|did)\b", re.IGNORECASE)
+_EN_ASKED = re.compile(r"\b(?:which|what|where|when|who|whom|how)\b", re.IGNORECASE)
+# "который" as the question word of its case: "которой принадлежит" asks "какой ... принадлежит"
+_RU_ASKING = {"ый": "какой", "ая": "какая", "ое": "какое", "ые": "какие", "ого": "какого", "ой": "какой",
+              "ому": "какому", "ым": "каким", "ую": "какую", "ых": "каких", "ом": "каком", "ыми": "какими"}
+
+
+@dataclass(frozen=True)
+class Nested:
+    """A question that names an entity only by what a clause says of it ("the engineer who commanded
+    the Nordpost incident"), split as DecompRC splits a bridging question (Min et al., 2019): `inner`
+    asks for that entity ("Who commanded the Nordpost incident?"); `outer` is the question with the
+    entity in the clause's place, `{}` marking where."""
+    inner: str
+    outer: str
+
+    def then(self, entity: str) -> str:
+        return self.outer.replace("{}", entity)
+
+
+def nested_question(question: str) -> Nested | None:
+    """The question's first relative clause (English "who", "that", "which", "where" after a noun;
+    Russian "который", "где" or an active participle after a comma) as a question of its own, and the rest around
+    the entity it describes; None when the question has no such clause, or when where the clause ends
+    cannot be told (a declarative English question with no question word after the clause)."""
+    text = question.strip().rstrip("?").rstrip()
+    return _russian_nested(text) if _RU_RELATIVE.search(text) or _RU_PARTICIPLE.search(text) \
+        else _english_nested(text)
+
+
+def _english_nested(text: str) -> Nested | None:
+    words = list(WORD.finditer(text))
+    for m in _EN_RELATIVE.finditer(text):
+        before = [w for w in words if w.end() <= m.start()]
+        head = before[-1] if len(before) >= 2 else None
+        if head is None or _asked_here(text + "?", m) or not head.group().isalpha() or \
+                head.group().casefold() in FUNCTION_WORDS or text[head.end():m.start()].strip(" ,"):
+            continue  # the question's own word, or "that" as a determiner ("does that person work")
+        # the noun phrase: back to its determiner, at most four words
+        start = head.start()
+        for w in reversed(before[-5:-1]):
+            if w.group().casefold() in _EN_DETERMINERS:
+                start = w.start()
+                break
+        if _EN_OPENING.match(text):
+            prior = [w for w in words if w.end() <= start]
+            if prior and (_EN_AUXILIARY.fullmatch(prior[-1].group()) or _EN_DO.fullmatch(prior[-1].group())):
+                # the clause's noun is the subject of the question ("In what year was the man that
+                # resigned ... born?", "Where did the band form that made ..."): where the clause ends
+                # and the question's own verb begins takes a parser to tell
+                return None
+            # "What is the language of the person who broke ...": to the end; but where "do" asks, the
+            # main verb comes last ("In which office does the lead of the team that owns X work")
+            done = _EN_DO.search(text, 0, start)
+            # inside the subject when only "of" and determiners join it to "do" ("does the lead of the
+            # team that ..."); after a preposition of the verb's, it runs to the end ("does a Moscow
+            # employee get on a business trip to the city where ...")
+            between = [w.group().casefold() for w in words if done and done.end() <= w.start() and w.end() <= start]
+            subject = done and not any(w in FUNCTION_WORDS and w != "of" and w not in _EN_DETERMINERS for w in between)
+            end = words[-1].start() if subject and words[-1].start() > m.end() else len(text)
+        else:  # "The engineer who commanded X is based in which office": up to the verb before the asked word
+            asked = [a for a in _EN_ASKED.finditer(text, m.end())]
+            verbs = [v for v in _EN_AUXILIARY.finditer(text, m.end(), asked[-1].start())] if asked else []
+            if not verbs:
+                return None
+            end = verbs[-1].start()
+        clause = text[m.end():end].strip(" ,")
+        if not WORD.search(clause):
+            continue
+        noun = " ".join(w.group() for w in words if start <= w.start() and w.end() <= head.end()
+                        and w.group().casefold() not in _EN_DETERMINERS)
+        asking = {"who": "Who", "where": "Where"}.get(m.group(1).casefold(), f"Which {noun}")
+        return Nested(f"{asking} {clause}?", " ".join(f"{text[:start]}{{}} {text[end:]}".split()) + "?")
+    return None
+
+
+def _russian_nested(text: str) -> Nested | None:
+    m = min((r for r in (_RU_RELATIVE.search(text), _RU_PARTICIPLE.search(text)) if r), key=lambda r: r.start())
+    before = [w for w in WORD.finditer(text) if w.end() <= m.start()]
+    if not before:
+        return None
+    start = before[-1].start()
+    if len(before) > 1 and _RU_ADJECTIVE.fullmatch(before[-2].group()) and before[-2].group()[:1].islower():
+        start = before[-2].start()
+    noun = text[start:m.start()].strip()
+    # the clause runs to the next comma, and on over a participle phrase after it (it says more of the
+    # clause's own noun: "которой принадлежит сервис, пострадавший в инциденте")
+    end = text.find(",", m.end())
+    while end >= 0 and _RU_PARTICIPLE.match(text, end):
+        end = text.find(",", end + 1)
+    end = len(text) if end < 0 else end
+    pronoun = m.group(1)
+    clause = text[m.end(1):end].strip()
+    if not WORD.search(clause):
+        return None
+    if pronoun.casefold() == "где":  # "офис, где работает X": where X works
+        inner = f"Где {clause}?"
+    elif pronoun.casefold().startswith("котор"):
+        asking = _RU_ASKING[pronoun.casefold()[len("котор"):]]
+        inner = f"{asking.capitalize()} {noun.casefold()} {clause}?"
+    else:  # a participle phrase: "какой сервис пострадавший в инциденте"
+        inner = f"Какой {noun.casefold()} {pronoun} {clause}?"
+    return Nested(inner, f"{text[:start]}{{}}{text[end:]}?")

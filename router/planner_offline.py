@@ -200,8 +200,13 @@ class OfflinePlanner:
         bridges = self._bridges(question, mentions, new[: self.frontier], asked_text)
         if chain is not None and len(chain.chain) > 1 and not reached:
             last = chain.chain[-1]
-            if fold(last).casefold() not in asked_text and all(fold(last).casefold() != fold(e).casefold()
-                                                               for e, _ in bridges):
+            same = [(e, q) for e, q in bridges if fold(last).casefold() == fold(e).casefold()]
+            if chain.still_open and fold(last).casefold() not in asked_text:
+                # a step of the question found it: searched first, with what the question still asks of
+                # it ("Ines Moreau is based in which office?") in place of the evidence's query for it
+                bridges = [b for b in bridges if b not in same]
+                bridges.insert(0, (last, _bridge_query(chain.still_open, last, Passage(0, None, "", "", ""), set())))
+            elif fold(last).casefold() not in asked_text and not same:
                 bridges.insert(0, (last, _bridge_query(question, last, Passage(0, None, "", "", ""), set())))
             bridges = bridges[: self.max_bridges]
         for entity, q in bridges:

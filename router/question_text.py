@@ -116,6 +116,21 @@ def stems_of(text: str) -> set[str]:
     return {stem_of(w) for w in content_words(text)}
 
 
+# an English month is capitalised, and a date beside it ("November 2024", "9 April") is no name's part
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
+
+
+def _is_date_word(tokens: list, i: int) -> bool:
+    """Whether the token at i is a month written with a day or a year beside it, or that number."""
+    def month_at(k: int) -> bool:
+        return 0 <= k < len(tokens) and tokens[k][0].casefold() in _MONTHS
+    def number_at(k: int) -> bool:
+        return 0 <= k < len(tokens) and tokens[k][0].isdigit()
+    if month_at(i):
+        return number_at(i - 1) or number_at(i + 1)
+    return number_at(i) and (month_at(i - 1) or month_at(i + 1))
+
+
 def _is_name_word(word: str) -> bool:
     return bool(word) and (word[0].isupper() or (any(c.isdigit() for c in word) and any(c.isalpha() for c in word)))
 
@@ -145,14 +160,15 @@ def question_mentions(question: str) -> list[Mention]:
         word, start, end = tokens[i]
         low = word.casefold()
         base = low[:-2] if low.endswith(("'s", "’s")) else low
-        if not _is_name_word(word) or base in FUNCTION_WORDS or (i == 0 and base in IMPERATIVES):
+        if (not _is_name_word(word) or base in FUNCTION_WORDS or (i == 0 and base in IMPERATIVES)
+                or _is_date_word(tokens, i)):
             i += 1
             continue
         j, last = i + 1, i
         while j < len(tokens):
             w = tokens[j][0]
             gap = question[tokens[j - 1][2]:tokens[j][1]]
-            if any(c in gap for c in ",;:?!()\"«»"):
+            if any(c in gap for c in ",;:?!()\"«»") or _is_date_word(tokens, j):
                 break
             if tokens[j - 1][0].casefold().endswith(("'s", "’s")) and not _is_name_word(w):
                 break  # "Izgoy's performer" ends the name; "Homer's Odyssey" goes on

@@ -216,3 +216,12 @@ def test_loop_records_llm_fallbacks_in_the_trace():
     decisions = [r["decision"] for r in result.trace["rounds"]]
     assert all(d["planner"] == "llm->offline" and "overloaded" in d["error"] for d in decisions)
     assert len(result.errors) == 2
+
+
+def test_a_bridge_a_clause_described_is_searched_with_what_the_question_still_asks_of_it():
+    # the incident review names its commander; the question asks where that engineer is based
+    question = "The engineer who commanded the May 2031 Quayside Freight incident is based in which office?"
+    review = passage(1, "Incident review INC-2031-017: Quayside Freight booking outage",
+                     "- **Date:** 2 May 2031\n- **Incident commander:** Ines Moreau\n- **Service:** Booking Hub")
+    d = OfflinePlanner().plan(question, [review], [question])
+    assert not d.enough and "Ines Moreau based office" in d.queries, d

@@ -183,3 +183,49 @@ def test_a_name_with_a_leading_demonym_links_to_the_page_of_the_name_without_it(
                 p(2, "Tarn District", "It is located entirely within the county of Glenshire.")]
     got = chain_answer("Where is the district that Morrow is part of located?", passages)
     assert got.chain == ["Morrow", "Scottish Tarn District", "Glenshire"], got.text
+
+
+# A question that names the person it asks about only by what they did ("the engineer who commanded
+# the incident"): the incident review names its commander in a record field, the office page its staff.
+COMMANDER = [
+    p(1, "Incident review INC-2031-017: Quayside Freight booking outage",
+      "- **Date:** 2 May 2031\n- **Incident commander:** Ines Moreau\n- **Service:** Booking Hub"),
+    p(2, "Booking Hub", "The Booking Hub takes bookings for every carrier. It is owned by the Carriers team."),
+    p(3, "Lisbon office", "The Lisbon office opened in 2024. Its site reliability engineers include Ines Moreau."),
+]
+
+
+def test_a_chain_through_an_entity_a_clause_describes():
+    got = chain_answer("The engineer who commanded the May 2031 Quayside Freight incident is based in which office?",
+                       COMMANDER)
+    assert got.reached and got.chain[-2:] == ["Ines Moreau", "Lisbon office"], got.text
+    assert [pick.passage for pick in got.picked] == [1, 3]
+
+
+def test_the_entity_a_clause_describes_is_the_next_bridge_until_a_passage_leads_on_from_it():
+    # what is still to be asked of it is the planner's next search (router/planner_offline.py)
+    got = chain_answer("The engineer who commanded the May 2031 Quayside Freight incident is based in which office?",
+                       COMMANDER[:2])
+    assert not got.reached and got.chain[-1] == "Ines Moreau", got.text
+    assert got.still_open == "Ines Moreau is based in which office?"
+
+
+def test_a_russian_relative_clause_is_asked_first():
+    pages = [
+        p(1, "Разбор инцидента INC-2031-020: задержка выгрузки", "- **Дата:** 4 июня 2031 г.\n"
+          "- **Дежурная:** Вера Соколова\n- **Сервис:** Склад событий"),
+        p(2, "Офис в Казани", "Офис в Казани открылся в 2022 г. Здесь работают Вера Соколова и аналитики."),
+    ]
+    got = chain_answer("В каком офисе работает дежурная, которая была на смене во время инцидента INC-2031-020?", pages)
+    assert got.reached and got.chain[-2:] == ["Вера Соколова", "Офис в Казани"], got.text
+
+
+def test_a_first_part_naming_nothing_hands_on_the_person_its_answer_names():
+    # "Who has to approve ..." starts no chain (it names nothing); its answer's sentence names the person
+    pages = [
+        p(1, "Release handbook", "During the winter freeze every hotfix needs approval from the CTO, Ines Moreau."),
+        p(2, "Lisbon office", "The Lisbon office opened in 2024. Ines Moreau and most platform engineers work here."),
+    ]
+    got = chain_answer("Who has to approve a hotfix during the winter freeze, and in which office does that person work?",
+                       pages)
+    assert got.reached and got.chain == ["Ines Moreau", "Lisbon office"], got.text

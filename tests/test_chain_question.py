@@ -1,0 +1,69 @@
+"""How a multi-hop question reads (router/chain_question.py, router/question_text.py): its names, the
+fewest hops its form allows, and a clause that describes an entity split off as a question of its own.
+Pure, no database."""
+from __future__ import annotations
+
+import pytest
+
+from router.chain_question import least_hops, nested_question
+from router.question_text import question_mentions
+
+
+@pytest.mark.parametrize("question, names", [
+    ("What went wrong in the November 2024 Quayside Freight incident?", ["Quayside Freight"]),
+    ("What happened on 9 April 2031 at Quayside Freight?", ["Quayside Freight"]),
+    ("Who founded Quayside Freight in March?", ["Quayside Freight", "March"]),  # a month alone may be a name
+])
+def test_a_month_with_a_day_or_a_year_beside_it_is_a_date_not_part_of_a_name(question, names):
+    assert [m.text for m in question_mentions(question)] == names
+
+
+@pytest.mark.parametrize("question, hops", [
+    ("The engineer who commanded the Quayside Freight incident is based in which office?", 2),
+    ("In which office does the lead of the team that owns the Booking Hub work?", 3),
+    ("In which office does that person work?", 1),  # a two-part question's second part
+])
+def test_a_question_word_asking_where_it_stands_and_that_as_a_determiner_open_no_clause(question, hops):
+    assert least_hops(question) == hops
+
+
+@pytest.mark.parametrize("question, inner, outer", [
+    # the clause's noun is the subject of a statement-shaped question: up to the verb before the asked word
+    ("The engineer who commanded the Quayside Freight incident is based in which office?",
+     "Who commanded the Quayside Freight incident?", "{} is based in which office?"),
+    # inside an "of" phrase after the question's verb: to the end
+    ("What is the native language of the person who founded Quayside Freight?",
+     "Who founded Quayside Freight?", "What is the native language of {}?"),
+    # inside the subject that "does" asks about: the question's own verb comes last
+    ("In which office does the lead of the team that owns the Booking Hub work?",
+     "Which team owns the Booking Hub?", "In which office does the lead of {} work?"),
+    # after a preposition of the question's verb: to the end
+    ("What daily allowance does an engineer get on a trip to the city where Quayside Freight was founded?",
+     "Where Quayside Freight was founded?", "What daily allowance does an engineer get on a trip to {}?"),
+    ("В каком офисе работает дежурная, которая была на смене во время инцидента INC-2031-020?",
+     "Какая дежурная была на смене во время инцидента INC-2031-020?", "В каком офисе работает {}?"),
+    # a participle phrase after the clause says more of the clause's own noun, and is split off next
+    ("Сколько инженеров в команде, которой принадлежит сервис, пострадавший в инциденте INC-2031-020?",
+     "Какой команде принадлежит сервис, пострадавший в инциденте INC-2031-020?", "Сколько инженеров в {}?"),
+    ("Какой команде принадлежит сервис, пострадавший в инциденте INC-2031-020?",
+     "Какой сервис пострадавший в инциденте INC-2031-020?", "Какой команде принадлежит {}?"),
+    ("На какой улице находится офис, где работает Вера Соколова?",
+     "Где работает Вера Соколова?", "На какой улице находится {}?"),
+])
+def test_a_clause_describing_an_entity_is_split_off_as_its_own_question(question, inner, outer):
+    got = nested_question(question)
+    assert got is not None and (got.inner, got.outer) == (inner, outer)
+    assert got.then("Ines Moreau") == outer.replace("{}", "Ines Moreau")
+
+
+@pytest.mark.parametrize("question", [
+    "Who leads the Carriers team?",  # no clause
+    "In what year was the man that founded Quayside Freight born?",  # where the clause ends takes a parser
+    "Where did the band form that recorded Harbour Lights?",
+    "Who leads the Carriers team, and in which office does that person work?",  # "that" as a determiner
+    "",
+    "which that who where",
+    "котор, где, который",
+])
+def test_a_question_without_a_clause_that_can_be_split_is_asked_as_it_stands(question):
+    assert nested_question(question) is None
