@@ -14,8 +14,10 @@ states a relation word leads to the name nearest that word ("a story written by 
 author of the story"). A question asking no person, place, date or number ("what genre") is answered,
 once its form has had its hops, by a sentence stating a relation word of its own about the last entity
 or by a sentence of that entity's own page. A question of two parts ("Who leads X, and in which office
-does he work?") is two chains, the second from the first one's answer (`question_parts`). The rules in
-router/extractive.py's docstring.
+does he work?") is two chains, the second from the first one's answer (`question_parts`); so is a
+question whose chain from its names reaches nothing it asks and that describes an entity by a clause
+("the engineer who commanded X ..."): the clause first, the rest from the entity it finds
+(`nested_question`). The rules in router/extractive.py's docstring.
 """
 
 from __future__ import annotations
