@@ -43,7 +43,7 @@ NUMBER = re.compile(r"(?<![\w])\d[\d.,]*")
 _CURRENCY = r"(?:[$€£¥₽₹]|\b(?:USD|EUR|GBP|RUB|CHF|JPY|CNY|euros?|dollars?|pounds?|руб\w*|евро|доллар\w*|фунт\w*)\b)"
 # (an amount's digit group is bounded: an unbounded one backtracks quadratically over a long run of
 # digits and spaces, minutes on a hostile 40,000-character line)
-MONEY = re.compile(rf"{_CURRENCY}\s?\d|\d(?:[\d\s.,]{{0,15}}\d)?\s?(?:k|тыс\.?|million|billion|млн|млрд)?\s?{_CURRENCY}",
+MONEY = re.compile(rf"{_CURRENCY}\s?\d(?:[\d\s.,]{{0,15}}\d)?(?:\s?(?:k|million|billion|млн|млрд)\b)?|\d(?:[\d\s.,]{{0,15}}\d)?\s?(?:k|тыс\.?|million|billion|млн|млрд)?\s?{_CURRENCY}",
                    re.IGNORECASE)
 # Numbers written as words, whole word forms with their case endings (a stem would catch "семья" as
 # "семь"). "One" / "один" is left out: "one of", "no one", "одним из" are rarely a count.

@@ -229,3 +229,13 @@ def test_a_first_part_naming_nothing_hands_on_the_person_its_answer_names():
     got = chain_answer("Who has to approve a hotfix during the winter freeze, and in which office does that person work?",
                        pages)
     assert got.reached and got.chain == ["Ines Moreau", "Lisbon office"], got.text
+
+
+def test_a_chain_asking_an_amount_ends_at_the_amount_not_at_the_first_number_of_its_sentence():
+    pages = [
+        p(1, "Lisbon office", "The Lisbon office opened in 2024. Ines Moreau and most platform engineers work here."),
+        p(2, "Lisbon on-call policy", "This policy applies to engineers who work from the Lisbon office.\n\n"
+          "- **Weekend standby** (24 hours): €90 per day.\n- **Weekday standby** (17:00–09:00): €40 per night."),
+    ]
+    got = chain_answer("What standby allowance does Ines Moreau get for a weekend day?", pages)
+    assert got.reached and got.chain[-1] == "€90", got.text
