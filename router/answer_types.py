@@ -102,12 +102,17 @@ def values(text: str) -> list[re.Match]:
 def counts(text: str, things: frozenset[str], asked: frozenset[str]) -> bool:
     """Whether a number the question does not hold (`asked`: its lower-cased words) stands at most
     COUNTED_WITHIN words before one of the counted `things` (stems)."""
+    return counting(text, things, asked) is not None
+
+
+def counting(text: str, things: frozenset[str], asked: frozenset[str]) -> re.Match | None:
+    """The first number `counts` finds: "4" of "12 человек, в т.ч. 4 SRE" for "how many SREs"."""
     if not things:
-        return False
+        return None
     for m in values(text):
         if m.group().lower().strip(".,") in asked:
             continue
         after = content_stems(" ".join(_WORD.findall(text[m.end():])[:COUNTED_WITHIN + 1]))
         if things & set(after[:COUNTED_WITHIN]):
-            return True
-    return False
+            return m
+    return None

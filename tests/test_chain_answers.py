@@ -239,3 +239,10 @@ def test_a_chain_asking_an_amount_ends_at_the_amount_not_at_the_first_number_of_
     ]
     got = chain_answer("What standby allowance does Ines Moreau get for a weekend day?", pages)
     assert got.reached and got.chain[-1] == "€90", got.text
+
+
+def test_a_chain_asking_how_many_ends_at_the_number_counting_what_it_asks_about():
+    pages = [p(1, "Booking Hub", "The Booking Hub takes bookings for every carrier. It is owned by the Carriers team."),
+             p(2, "Carriers team", "- **Team lead:** Ines Moreau\n- **Members:** 12 people, 4 of them SREs")]
+    got = chain_answer("How many SREs does the team that owns the Booking Hub have?", pages)
+    assert got.reached and got.chain == ["Booking Hub", "Carriers team", "4"], got.text
