@@ -4,7 +4,9 @@ extend them, and the relation words only its start's clause states."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import islice
 
 from core.text.terms import content_stems
 from router.answer_types import question_kind
@@ -71,8 +73,14 @@ def _clause_starts(question: str) -> list[int]:
 def _determiner(question: str, m: re.Match) -> bool:
     """Whether "that" stands as a determiner ("in which office does that person work"): after a
     function word, where a relative pronoun follows its noun."""
-    before = WORD.findall(question[:m.start()])
-    return (m.group(1) or "").casefold() == "that" and bool(before) and before[-1].casefold() in FUNCTION_WORDS
+    if (m.group(1) or "").casefold() != "that":
+        return False
+    before = WORD.findall(question[max(0, m.start() - _NEAR):m.start()])
+    return bool(before) and before[-1].casefold() in FUNCTION_WORDS
+
+
+_NEAR = 80  # characters around a word that hold the words next to it
+MAX_CANDIDATES = 8  # relative words a question is split at, at most
 
 
 def _asked_here(question: str, m: re.Match) -> bool:
@@ -80,7 +88,10 @@ def _asked_here(question: str, m: re.Match) -> bool:
     at most two words follow it to the question's end, where a relative clause states something ("the
     band which made Maiden Japan?")."""
     word = (m.group(1) or "").casefold()
-    return word in ("which", "what") and len(WORD.findall(question[m.end():])) <= 2
+    if word not in ("which", "what"):
+        return False
+    near = question[m.end():m.end() + _NEAR]  # bounded: a question is read once per relative word in it
+    return len(WORD.findall(near)) <= 2 and not WORD.search(question, m.end() + _NEAR)
 
 
 def least_hops(question: str) -> int:
@@ -154,8 +165,10 @@ def nested_question(question: str) -> Nested | None:
 
 def _english_nested(text: str) -> Nested | None:
     words = list(WORD.finditer(text))
-    for m in _EN_RELATIVE.finditer(text):
-        before = [w for w in words if w.end() <= m.start()]
+    ends = [w.end() for w in words]
+    # the first few candidates only: a question holds a clause or two, and each candidate costs a pass
+    for m in islice(_EN_RELATIVE.finditer(text), MAX_CANDIDATES):
+        before = words[:bisect_right(ends, m.start())]
         head = before[-1] if len(before) >= 2 else None
         if head is None or _asked_here(text + "?", m) or not head.group().isalpha() or \
                 head.group().casefold() in FUNCTION_WORDS or text[head.end():m.start()].strip(" ,"):
