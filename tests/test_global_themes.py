@@ -267,3 +267,22 @@ def test_a_phrase_is_two_words_side_by_side():
     terms = sentence_terms("Команда (platform team) отвечает; the outage, customers noticed first", common)
     assert "platform team" in terms and "custom notic" in terms
     assert not {"team отвеча", "outag custom"} & set(terms)  # a parenthesis, a comma between: no phrase
+
+
+def test_weaker_evidence_only_fills_the_slots_stronger_themes_left():
+    # "runbook" is said by all four reviews and no guide (G2 8.8: key at p < 0.01); "vendor" by two
+    # reviews and no guide (G2 4.4: only at p < 0.05): it is a theme where a slot is left, after the
+    # stronger one, and never where the stronger themes fill the answer
+    said = [("Nobody had opened the runbook.", "Prices rose quietly at our vendor."),
+            ("The runbook was stale.", "Bookings were throttled by the vendor."),
+            ("Its runbook was missing entirely.", ""),
+            ("A runbook existed, unread.", "")]
+    reviews = [ScopePassage(70 + i, f"reviews/{i}.md", f"Review {i}", f"{a} {b}".strip()) for i, (a, b) in enumerate(said)]
+    guides = [ScopePassage(80 + i, f"guides/{i}.md", f"Guide {i}",
+                           f"Guide {i} covers the desks on every floor. Parking near the office is free for staff.")
+              for i in range(8)]
+    scope = {p.doc_id for p in reviews}
+    question = set(stems("What recurs across all reviews?"))
+    labels = [t.label for t in scoped_themes(question, reviews + guides, scope, {}, 3)]
+    assert labels[:2] == ["runbook", "vendor"], labels
+    assert [t.label for t in scoped_themes(question, reviews + guides, scope, {}, 1)] == ["runbook"]

@@ -20,9 +20,11 @@ Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
    ("incident review"), and one of only the question's words restates it, while a phrase joining
    what it asks about with another word is a theme of it ("alert fatigue" to a question about
    alerting). A single word stays only when no recurring phrase holds it and it is key to the scope
-   against the rest of the level (Dunning's log-likelihood over documents: a theme recurs across
-   documents, and one document repeating a word is one document): the common vocabulary of every
-   kind of document names no theme. It names a theme as a noun does, so in most of its uses it is no
+   against the rest of the level (Dunning's log-likelihood over documents, p < 0.01: a theme recurs
+   across documents, and one document repeating a word is one document): the common vocabulary of
+   every kind of document names no theme. A word key only at p < 0.05 (two reviews of a handful, a
+   test with little power) is weaker evidence: it starts a theme only in a slot the others left,
+   after them, and joins none. It names a theme as a noun does, so in most of its uses it is no
    list item's field value (a status, an owner: "— выполнено"), nor an English past form ("fired");
    one modifying the word after it in most of its uses (an adjective: "single") is shown with the
    word it modifies most ("single vendor"). A term weighs
@@ -70,6 +72,7 @@ LABEL_SHARE = 0.5  # a merged phrase names the theme too when it weighs at least
 # level. Documents are few: in a level of 25, a word three of the scope's eight say and no other does
 # scores 6.8, so at p < 0.001 (10.83) no such word could ever be key
 KEYNESS = 6.63
+WEAKER_KEYNESS = 3.84  # p < 0.05
 # a single word is used as a field value, a verb or a modifier when it is so in more than this share of
 # its sentences (or of its written forms): in most of its uses
 MOST_USES = 0.5
@@ -172,8 +175,10 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     # phrase) and the scope says it more than the rest of the level does: a word every kind of
     # document uses ("production", "новой") is their common vocabulary, not what the scope is about
     phrase_of = _best_phrases(weight)
-    key = _key_words([t for t in weight if " " not in t and t not in phrase_of], level, scope)
-    weight = {t: w for t, w in weight.items() if " " in t or t in phrase_of or t in key}
+    singles = [t for t in weight if " " not in t and t not in phrase_of]
+    key = _key_words(singles, level, scope)
+    weaker = _key_words(singles, level, scope, WEAKER_KEYNESS) - key
+    weight = {t: w for t, w in weight.items() if " " in t or t in phrase_of or t in key or t in weaker}
     # a single word left names a theme as a noun does: one standing as a list item's field value in
     # most of its sentences is a status or an owner every item repeats ("выполнено"), one written in
     # its past form in most of its uses tells an event ("fired"); one standing before another content
@@ -190,7 +195,7 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
             spread = {p: len({sentences[i][2] for i in scope_sentences[p.split()[1]]}) for p in modified}
             phrase_of[t] = min(modified, key=lambda p: (-modified[p], -spread[p], p))
     groups: list[dict] = []
-    for t in sorted((t for t in weight if weight[t] > 0), key=lambda t: (-weight[t], t)):
+    for t in sorted((t for t in weight if weight[t] > 0), key=lambda t: (t in weaker, -weight[t], t)):
         members = set(scope_sentences[t])
         name = _named(t, phrase_of)
         words = {_loanword(w) for w in set(t.split()) | set(name.split())}
@@ -200,6 +205,8 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
         home = next((g for g in groups if name in g["names"]), None) or next(
             (g for g in groups if len(members & g["core"]) >= MERGE_OVERLAP * len(members) or words & g["words"]),
             None)
+        if t in weaker and home is not None:
+            continue  # weaker evidence only fills a slot no stronger theme took
         if home is None:
             if len(groups) >= max_themes:
                 continue
@@ -280,7 +287,7 @@ def _surfaces(sentences: list[str]) -> dict[str, Counter]:
     return surfaces
 
 
-def _key_words(words: list[str], level: LevelText, scope: set[str]) -> set[str]:
+def _key_words(words: list[str], level: LevelText, scope: set[str], keyness: float = KEYNESS) -> set[str]:
     """The words more of the scope's documents say than of the rest of the level's, by Dunning's
     log-likelihood (G2, the corpus linguists' keyness) at KEYNESS, counted in documents (a theme
     recurs across documents: one review saying "timeout" ten times is one review) against the
@@ -295,7 +302,7 @@ def _key_words(words: list[str], level: LevelText, scope: set[str]) -> set[str]:
         c, d = len(docs & scope), len(docs - scope)
         holding = level.documents[w]
         a, b = len(holding & scope), len(holding - scope)
-        if d == 0 or (a / c > b / d and _log_likelihood(a, b, c, d) >= KEYNESS):
+        if d == 0 or (a / c > b / d and _log_likelihood(a, b, c, d) >= keyness):
             key.add(w)
     return key
 
