@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from core.text.language import detect_language
 from core.text.names import HEAD_WORDS
@@ -69,7 +70,11 @@ def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_
     allows, else the best-scoring one. Ties are broken by passage and unit order.
 
     A question of two parts ("Who leads X, and in which office does he work?") is two chains, the
-    second from the entity the first reached; it has reached its answer only when both have."""
+    second from the entity the first reached; it has reached its answer only when both have. So is a
+    question whose chain does not reach what it asks and that describes an entity by a clause ("the
+    engineer who commanded X is based in which office?": who commanded X, then where that one is based);
+    while only the clause is answered, the chain ends at its entity with what is still to be asked of it
+    (`Extracted.still_open`), the planner's next search."""
     return _chain(question, passages, max_hops, 0)
 
 
@@ -90,8 +95,8 @@ def _chain(question: str, passages: list[Passage], max_hops: int, depth: int) ->
     return direct
 
 
-def _through(first_question: str, then, question: str, passages: list[Passage], max_hops: int,
-             depth: int) -> tuple[Extracted, bool]:
+def _through(first_question: str, then: Callable[[str], str], question: str, passages: list[Passage],
+             max_hops: int, depth: int) -> tuple[Extracted, bool]:
     """The answer of a question asked in two steps: `first_question` finds an entity, and `then(entity)`
     is asked from it (the second part of a two-part question, or the question around a clause that
     describes the entity); reached only when both steps have, and with whether the first step found its
@@ -121,7 +126,7 @@ def _found_entity(question: str, found: Extracted, passages: list[Passage]) -> s
     asked kind, or else of a team, service, person or place, that its first sentence holds and the
     question does not (the first such)."""
     if found.chain:
-        # what a clause describes is a person, a team, a service or a place, never a page's topic
+        # what a step finds to ask on from is a person, a team, a service or a place, never a page's topic
         end = entity_key(found.chain[-1])
         kinds = {t for u in units(passages) for k, _, t in u.names if k == end} or {
             s[2] for s in map(_subject, passages) if s and s[0] == end and s[2] == "location"}

@@ -14,6 +14,9 @@ from router.answer_units import WORD, entity_key
 from router.question_text import FUNCTION_WORDS, title_core
 from router.types import Passage
 
+_NEAR = 80  # characters around a word that hold the words next to it
+MAX_CANDIDATES = 8  # relative words a question is split at, at most
+
 # "..., and in which office does he work?": a second question about what the first one asks for.
 _SECOND_PART = re.compile(r",\s*(?:and|и)\s+(?=(?:in |at |from |в |из )?(?:which|what|where|when|who|how|"
                           r"каком|какой|какая|где|когда|кто|сколько)\b)", re.IGNORECASE)
@@ -77,10 +80,6 @@ def _determiner(question: str, m: re.Match) -> bool:
         return False
     before = WORD.findall(question[max(0, m.start() - _NEAR):m.start()])
     return bool(before) and before[-1].casefold() in FUNCTION_WORDS
-
-
-_NEAR = 80  # characters around a word that hold the words next to it
-MAX_CANDIDATES = 8  # relative words a question is split at, at most
 
 
 def _asked_here(question: str, m: re.Match) -> bool:
