@@ -1,0 +1,23 @@
+"""bench/answer_eval.py's strict score: the answer's head, what a reader takes for the answer. Pure."""
+from __future__ import annotations
+
+import pytest
+
+from bench.answer_eval import answer_head, contains_answer
+
+
+@pytest.mark.parametrize("answer, head", [
+    ("Hannah Vogt; Berlin office. Chain: Nordpost -> Hannah Vogt -> Berlin office. Quote [1] Quote [2]",
+     "Hannah Vogt; Berlin office."),
+    ("Илья Морозов. Цепочка: A -> Илья Морозов. Цитата [1]", "Илья Морозов."),
+    ("The limit is 25 requests per second. [1] It was 50 before. [2]", "The limit is 25 requests per second. [1]"),
+    ("The knowledge base has no answer to this question.", "The knowledge base has no answer to this question."),
+    ("", ""),
+])
+def test_the_head_is_a_chains_end_or_the_first_quoted_sentence(answer, head):
+    assert answer_head(answer) == head
+
+
+def test_a_gold_only_in_a_supporting_sentence_is_right_leniently_and_wrong_by_the_head():
+    answer = "Route Optimizer. Chain: Nordpost -> Route Optimizer. Engineering leads based in Berlin [2]"
+    assert contains_answer(answer, ["Berlin"]) and not contains_answer(answer_head(answer), ["Berlin"])
