@@ -29,6 +29,7 @@ _KIND_CUES = (  # checked in order; the first that matches decides
               r"бюджет\w*|вознагражден\w*|преми[яиюей])\b"),
 )
 _KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
+_KINDS_BY_NAME = dict(_KINDS)
 VALUE_KINDS = ("date", "number", "money")
 NAME_TYPE = {"person": {"person"}, "place": {"location"}}
 YEAR = re.compile(r"(?<![\w.,])(1[0-9]{3}|20[0-9]{2})(?![\w,]|\.\d)")
@@ -63,10 +64,29 @@ _COUNTING = re.compile(r"\b(how many|how much|what number of|сколько|ск
 COUNTED_WITHIN = 2  # a count stands just before what it counts: "девяти странам", "160 000 кв. миль"
 
 
+# the noun phrase a "what" / "какой" asks about: at most three words after it, up to a verb or a preposition
+_ASKED_PHRASE = re.compile(r"\b(?:what|which|какой|какая|какое|какие|каков\w*)\s+((?:\w+\s+){0,2}\w+)", re.IGNORECASE)
+_NOT_A_NOUN_PHRASE = re.compile(r"^(?:is|are|was|were|does|do|did|has|have|had|can|will|would|should|kind|type|"
+                                r"является|являются|был\w*)\b", re.IGNORECASE)
+
+
 def question_kind(question: str) -> str | None:
     """"date", "number", "money", "person", "place" or None (a "what does X mean" question: any sentence about X)."""
     q = " ".join(question.split())
-    return next((kind for kind, cue in _KINDS if cue.search(q)), None)
+    kind = next((kind for kind, cue in _KINDS if cue.search(q)), None)
+    if kind == "money" and not _asks_money(q):
+        return None
+    return kind
+
+
+def _asks_money(question: str) -> bool:
+    """Whether a money word the question holds is what it asks for: where "what" or "какой" asks about a
+    noun phrase, that phrase must hold it ("what standby allowance"); a money word elsewhere only says
+    what the asked thing applies to ("Какой коэффициент применяется к оплате дежурств?": a coefficient)."""
+    asked = _ASKED_PHRASE.search(question)
+    if asked is None or _NOT_A_NOUN_PHRASE.match(asked.group(1)):
+        return True
+    return bool(_KINDS_BY_NAME["money"].search(asked.group(1)))
 
 
 def holds_value(kind: str, text: str) -> bool:

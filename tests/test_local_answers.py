@@ -25,6 +25,19 @@ def test_a_rank_and_an_inflected_how_many_ask_for_a_number(question, kind):
     assert question_kind(question) == kind
 
 
+@pytest.mark.parametrize("question, kind", [
+    ("What standby allowance does a Lisbon engineer get for a weekend day?", "money"),
+    ("How does on-call compensation differ between Lisbon and Porto?", "money"),  # no phrase "what" asks
+    ("What is the salary band for L5?", "money"),
+    ("Какова цена тарифа Бизнес?", "money"),
+    # the money word says what the asked thing applies to; the asked phrase names no amount
+    ("Какой повышающий коэффициент применяется к оплате дежурств?", None),
+    ("Which vendor has the biggest annual contract cost?", None),
+])
+def test_an_amount_is_asked_when_the_phrase_a_question_word_asks_about_names_one(question, kind):
+    assert question_kind(question) == kind
+
+
 def test_a_count_stands_just_before_what_it_counts_in_digits_or_words():
     things = counted("Сколько складов у компании в Казани?")
     asked = frozenset({"сколько", "складов", "у", "компании", "в", "казани"})
