@@ -79,6 +79,31 @@ def question_kind(question: str) -> str | None:
     return kind
 
 
+# "what" / "which" and the one or two words after it, before a word of no content ("what mountain range
+# is ...", "Of what church is ..."); the English question form only: a Russian one names its kind in a
+# case form a name does not repeat
+_TYPED_ASK = re.compile(r"\b(?:what|which)\s+(\w+)(?:\s+(\w+))?", re.IGNORECASE)
+
+
+def asked_kind_words(question: str) -> frozenset[str]:
+    """The stems of the noun a "what X" question asks for, its lexical answer type (Watson's LAT):
+    "range" and "mountain" of "what mountain range", "district" of "What district is LaHave in?". An
+    answer whose name holds it ("Sangre de Cristo Range", "Lunenburg Municipal District") is of that
+    type. Empty when the question asks a person, place, date or amount, or no "what X" at all."""
+    if question_kind(question) is not None:
+        return frozenset()
+    m = _TYPED_ASK.search(" ".join(question.split()))
+    if m is None:
+        return frozenset()
+    words = []
+    for w in (m.group(1), m.group(2)):
+        stems = content_stems(w or "")
+        if not stems:
+            break  # "what is ...": no noun follows
+        words += stems
+    return frozenset(words)
+
+
 def _asks_money(question: str) -> bool:
     """Whether a money word the question holds is what it asks for: where "what" or "какой" asks about a
     noun phrase, that phrase must hold it ("what standby allowance"); a money word elsewhere only says

@@ -30,8 +30,8 @@ from core.text.language import detect_language
 from core.text.names import HEAD_WORDS
 from core.text.script import CYRILLIC
 from core.text.skeletons import same_word
-from core.text.terms import content_stems, normalise
-from router.answer_types import MONEY, NAME_TYPE, NUMBER, VALUE_KINDS, YEAR, counting
+from core.text.terms import content_stems, normalise, stem
+from router.answer_types import MONEY, NAME_TYPE, NUMBER, VALUE_KINDS, YEAR, asked_kind_words, counting
 from router.answer_units import LIST_MARK, WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from router.chain_names import names_in, placed, without_demonym
 from router.chain_question import (extended_names, least_hops, nested_question, other_name_stems, question_parts,
@@ -157,6 +157,7 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
+    typed = asked_kind_words(question)  # "what mountain range": a name holding "Range" is of the asked type
     relation = [s for s in focus.terms.stems if s not in focus.name_stems]
     subjects = [_subject(p) for p in passages]
     least = min(max_hops, least_hops(question))
@@ -167,7 +168,7 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
         grown: list[_Chain] = []
         for chain in beam:
             frontier = ([(e[0], e[1]) for _, e, _ in chain.hops[-1:]] or [(entity_key(n), n) for n in names])
-            steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names)
+            steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names, typed)
             for score, u, entity, linked, answers in steps[:BEAM]:
                 start = chain.start if chain.hops else linked
                 asked = relation + other_name_stems(names, start)
@@ -176,7 +177,7 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
                              chain.used | _related(asked, u.stems | scorer.title_stems[u.passage - 1])
                              | (set() if chain.hops else start_clause(question, linked, relation)))
                 hop.reached = len(hop.hops) >= least and (answers or entity[2] == "value"
-                                                          or _is_wanted(entity, focus.kind, u.text))
+                                                          or _is_wanted(entity, focus.kind, u.text, typed))
                 (finished if hop.reached else grown).append(hop)
         finished += [c for c in beam if c.hops and c not in finished]
         beam = sorted(grown, key=lambda c: -c.score)[:BEAM]
@@ -200,8 +201,8 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
 
 
 def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Scorer, relation: list[str],
-               focus: Focus, least: int,
-               names: list[str]) -> list[tuple[float, Unit, tuple[str, str, str], str, bool]]:
+               focus: Focus, least: int, names: list[str],
+               typed: frozenset[str] = frozenset()) -> list[tuple[float, Unit, tuple[str, str, str], str, bool]]:
     """(score, unit, entity it leads to, the frontier name it links, whether the unit answers) for
     every unit that links the chain's last entity to a new one, best first. The question's names
     other than the chain's start count as its relations: "When was the country that produced X taken
@@ -245,7 +246,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         # the page's own subject first (the Berlin office page answers "Berlin"), then the first place
         # the unit names ("headquartered in Harlow, Essex": Harlow), or the last for a question asking a
         # region, which a text names after the town in it ("from what state": Essex)
-        wanted = sorted((e for e in fresh if _is_wanted(e, focus.kind, u.text)),
+        wanted = sorted((e for e in fresh if _is_wanted(e, focus.kind, u.text, typed)),
                         key=lambda e: (e is not subject, _order(u.text, e[1], region))) if final else []
         if value and final:  # a date or a number ends the chain; never on the first hop
             wanted = [(f"value:{u.passage}:{u.position}", _value(u, scorer), "value")]
@@ -395,9 +396,12 @@ def _value(u: Unit, scorer: Scorer) -> str:
     return display(u)
 
 
-def _is_wanted(entity: tuple[str, str, str], kind: str | None, text: str) -> bool:
+def _is_wanted(entity: tuple[str, str, str], kind: str | None, text: str, typed: frozenset[str] = frozenset()) -> bool:
     """Whether the entity is of the asked type: as the mention finder typed it, or, for a place, as
-    the sentence uses it (`placed`)."""
+    the sentence uses it (`placed`); for a "what X" question (`typed`: the stems of X,
+    answer_types.asked_kind_words), a name holding X ("Sangre de Cristo Range" for "what mountain range")."""
     if kind not in NAME_TYPE:
-        return False
+        words = WORD.findall(entity[1])  # the kind word alone ("Range") is no name of that kind
+        return bool(typed) and entity[2] != "value" and len(words) >= 2 and any(
+            w[:1].isupper() and stem(normalise(w)) in typed for w in words)
     return entity[2] in NAME_TYPE[kind] or (kind == "place" and placed(entity, text))

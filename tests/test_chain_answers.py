@@ -246,3 +246,13 @@ def test_a_chain_asking_how_many_ends_at_the_number_counting_what_it_asks_about(
              p(2, "Carriers team", "- **Team lead:** Ines Moreau\n- **Members:** 12 people, 4 of them SREs")]
     got = chain_answer("How many SREs does the team that owns the Booking Hub have?", pages)
     assert got.reached and got.chain == ["Booking Hub", "Carriers team", "4"], got.text
+
+
+def test_a_what_x_question_ends_at_a_name_holding_x():
+    # the lexical answer type (Watson's LAT): "what district" is answered by "Varro Municipal District",
+    # not by the name nearest the word "district" in the sentence
+    pages = [p(1, "Ivo Marsh", "Ivo Marsh was born in Tern Harbour and wrote six novels."),
+             p(2, "Tern Harbour", "Tern Harbour is the oldest district village of the Coldwater Hills, which belong "
+                                  "to the Varro Municipal District.")]
+    got = chain_answer("What district is the birthplace of Ivo Marsh in?", pages)
+    assert got.reached and got.chain[-1] == "Varro Municipal District", got.text

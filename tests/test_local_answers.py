@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from router.answer_types import counted, counts, question_kind
+from router.answer_types import asked_kind_words, counted, counts, question_kind
 from router.answer_units import units
 from router.local_answer import local_answer
 from router.types import Passage
@@ -181,3 +181,13 @@ def test_a_russian_page_full_of_english_setting_names_is_read_as_russian():
     local_answer("What is the longest time a solver may run on one job?",
                  [Passage(1, "ru.md", "Оптимизатор", "", page, relevance=0.5)], similarity=similarity)
     assert len(similarity.calls) == 1
+
+
+@pytest.mark.parametrize("question, words", [
+    ("Humboldt Peak is part of what mountain range?", {"mountain", "rang"}),
+    ("Of what church is the Diocese of Huron a part?", {"church"}),
+    ("What is the population of Kansas?", set()),  # no noun follows "what"
+    ("Which city hosts the games?", set()),  # a place: the kind says it
+])
+def test_a_what_x_question_asks_for_a_thing_of_kind_x(question, words):
+    assert asked_kind_words(question) == words
