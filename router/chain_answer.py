@@ -31,7 +31,8 @@ from core.text.names import HEAD_WORDS
 from core.text.script import CYRILLIC
 from core.text.skeletons import same_word
 from core.text.terms import content_stems, normalise, stem
-from router.answer_types import MONEY, NAME_TYPE, NUMBER, VALUE_KINDS, YEAR, asked_kind_words, counting
+from router.answer_types import (FULL_DATE, MONEY, NAME_TYPE, NUMBER, VALUE_KINDS, YEAR, asked_kind_words,
+                                 counting)
 from router.answer_units import LIST_MARK, WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from router.chain_names import names_in, placed, without_demonym
 from router.chain_question import (extended_names, least_hops, nested_question, other_name_stems, question_parts,
@@ -381,16 +382,17 @@ def _links(u: Unit, subject, frontier) -> tuple[str, str] | None:
 
 
 def _value(u: Unit, scorer: Scorer) -> str:
-    """The first value of the asked type in the unit that the question does not hold: an amount for a
-    "how much" of money ("€90", not the "24" of "(24 hours): €90 per day"), a year for a date, else
-    a number, the one counting what a "how many" question counts when the unit has one."""
+    """The first value of the asked type in the unit that the question does not hold: for money the
+    amount ("€90", not the "24" of "(24 hours): €90 per day"); for a date the whole date where the unit
+    writes one ("8 June 1951"), else the year; else a number, the one counting what a "how many"
+    question counts when the unit has one."""
     text = LIST_MARK.sub("", u.text)  # a numbered list's marker is no value
     # a "how many X" question is answered by the number counting X ("4" of "12 people, 4 of them SRE")
     counting_it = counting(text, scorer.focus.counted, scorer.focus.question_tokens)
     if counting_it:
         return counting_it.group().strip(".,")
-    pattern = {"date": YEAR, "money": MONEY}.get(scorer.focus.kind, NUMBER)
-    for m in pattern.finditer(text):
+    patterns = {"date": (FULL_DATE, YEAR), "money": (MONEY,)}.get(scorer.focus.kind, (NUMBER,))
+    for m in (m for pattern in patterns for m in pattern.finditer(text)):
         if normalise(m.group()).strip(".,") not in scorer.focus.question_tokens:
             return m.group().strip(".,")
     return display(u)

@@ -70,7 +70,19 @@ def _clause_starts(question: str) -> list[int]:
     words = list(WORD.finditer(question))
     opening = words[1].end() if len(words) > 1 else 0
     return [m.start() for m in _RELATIVE.finditer(question) if m.start() >= opening and not _asked_here(question, m)
-            and not _determiner(question, m)]
+            and not _determiner(question, m) and not _same_antecedent(question, m)]
+
+
+_COORDINATED = re.compile(r"(?:\band|\bor|\bи|\bа|\bили)\s*,?\s*$", re.IGNORECASE)
+
+
+def _same_antecedent(question: str, m: re.Match) -> bool:
+    """Whether a relative clause says more of the noun an earlier one described, so leads to no new
+    entity: one joined by "and" ("the singer who is known for X and whose third album is Y"), or the
+    "'s" of "who's" (one relative word, counted once)."""
+    if m.group().startswith(("'", "’")):
+        return question[max(0, m.start() - 3):m.start()].casefold() == "who"
+    return bool(_COORDINATED.search(question[max(0, m.start() - _NEAR):m.start()]))
 
 
 def _determiner(question: str, m: re.Match) -> bool:

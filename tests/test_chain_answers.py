@@ -256,3 +256,10 @@ def test_a_what_x_question_ends_at_a_name_holding_x():
                                   "to the Varro Municipal District.")]
     got = chain_answer("What district is the birthplace of Ivo Marsh in?", pages)
     assert got.reached and got.chain[-1] == "Varro Municipal District", got.text
+
+
+def test_a_chain_asking_when_ends_at_the_whole_date_its_sentence_writes():
+    pages = [p(1, "Harbour Lights", "Harbour Lights is the third album by the Lisbon singer Ines Moreau."),
+             p(2, "Ines Moreau", "Ines Moreau (born 8 June 1961) is a singer known for her husky voice.")]
+    got = chain_answer("When was the singer born whose third album is Harbour Lights?", pages)
+    assert got.reached and got.chain[-1] == "8 June 1961", got.text

@@ -22,8 +22,11 @@ def test_a_month_with_a_day_or_a_year_beside_it_is_a_date_not_part_of_a_name(que
     ("The engineer who commanded the Quayside Freight incident is based in which office?", 2),
     ("In which office does the lead of the team that owns the Booking Hub work?", 3),
     ("In which office does that person work?", 1),  # a two-part question's second part
+    # two clauses joined by "and" describe one singer; "who's" is one relative word
+    ("When was the singer born who is known for her husky voice and who's third album is Harbour Lights?", 2),
+    ("Кто руководит командой, которая владеет сервисом и которая работает в Лиссабоне?", 2),
 ])
-def test_a_question_word_asking_where_it_stands_and_that_as_a_determiner_open_no_clause(question, hops):
+def test_the_fewest_hops_count_only_the_clauses_that_lead_to_a_new_entity(question, hops):
     assert least_hops(question) == hops
 
 
