@@ -251,6 +251,8 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
                         key=lambda e: (e is not subject, _order(u.text, e[1], region))) if final else []
         if value and final:  # a date or a number ends the chain; never on the first hop
             wanted = [(f"value:{u.passage}:{u.position}", _value(u, scorer), "value")]
+        elif wanted and focus.kind == "place" and not region:
+            wanted[0] = _with_region(wanted[0], u.text)
         if not own and not wanted and not answers and not listed and not (
                 link[0] == "text" and any(e[2] in _BRIDGE_TYPES for e in fresh)):
             # a bridge states one of the question's relations (in its own words or its section's
@@ -268,6 +270,16 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
 # a question asking for a region, not a town: "from what state", "в какой стране"
 _REGION = re.compile(r"\b(?:what|which)\s+(?:state|country|region|province|county|continent)\b|"
                      r"\b(?:как(?:ой|ом|ая|ую)|в какой)\s+(?:стран\w*|регион\w*|област\w*|штат\w*)", re.IGNORECASE)
+
+
+def _with_region(place: tuple[str, str, str], text: str) -> tuple[str, str, str]:
+    """A town as the text places it, with the region written after it ("Canton, Massachusetts"), where
+    that region ends the phrase (not a list's next item: "Berlin, Moscow and Austin")."""
+    m = re.search(rf"(?<!\w){re.escape(place[1])},\s+((?:[A-ZА-ЯЁ][\w-]*\s?){{1,3}}?)(?=\s*(?:[.;:)]|$|,\s+United\b|"
+                  rf"\s(?:in|on|at|near|по|в)\b))", text)
+    if not m:
+        return place
+    return place[0], f"{place[1]}, {m.group(1).strip()}", place[2]
 
 
 def _order(text: str, name: str, last_first: bool) -> int:

@@ -131,7 +131,7 @@ def test_a_lone_type_word_is_no_bridge():
                                  "Harlow, Essex.")]
     got = chain_answer("Lou Fenner was the chief executive of a restaurant holding company headquartered in what city?",
                        passages)
-    assert got.chain == ["Lou Fenner", "Quillory", "Harlow"], got.text
+    assert got.chain == ["Lou Fenner", "Quillory", "Harlow, Essex"], got.text  # the town, shown with its county
 
 
 def test_a_later_hop_restating_the_start_clause_goes_back_not_on():
@@ -156,7 +156,9 @@ def test_another_name_of_the_question_points_to_the_last_hop():
 def test_a_question_for_a_town_takes_the_first_place_and_one_for_a_region_the_last():
     passages = [p(1, "Low Tide", "Low Tide is the third album by the singer Ora Venn."),
                 p(2, "Ora Venn", "Ora Venn is a singer from Marrowby, Wexshire.")]
-    assert chain_answer("Low Tide is the third album by a singer from what city?", passages).chain[-1] == "Marrowby"
+    # the town, shown with the region its sentence places it in; asked for the region, the region alone
+    assert chain_answer("Low Tide is the third album by a singer from what city?", passages).chain[-1] == \
+        "Marrowby, Wexshire"
     assert chain_answer("Low Tide is the third album by a singer from what state?", passages).chain[-1] == "Wexshire"
 
 
@@ -263,3 +265,12 @@ def test_a_chain_asking_when_ends_at_the_whole_date_its_sentence_writes():
              p(2, "Ines Moreau", "Ines Moreau (born 8 June 1961) is a singer known for her husky voice.")]
     got = chain_answer("When was the singer born whose third album is Harbour Lights?", pages)
     assert got.reached and got.chain[-1] == "8 June 1961", got.text
+
+
+def test_a_town_is_shown_with_the_region_its_sentence_places_it_in_not_a_lists_next_item():
+    pages = [p(1, "Ines Moreau", "Ines Moreau is the chief executive of Quayside Brands."),
+             p(2, "Quayside Brands", "Quayside Brands is headquartered in Canton, Massachusetts.")]
+    got = chain_answer("Ines Moreau runs a company headquartered in what city?", pages)
+    assert got.reached and got.chain[-1] == "Canton, Massachusetts", got.text
+    listed = [pages[0], p(2, "Quayside Brands", "Quayside Brands has offices in Canton, Lisbon and Porto.")]
+    assert chain_answer("Ines Moreau runs a company with an office in what city?", listed).chain[-1] == "Canton"
