@@ -53,9 +53,14 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text.lower().replace("ё", "е")).strip()
 
 
+SHORT_GOLD = 3  # characters: a gold this short ("no", "11") must stand as a word ("Nantong", "2011" hold none)
+
+
 def contains_answer(answer: str, golds: list[str]) -> bool:
     got = normalise(answer)
-    return any(g and normalise(g) in got for g in golds)
+    return any(g and (normalise(g) in got if len(normalise(g)) > SHORT_GOLD
+                      else re.search(rf"(?<!\w){re.escape(normalise(g))}(?!\w)", got))
+               for g in golds)
 
 
 # where an offline answer's head ends: a chain's label, or the first citation of a quoted answer

@@ -9,12 +9,15 @@ them), and a side no passage is about says so instead of borrowing the other sid
 is answered with the whole question's answer type: "how long" wants a duration on each side. A yes/no question ("Are A and B both film directors?",
 "Являются ли A и B ...") is answered "Yes" when every side's answer states the compared attribute;
 otherwise no verdict is given (a passage that does not state X is no evidence that A is not X), and
-the sides' statements are left for the reader.
+the sides' statements are left for the reader. A question asking whether the sides share something
+("Are A and B in the same province?") is answered by the names each side's answer gives it: "Yes"
+when they are one, "No" when they differ (two stated names are evidence), none when a side names none.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Sequence
 
 from core.text.script import CYRILLIC
@@ -28,6 +31,10 @@ from router.unit_similarity import UnitSimilarity
 
 NOT_SAID = {"en": "the passages do not say.", "ru": "в найденных фрагментах об этом не сказано."}
 YES = {"en": "Yes: the passages about each say so.", "ru": "Да: это сказано во фрагментах о каждом."}
+SAME = {"en": "Yes: {}.", "ru": "Да: {}."}
+DIFFERENT = {"en": "No: {}.", "ru": "Нет: {}."}
+# "Are A and B in the same province?": what both are asked to share
+_SAME = re.compile(r"\bthe same (\w+)|\bв (?:одном|одной|одном и том же|одной и той же) (\w+)", re.IGNORECASE)
 
 
 def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tuple[str, str]],
@@ -55,7 +62,14 @@ def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tu
             if (p.passage, p.position) not in seen:
                 seen.add((p.passage, p.position))
                 picked.append(p)
-    if is_yes_no(question) and sides and all(stated):
+    shared = same_what(question) if is_yes_no(question) else None
+    values = [named_value(line, shared) for line in lines] if shared else []
+    if values and all(values):
+        # "the same province": each side names its own, so differing names answer "no" on evidence
+        same = len({v.casefold() for v in values}) == 1
+        told = "; ".join(f"{name} — {value} {shared}" for name, value in zip(names, values))
+        lines.insert(0, (SAME if same else DIFFERENT)[language].format(told))
+    elif is_yes_no(question) and sides and all(stated):
         lines.insert(0, YES[language])
     # a side the passages do not state leaves half an answer, still worth reading: the mean, not the least
     return Extracted(" ".join(lines), picked, sum(confidences) / len(confidences) if confidences else 0.0)
@@ -120,6 +134,22 @@ def name_words(text: str) -> set[str]:
     """The stems of a name's words: function words left out, abbreviations kept ("US region" is not
     "us region")."""
     return {stem_of(w) for w in words_of(text) if not is_function_word(w)}
+
+
+def same_what(question: str) -> str | None:
+    """What a yes/no question asks both sides to share: "province" of "in the same province"."""
+    m = _SAME.search(question)
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def named_value(text: str, kind: str) -> str | None:
+    """The name a side's answer gives its `kind`: the capitalised words written before it ("Jiangsu
+    province") or after "<kind> of" ("the province of Jiangsu"); the first such, None when none."""
+    word = re.escape(kind)
+    m = re.search(rf"((?:[A-ZА-ЯЁ][\w'-]*\s){{1,3}}){word}\b|\b{word} of ((?:[A-ZА-ЯЁ][\w'-]*\s?){{1,3}})", text)
+    if not m:
+        return None
+    return " ".join((m.group(1) or m.group(2)).split())
 
 
 def is_yes_no(question: str) -> bool:

@@ -140,3 +140,20 @@ def test_a_side_whose_page_is_in_the_other_language_is_answered_by_meaning():
     # without the model the Kazan side shares no word with the question but its name: the first amount
     assert "200 ₽" in offline_answer(question, passages, multihop=True, sides=sides,
                                      attribute="night shift pay").text
+
+
+def test_a_same_what_question_is_answered_by_the_names_each_side_gives_it():
+    towns = [p(1, "Tern Harbour", "Tern Harbour is a fishing town in Varro province, on the north coast."),
+             p(2, "Coldwater", "Coldwater is a mill town in Essa province, inland."),
+             p(3, "Orrin", "Orrin is a market town in Varro province.")]
+    sides = [("Tern Harbour", "Tern Harbour province"), ("Coldwater", "Coldwater province")]
+    no = comparison_answer("Are Tern Harbour and Coldwater in the same province?", towns, sides, "province")
+    assert no.text.startswith("No: Tern Harbour — Varro province; Coldwater — Essa province."), no.text
+    sides = [("Tern Harbour", "Tern Harbour province"), ("Orrin", "Orrin province")]
+    yes = comparison_answer("Are Tern Harbour and Orrin in the same province?", towns, sides, "province")
+    assert yes.text.startswith("Yes: Tern Harbour — Varro province; Orrin — Varro province."), yes.text
+    # a side whose passages name none gives no verdict: not naming one is no evidence of another
+    unsaid = [towns[0], p(2, "Coldwater", "Coldwater is a mill town known for its bridges.")]
+    sides = [("Tern Harbour", "Tern Harbour province"), ("Coldwater", "Coldwater province")]
+    got = comparison_answer("Are Tern Harbour and Coldwater in the same province?", unsaid, sides, "province")
+    assert not got.text.startswith(("Yes", "No")), got.text
