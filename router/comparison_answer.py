@@ -34,7 +34,7 @@ YES = {"en": "Yes: the passages about each say so.", "ru": "Да: это ска�
 SAME = {"en": "Yes: {}.", "ru": "Да: {}."}
 DIFFERENT = {"en": "No: {}.", "ru": "Нет: {}."}
 # "Are A and B in the same province?": what both are asked to share
-_SAME = re.compile(r"\bthe same (\w+)|\bв (?:одном|одной|одном и том же|одной и той же) (\w+)", re.IGNORECASE)
+_SAME = re.compile(r"\bthe same (\w+)|\bв (?:одном и том же|одной и той же|одном|одной) (\w+)", re.IGNORECASE)
 
 
 def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tuple[str, str]],

@@ -157,3 +157,10 @@ def test_a_same_what_question_is_answered_by_the_names_each_side_gives_it():
     sides = [("Tern Harbour", "Tern Harbour province"), ("Coldwater", "Coldwater province")]
     got = comparison_answer("Are Tern Harbour and Coldwater in the same province?", unsaid, sides, "province")
     assert not got.text.startswith(("Yes", "No")), got.text
+
+
+def test_a_russian_same_what_question_reads_what_is_shared_past_its_long_form():
+    from router.comparison_answer import same_what
+    assert same_what("Находятся ли Казань и Самара в одном и том же регионе?") == "регионе"
+    assert same_what("Находятся ли Казань и Самара в одной области?") == "области"
+    assert same_what("Are Kazan and Samara both river ports?") is None
