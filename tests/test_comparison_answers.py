@@ -1,7 +1,7 @@
 """Offline comparison answers (router/comparison_answer.py): pure units over invented passages."""
 from __future__ import annotations
 
-from router.comparison_answer import comparison_answer
+from router.comparison_answer import comparison_answer, same_what
 from router.extractive import offline_answer
 from router.types import Passage
 
@@ -160,7 +160,6 @@ def test_a_same_what_question_is_answered_by_the_names_each_side_gives_it():
 
 
 def test_a_russian_same_what_question_reads_what_is_shared_past_its_long_form():
-    from router.comparison_answer import same_what
     assert same_what("Находятся ли Казань и Самара в одном и том же регионе?") == "регионе"
     assert same_what("Находятся ли Казань и Самара в одной области?") == "области"
     assert same_what("Are Kazan and Samara both river ports?") is None
