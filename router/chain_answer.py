@@ -30,13 +30,13 @@ from core.text.language import detect_language
 from core.text.names import HEAD_WORDS
 from core.text.script import CYRILLIC
 from core.text.skeletons import same_word
-from core.text.terms import content_stems, normalise, stem
-from router.answer_types import (FULL_DATE, MONEY, NAME_TYPE, NUMBER, VALUE_KINDS, YEAR, asked_kind_words,
-                                 counting)
-from router.answer_units import LIST_MARK, WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
-from router.chain_names import names_in, placed, without_demonym
+from core.text.terms import content_stems, normalise
+from router.answer_types import NAME_TYPE, VALUE_KINDS, asked_kind_words
+from router.answer_units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
+from router.chain_names import names_in, without_demonym
 from router.chain_question import (extended_names, least_hops, nested_question, other_name_stems, question_parts,
                                    start_clause)
+from router.chain_targets import ASKS_REGION, is_wanted, order_in, position, value_in, with_region
 from router.local_answer import local_answer
 from router.question_text import title_core
 from router.types import Passage
@@ -178,7 +178,7 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
                              chain.used | _related(asked, u.stems | scorer.title_stems[u.passage - 1])
                              | (set() if chain.hops else start_clause(question, linked, relation)))
                 hop.reached = len(hop.hops) >= least and (answers or entity[2] == "value"
-                                                          or _is_wanted(entity, focus.kind, u.text, typed))
+                                                          or is_wanted(entity, focus.kind, u.text, typed))
                 (finished if hop.reached else grown).append(hop)
         finished += [c for c in beam if c.hops and c not in finished]
         beam = sorted(grown, key=lambda c: -c.score)[:BEAM]
@@ -209,7 +209,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
     other than the chain's start count as its relations: "When was the country that produced X taken
     by the British?" asks for the hop that names the British."""
     taken = {id(u) for u, _, _ in chain.hops}
-    region = bool(_REGION.search(focus.question))
+    region = bool(ASKS_REGION.search(focus.question))
     out = []
     for u in every:
         if id(u) in taken:
@@ -247,12 +247,12 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         # the page's own subject first (the Berlin office page answers "Berlin"), then the first place
         # the unit names ("headquartered in Harlow, Essex": Harlow), or the last for a question asking a
         # region, which a text names after the town in it ("from what state": Essex)
-        wanted = sorted((e for e in fresh if _is_wanted(e, focus.kind, u.text, typed)),
-                        key=lambda e: (e is not subject, _order(u.text, e[1], region))) if final else []
+        wanted = sorted((e for e in fresh if is_wanted(e, focus.kind, u.text, typed)),
+                        key=lambda e: (e is not subject, order_in(u.text, e[1], region))) if final else []
         if value and final:  # a date or a number ends the chain; never on the first hop
-            wanted = [(f"value:{u.passage}:{u.position}", _value(u, scorer), "value")]
+            wanted = [(f"value:{u.passage}:{u.position}", value_in(u, scorer), "value")]
         elif wanted and focus.kind == "place" and not region:
-            wanted[0] = _with_region(wanted[0], u.text)
+            wanted[0] = with_region(wanted[0], u.text)
         if not own and not wanted and not answers and not listed and not (
                 link[0] == "text" and any(e[2] in _BRIDGE_TYPES for e in fresh)):
             # a bridge states one of the question's relations (in its own words or its section's
@@ -265,29 +265,6 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         out.append((score, u, entity, link[1], answers))
     out.sort(key=lambda x: (-x[0], x[1].passage, x[1].position))
     return out
-
-
-# a question asking for a region, not a town: "from what state", "в какой стране"
-_REGION = re.compile(r"\b(?:what|which)\s+(?:state|country|region|province|county|continent)\b|"
-                     r"\b(?:как(?:ой|ом|ая|ую)|в какой)\s+(?:стран\w*|регион\w*|област\w*|штат\w*)", re.IGNORECASE)
-
-
-def _with_region(place: tuple[str, str, str], text: str) -> tuple[str, str, str]:
-    """A town as the text places it, with the region written after it ("Canton, Massachusetts"), where
-    that region ends the phrase (not a list's next item: "Berlin, Moscow and Austin")."""
-    m = re.search(rf"(?<!\w){re.escape(place[1])},\s+((?:[A-ZА-ЯЁ][\w-]*\s?){{1,3}}?)(?=\s*(?:[.;:)]|$|,\s+United\b|"
-                  rf"\s(?:in|on|at|near|по|в)\b))", text)
-    if not m:
-        return place
-    return place[0], f"{place[1]}, {m.group(1).strip()}", place[2]
-
-
-def _order(text: str, name: str, last_first: bool) -> int:
-    """Where the unit names `name`, for sorting: first first, or last first; one not found goes last."""
-    at = _position(normalise(text), name)
-    if at < 0:
-        return len(text) + 1
-    return -at if last_first else at
 
 
 _BRIDGE_TYPES = ("person", "team", "organization", "service", "location")
@@ -314,7 +291,7 @@ def _bridge(fresh: list, subject, link: tuple[str, str], text: str,
     if link[0] == "text" and subject in fresh and (subject[2] in _BRIDGE_TYPES or not typed):
         return subject
     folded = normalise(text)
-    anchor = _position(folded, link[1])
+    anchor = position(folded, link[1])
     anchor_end = anchor + len(link[1])
     # the name a relation word the unit states is said of ("a story written by Dale Brown" for "the
     # author of the story"), before the one nearest the current entity
@@ -331,15 +308,6 @@ def _bridge(fresh: list, subject, link: tuple[str, str], text: str,
 
     others = [e for e in fresh if e[2] != "code" and e is not subject]
     return min(typed or others or fresh, key=lambda e: (distance(e), e[0]))
-
-
-def _position(folded: str, name: str) -> int:
-    """Where the unit names `name` (by its first word's stem when inflected), -1 if it does not."""
-    at = folded.find(normalise(name))
-    if at < 0 and WORD.findall(name):
-        word = content_stems(WORD.findall(name)[0])
-        at = folded.find(word[0]) if word else -1
-    return at
 
 
 def _alias(text: str, name: str) -> bool:
@@ -391,31 +359,3 @@ def _links(u: Unit, subject, frontier) -> tuple[str, str] | None:
                         or subject[0] == entity_key(without_demonym(name))):
             return "subject", name
     return None
-
-
-def _value(u: Unit, scorer: Scorer) -> str:
-    """The first value of the asked type in the unit that the question does not hold: for money the
-    amount ("€90", not the "24" of "(24 hours): €90 per day"); for a date the whole date where the unit
-    writes one ("8 June 1951"), else the year; else a number, the one counting what a "how many"
-    question counts when the unit has one."""
-    text = LIST_MARK.sub("", u.text)  # a numbered list's marker is no value
-    # a "how many X" question is answered by the number counting X ("4" of "12 people, 4 of them SRE")
-    counting_it = counting(text, scorer.focus.counted, scorer.focus.question_tokens)
-    if counting_it:
-        return counting_it.group().strip(".,")
-    patterns = {"date": (FULL_DATE, YEAR), "money": (MONEY,)}.get(scorer.focus.kind, (NUMBER,))
-    for m in (m for pattern in patterns for m in pattern.finditer(text)):
-        if normalise(m.group()).strip(".,") not in scorer.focus.question_tokens:
-            return m.group().strip(".,")
-    return display(u)
-
-
-def _is_wanted(entity: tuple[str, str, str], kind: str | None, text: str, typed: frozenset[str] = frozenset()) -> bool:
-    """Whether the entity is of the asked type: as the mention finder typed it, or, for a place, as
-    the sentence uses it (`placed`); for a "what X" question (`typed`: the stems of X,
-    answer_types.asked_kind_words), a name holding X ("Sangre de Cristo Range" for "what mountain range")."""
-    if kind not in NAME_TYPE:
-        words = WORD.findall(entity[1])  # the kind word alone ("Range") is no name of that kind
-        return bool(typed) and entity[2] != "value" and len(words) >= 2 and any(
-            w[:1].isupper() and stem(normalise(w)) in typed for w in words)
-    return entity[2] in NAME_TYPE[kind] or (kind == "place" and placed(entity, text))
