@@ -36,9 +36,10 @@ YEAR = re.compile(r"(?<![\w.,])(1[0-9]{3}|20[0-9]{2})(?![\w,]|\.\d)")
 MONTH = re.compile(r"\b(january|february|march|april|june|july|august|september|october|november|december|"
                    r"январ|феврал|март|апрел|ма[йя]\b|июн|июл|август|сентябр|октябр|ноябр|декабр)", re.IGNORECASE)
 # a whole date, where one is written: "8 June 1951", "June 8, 1951", "3 июня 2025 г.", "2026-03-31"
+ENGLISH_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                  "october", "november", "december")
 FULL_DATE = re.compile(
-    r"\b(?:\d{1,2}\s+)?(?:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december)(?:\s+\d{1,2}(?:st|nd|rd|th)?,?)?\s+(?:1[0-9]{3}|20[0-9]{2})\b|"
+    rf"\b(?:\d{{1,2}}\s+)?(?:{'|'.join(ENGLISH_MONTHS)})(?:\s+\d{{1,2}}(?:st|nd|rd|th)?,?)?\s+(?:1[0-9]{{3}}|20[0-9]{{2}})\b|"
     r"\b\d{1,2}\s+(?:января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря)\s+"
     r"(?:1[0-9]{3}|20[0-9]{2})(?:\s?г\.)?|\b(?:1[0-9]{3}|20[0-9]{2})-[01]\d-[0-3]\d\b", re.IGNORECASE)
 # a century or a decade is a date too ("в середине XVIII века", "XX в.", "the 18th century", "the 1990s")
@@ -71,7 +72,7 @@ COUNTED_WITHIN = 2  # a count stands just before what it counts: "девяти �
 
 
 # the noun phrase a "what" / "какой" asks about: at most three words after it, up to a verb or a preposition
-_ASKED_PHRASE = re.compile(r"\b(?:what|which|какой|какая|какое|какие|каков\w*)\s+((?:\w+\s+){0,2}\w+)", re.IGNORECASE)
+_ASKED_PHRASE = re.compile(r"\b(what|which|какой|какая|какое|какие|каков\w*)\s+((?:\w+\s+){0,2}\w+)", re.IGNORECASE)
 _NOT_A_NOUN_PHRASE = re.compile(r"^(?:is|are|was|were|does|do|did|has|have|had|can|will|would|should|kind|type|"
                                 r"является|являются|был\w*)\b", re.IGNORECASE)
 
@@ -85,12 +86,6 @@ def question_kind(question: str) -> str | None:
     return kind
 
 
-# "what" / "which" and the one or two words after it, before a word of no content ("what mountain range
-# is ...", "Of what church is ..."); the English question form only: a Russian one names its kind in a
-# case form a name does not repeat
-_TYPED_ASK = re.compile(r"\b(?:what|which)\s+(\w+)(?:\s+(\w+))?", re.IGNORECASE)
-
-
 def asked_kind_words(question: str) -> frozenset[str]:
     """The stems of the noun a "what X" question asks for, its lexical answer type (Watson's LAT):
     "range" and "mountain" of "what mountain range", "district" of "What district is LaHave in?". An
@@ -98,12 +93,13 @@ def asked_kind_words(question: str) -> frozenset[str]:
     type. Empty when the question asks a person, place, date or amount, or no "what X" at all."""
     if question_kind(question) is not None:
         return frozenset()
-    m = _TYPED_ASK.search(" ".join(question.split()))
-    if m is None:
+    # English only: a Russian question names its kind in a case form a name does not repeat
+    m = _ASKED_PHRASE.search(" ".join(question.split()))
+    if m is None or m.group(1).casefold() not in ("what", "which"):
         return frozenset()
     words = []
-    for w in (m.group(1), m.group(2)):
-        stems = content_stems(w or "")
+    for w in m.group(2).split()[:2]:
+        stems = content_stems(w)
         if not stems:
             break  # "what is ...": no noun follows
         words += stems
@@ -115,9 +111,9 @@ def _asks_money(question: str) -> bool:
     noun phrase, that phrase must hold it ("what standby allowance"); a money word elsewhere only says
     what the asked thing applies to ("Какой коэффициент применяется к оплате дежурств?": a coefficient)."""
     asked = _ASKED_PHRASE.search(question)
-    if asked is None or _NOT_A_NOUN_PHRASE.match(asked.group(1)):
+    if asked is None or _NOT_A_NOUN_PHRASE.match(asked.group(2)):
         return True
-    return bool(_KINDS_BY_NAME["money"].search(asked.group(1)))
+    return bool(_KINDS_BY_NAME["money"].search(asked.group(2)))
 
 
 def holds_value(kind: str, text: str) -> bool:

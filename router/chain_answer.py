@@ -103,39 +103,42 @@ def _through(first_question: str, then: Callable[[str], str], question: str, pas
     describes the entity); reached only when both steps have, and with whether the first step found its
     entity. The first step may itself describe what it asks by a clause."""
     first = _chain(first_question, passages, max_hops, depth + 1)
-    entity = _found_entity(first_question, first, passages)
+    by_place = {(u.passage, u.position): u for u in units(passages)}  # read once for both steps
+    entity = _found_entity(first_question, first, passages, by_place)
     if entity is None:
         return Extracted(first.text, first.picked, first.confidence, first.chain, False), False
     known = first.chain or [entity]
-    second = _answer(then(entity), passages, max_hops, names=[entity], known=known)
+    asks = then(entity)
+    second = _answer(asks, passages, max_hops, names=[entity], known=known)
     if not second.chain or not second.reached:
         # nothing in the passages takes the first answer to what the second step asks: that step is
         # still open, and the first answer is the next bridge to search from
-        return Extracted(first.text, first.picked, first.confidence, known, False, then(entity)), True
+        return Extracted(first.text, first.picked, first.confidence, known, False, asks), True
     chain = known + second.chain[1:]
     seen = {(p.passage, p.position) for p in first.picked}
     picked = first.picked + [p for p in second.picked if (p.passage, p.position) not in seen]
-    by_place = {(u.passage, u.position): u for u in units(passages)}
     steps = " ".join(f"{display(by_place[(p.passage, p.position)])} [{p.passage}]" for p in picked)
     text = f"{entity}; {chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps}"
     return Extracted(text, picked, min(first.confidence, second.confidence), chain, True), True
 
 
-def _found_entity(question: str, found: Extracted, passages: list[Passage]) -> str | None:
+def _found_entity(question: str, found: Extracted, passages: list[Passage],
+                  by_place: dict[tuple[int, int], Unit]) -> str | None:
     """The entity a step's answer found: its chain's end when the chain reached it; for an answer
     that is a passage's sentence (a question naming nothing to start a chain from), the name of the
     asked kind, or else of a team, service, person or place, that its first sentence holds and the
-    question does not (the first such)."""
+    question does not (the first such). `by_place`: the passages' units by (passage, position)."""
     if found.chain:
+        if not found.reached:
+            return None
         # what a step finds to ask on from is a person, a team, a service or a place, never a page's topic
         end = entity_key(found.chain[-1])
-        kinds = {t for u in units(passages) for k, _, t in u.names if k == end} or {
+        kinds = {t for u in by_place.values() for k, _, t in u.names if k == end} or {
             s[2] for s in map(_subject, passages) if s and s[0] == end and s[2] == "location"}
-        return found.chain[-1] if found.reached and kinds & set(_BRIDGE_TYPES) else None
+        return found.chain[-1] if kinds & set(_BRIDGE_TYPES) else None
     if not found.answered:
         return None
     focus = Focus.of(question)
-    by_place = {(u.passage, u.position): u for u in units(passages)}
     first = by_place.get((found.picked[0].passage, found.picked[0].position))
     if first is None:
         return None

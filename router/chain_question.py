@@ -11,7 +11,7 @@ from itertools import islice
 from core.text.terms import content_stems
 from router.answer_types import question_kind
 from router.answer_units import WORD, entity_key
-from router.question_text import FUNCTION_WORDS, title_core
+from router.question_text import AUX_START, FUNCTION_WORDS, title_core
 from router.types import Passage
 
 _NEAR = 80  # characters around a word that hold the words next to it
@@ -143,7 +143,7 @@ _RU_ADJECTIVE = re.compile(r"\w+(?:ый|ий|ой|ая|яя|ое|ее|ые|ие|
 _EN_DETERMINERS = frozenset("the a an this its their his her our".split())
 _EN_OPENING = re.compile(r"^\W*(?:what|which|who|whom|whose|where|when|how|why|is|are|was|were|do|does|did|has|"
                          r"have|had|can|could|will|would|in|on|at|from|to|for|of|by)\b", re.IGNORECASE)
-_EN_AUXILIARY = re.compile(r"\b(?:is|are|was|were|does|do|did|has|have|had|will|can|could)\b", re.IGNORECASE)
+_EN_AUXILIARY = re.compile(rf"\b(?:{'|'.join(sorted(w for w in AUX_START if w.isascii()))})\b", re.IGNORECASE)
 _EN_DO = re.compile(r"\b(?:do|does|did)\b", re.IGNORECASE)
 _EN_ASKED = re.compile(r"\b(?:which|what|where|when|who|whom|how)\b", re.IGNORECASE)
 # "который" as the question word of its case: "которой принадлежит" asks "какой ... принадлежит"

@@ -9,6 +9,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from router.answer_types import ENGLISH_MONTHS
 from router.types import Passage
 
 
@@ -117,7 +118,7 @@ def stems_of(text: str) -> set[str]:
 
 
 # an English month is capitalised, and a date beside it ("November 2024", "9 April") is no name's part
-_MONTHS = frozenset("january february march april may june july august september october november december".split())
+_MONTHS = frozenset(ENGLISH_MONTHS)
 
 
 def _is_date_word(tokens: list, i: int) -> bool:
