@@ -33,7 +33,7 @@ from core.text.skeletons import same_word
 from core.text.terms import content_stems, normalise
 from router.answer_types import NAME_TYPE, VALUE_KINDS, asked_kind_words
 from router.answer_units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
-from router.chain_names import names_in, without_demonym
+from router.chain_names import names_in, place_in_name, without_demonym
 from router.chain_question import (extended_names, least_hops, nested_question, other_name_stems, question_parts,
                                    start_clause)
 from router.chain_targets import ASKS_REGION, is_wanted, order_in, position, value_in, with_region
@@ -86,10 +86,11 @@ def _chain(question: str, passages: list[Passage], max_hops: int, depth: int) ->
     if parts is not None:
         return _through(parts[0], lambda entity: parts[1], question, passages, max_hops, depth)[0]
     direct = _answer(question, passages, max_hops)
-    nested = nested_question(question) if depth < MAX_HOPS and not direct.reached else None
-    if nested is not None:
-        # the chain from the question's names did not reach what it asks: the entity its clause describes
-        # ("the engineer who commanded X") is found by asking the clause, and the rest is asked of it
+    nested = nested_question(question) if depth < MAX_HOPS else None
+    if nested is not None and (not direct.reached or nested.place):
+        # the chain from the question's names did not reach what it asks, or the clause types the entity
+        # it describes as a kind of place, which the direct chain does not check ("the city where X is"
+        # is no country): the entity is found by asking the clause, and the rest is asked of it
         through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth)
         if found:  # the clause's entity is the chain's next bridge even where nothing yet leads on from it
             return through
@@ -131,6 +132,8 @@ def _found_entity(question: str, found: Extracted, passages: list[Passage],
     if found.chain:
         if not found.reached:
             return None
+        if Focus.of(question).kind in NAME_TYPE:  # the chain's end was checked to be of the asked type
+            return found.chain[-1]
         # what a step finds to ask on from is a person, a team, a service or a place, never a page's topic
         end = entity_key(found.chain[-1])
         kinds = {t for u in by_place.values() for k, _, t in u.names if k == end} or {
@@ -172,8 +175,9 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
         grown: list[_Chain] = []
         for chain in beam:
             frontier = ([(e[0], e[1]) for _, e, _ in chain.hops[-1:]] or [(entity_key(n), n) for n in names])
-            steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names, typed)
-            for score, u, entity, linked, answers in steps[:BEAM]:
+            steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names, typed,
+                               onward=bool(known))
+            for score, u, entity, linked, answers in _distinct(steps)[:BEAM]:
                 start = chain.start if chain.hops else linked
                 asked = relation + other_name_stems(names, start)
                 hop = _Chain(chain.hops + [(u, entity, score)], start,
@@ -204,9 +208,18 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
                      best.reached or focus.kind not in NAME_TYPE and focus.kind not in VALUE_KINDS)
 
 
+def _distinct(steps: list) -> list:
+    """The best hop to each entity: two units leading to one entity would fill the beam with one chain."""
+    best: dict[str, tuple] = {}
+    for step in steps:  # best first
+        best.setdefault(step[2][0], step)
+    return list(best.values())
+
+
 def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Scorer, relation: list[str],
                focus: Focus, least: int, names: list[str],
-               typed: frozenset[str] = frozenset()) -> list[tuple[float, Unit, tuple[str, str, str], str, bool]]:
+               typed: frozenset[str] = frozenset(),
+               onward: bool = False) -> list[tuple[float, Unit, tuple[str, str, str], str, bool]]:
     """(score, unit, entity it leads to, the frontier name it links, whether the unit answers) for
     every unit that links the chain's last entity to a new one, best first. The question's names
     other than the chain's start count as its relations: "When was the country that produced X taken
@@ -226,15 +239,20 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         # each hop states a relation of its own: words an earlier hop stated count no more
         asked = relation + other_name_stems(names, chain.start if chain.hops else link[1])
         own = _related(asked, u.stems) - chain.used
-        value = bool(chain.hops) and focus.kind in VALUE_KINDS and scorer.typed(u)
+        # a question's own name is no answer, so its first hop none; a step that goes on from an entity an
+        # earlier step found (`onward`) may answer on its first
+        passed = bool(chain.hops) or onward
+        value = passed and focus.kind in VALUE_KINDS and scorer.typed(u)
         # a question that asks no person, place, date or number ("What genre is the author of X
         # associated with?") is answered, once its form has had its hops and never on the first, by a
         # sentence about the last entity that states a relation word of its own (a word of the
         # question's, not another of its names) or stands on that entity's own page: the sentence is
         # the answer, whatever names it holds
-        answers = final and (value or bool(chain.hops) and focus.kind is None
+        answers = final and (value or passed and focus.kind is None
                             and (bool(own & set(relation)) or bool(subject) and subject[0] == entity_key(link[1])))
-        fresh = [e for e in _entities(u, subject) if e[0] not in chain.known and not scorer.in_question(e[1])
+        # "Young, New South Wales" is Young, placed
+        fresh = [e for e in _entities(u, subject, link[1]) if e[0] not in chain.known and not scorer.in_question(e[1])
+                 and entity_key(e[1].split(",")[0]) not in chain.known
                  and not _alias(u.text, e[1]) and not _type_word(e[1])]
         if not fresh and not answers:
             continue
@@ -262,7 +280,10 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
             # heading), or at least names the current entity next to a person, team, service or
             # place ("led by" is no stem of "lead")
             continue
-        score = rel + (0.3 if wanted else 0.0) + (0.05 if link[0] == "text" else 0.0) + 0.05 / u.passage
+        # a unit that names the current entity, and one on its own page, each speak of it
+        own_page = bool(subject) and subject[0] == entity_key(link[1])
+        score = rel + (0.3 if wanted else 0.0) + (0.05 if link[0] == "text" else 0.0) + (0.05 if own_page else 0.0) \
+            + 0.05 / u.passage
         entity = wanted[0] if wanted else (_bridge(fresh, subject, link, u.text, own) if fresh
                                            else (f"value:{u.passage}:{u.position}", display(u), "value"))
         out.append((score, u, entity, link[1], answers))
@@ -346,8 +367,10 @@ def _subject(p: Passage) -> tuple[str, str, str] | None:
     return key, title, kind
 
 
-def _entities(u: Unit, subject) -> list[tuple[str, str, str]]:
+def _entities(u: Unit, subject, current: str = "") -> list[tuple[str, str, str]]:
+    """The unit's names, its passage's subject, and a place a longer name of the `current` entity ends with."""
     out = list(u.names)
+    out += [p for _, n, _ in u.names if current and (p := place_in_name(n, current))]
     if subject and subject[0] not in {k for k, _, _ in out}:
         out.append(subject)
     return out

@@ -97,3 +97,12 @@ def placed(entity: tuple[str, str, str], text: str) -> bool:
                for m in re.finditer(rf"(?<!\w){re.escape(entity[1])}(?!\w)", text))
 
 
+
+
+def place_in_name(name: str, start: str) -> tuple[str, str, str] | None:
+    """The place a longer name of `start` ends with: "Philbrook Museum of Tulsa" for the Philbrook
+    Museum holds Tulsa, where it stands ("the city where the Philbrook Museum is located")."""
+    head, of, tail = name.rpartition(" of ")
+    if not of or entity_key(head) != entity_key(start) or not tail[:1].isupper():
+        return None
+    return entity_key(tail), tail, "location"

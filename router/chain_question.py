@@ -7,6 +7,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import islice
+from typing import Iterator
 
 from core.text.terms import content_stems
 from router.answer_types import question_kind
@@ -69,8 +70,12 @@ def _clause_starts(question: str) -> list[int]:
     office ...")."""
     words = list(WORD.finditer(question))
     opening = words[1].end() if len(words) > 1 else 0
-    return [m.start() for m in _RELATIVE.finditer(question) if m.start() >= opening and not _asked_here(question, m)
-            and not _determiner(question, m) and not _same_antecedent(question, m)]
+    relative = [m.start() for m in _RELATIVE.finditer(question) if m.start() >= opening
+                and not _asked_here(question, m) and not _determiner(question, m) and not _same_antecedent(question, m)]
+    # "of the country X is in" is one hop, which "of the" counted
+    reduced = [m.start() for m in _EN_REDUCED.finditer(question)
+               if not re.search(r"\bof\s*$", question[max(0, m.start() - 4):m.start()], re.IGNORECASE)]
+    return sorted(relative + reduced)
 
 
 _COORDINATED = re.compile(r"(?:\band|\bor|\bи|\bа|\bили)\s*,?\s*$", re.IGNORECASE)
@@ -135,6 +140,13 @@ def start_clause(question: str, start: str, relation: list[str]) -> set[str]:
 # --- a question about an entity it only describes ---------------------------------------------------
 
 _EN_RELATIVE = re.compile(r"\b(who|that|which|where)\b", re.IGNORECASE)
+# the kinds of place a question may name by what it holds: "the city where X is", "the country X is in"
+PLACE_KINDS = frozenset("city town village state country nation province county region district island "
+                        "continent".split())
+# a clause with no relative word after a place's kind, a name its subject: "the country Ceelmakoile is
+# located in", "the state the Battle of Mine Creek was fought" (bounded: a name of at most six words)
+_EN_REDUCED = re.compile(r"\b(?i:the)\s+(" + "|".join(sorted(PLACE_KINDS)) + r")\s+(?=(?:the\s+)?[A-Z][\w'.-]*"
+                         r"(?:\s+(?:of\s+|de\s+)?[A-Z][\w'.-]*){0,5}\s+(?:is|was|are|were)\b)")
 # a Russian relative clause or participle phrase stands between commas after its noun: "в команде,
 # которой принадлежит сервис", "сервис, пострадавший в инциденте"
 _RU_RELATIVE = re.compile(r",\s*(котор(?:ый|ая|ое|ые|ого|ой|ому|ым|ую|ых|ом|ыми)|где)\b", re.IGNORECASE)
@@ -156,9 +168,11 @@ class Nested:
     """A question that names an entity only by what a clause says of it ("the engineer who commanded
     the Nordpost incident"), split as DecompRC splits a bridging question (Min et al., 2019): `inner`
     asks for that entity ("Who commanded the Nordpost incident?"); `outer` is the question with the
-    entity in the clause's place, `{}` marking where."""
+    entity in the clause's place, `{}` marking where; `place`: whether the clause's noun is a kind of
+    place ("the city where ..."), which types the entity the clause must find."""
     inner: str
     outer: str
+    place: bool = False
 
     def then(self, entity: str) -> str:
         return self.outer.replace("{}", entity)
@@ -178,7 +192,7 @@ def _english_nested(text: str) -> Nested | None:
     words = list(WORD.finditer(text))
     ends = [w.end() for w in words]
     # the first few candidates only: a question holds a clause or two, and each candidate costs a pass
-    for m in islice(_EN_RELATIVE.finditer(text), MAX_CANDIDATES):
+    for m in islice(_english_clauses(text), MAX_CANDIDATES):
         before = words[:bisect_right(ends, m.start())]
         head = before[-1] if len(before) >= 2 else None
         if head is None or _asked_here(text + "?", m) or not head.group().isalpha() or \
@@ -217,9 +231,38 @@ def _english_nested(text: str) -> Nested | None:
             continue
         noun = " ".join(w.group() for w in words if start <= w.start() and w.end() <= head.end()
                         and w.group().casefold() not in _EN_DETERMINERS)
-        asking = {"who": "Who", "where": "Where"}.get(m.group(1).casefold(), f"Which {noun}")
-        return Nested(f"{asking} {clause}?", " ".join(f"{text[:start]}{{}} {text[end:]}".split()) + "?")
+        kind = head.group().casefold()
+        relative = m.group(1).casefold() if m.group(1) else ""
+        # "the city where X was founded" asks which city, as does "the country X is in"
+        asking = ("Who" if relative == "who" else f"In which {noun}" if relative in ("where", "") and kind not in
+                  FUNCTION_WORDS else "Where" if relative == "where" else f"Which {noun}")
+        return Nested(f"{asking} {clause}?", " ".join(f"{text[:start]}{{}} {text[end:]}".split()) + "?",
+                      kind in PLACE_KINDS)
     return None
+
+
+def _english_clauses(text: str) -> Iterator[re.Match]:
+    """The question's relative words ("who", "that", "which", "where") and its clauses without one
+    after a place's kind (a match empty at the clause's start, `group(1)` None), in order."""
+    clauses = sorted([*_EN_RELATIVE.finditer(text), *(_Reduced(m) for m in _EN_REDUCED.finditer(text))],
+                     key=lambda m: m.start())
+    return iter(clauses)
+
+
+class _Reduced:
+    """A clause with no relative word, read as a relative word's match: empty, where the clause starts."""
+
+    def __init__(self, m: re.Match):
+        self._at = m.end()
+
+    def start(self, group: int = 0) -> int:
+        return self._at
+
+    def end(self, group: int = 0) -> int:
+        return self._at
+
+    def group(self, group: int = 0) -> str | None:
+        return "" if group == 0 else None
 
 
 def _russian_nested(text: str) -> Nested | None:

@@ -274,3 +274,29 @@ def test_a_town_is_shown_with_the_region_its_sentence_places_it_in_not_a_lists_n
     assert got.reached and got.chain[-1] == "Canton, Massachusetts", got.text
     listed = [pages[0], p(2, "Quayside Brands", "Quayside Brands has offices in Canton, Lisbon and Porto.")]
     assert chain_answer("Ines Moreau runs a company with an office in what city?", listed).chain[-1] == "Canton"
+
+
+def test_a_clause_naming_a_kind_of_place_finds_a_place_of_that_kind_first():
+    # the direct chain would run Harbour Museum -> United States -> 1951; "the city where" asks Tern,
+    # which the museum's longer name holds
+    pages = [p(1, "Harbour Museum", "The Harbour Museum of Tern is one of the top art museums in the United States."),
+             p(2, "United States", "In the United States the Lantern Theatre chain opened its first cinema in 1951."),
+             p(3, "Lantern Theatre", "The Lantern Theatre opened in Tern in 1936 and still shows films.")]
+    got = chain_answer("When did the Lantern Theatre open in the city where the Harbour Museum is located?", pages)
+    assert got.chain[:2] == ["Harbour Museum", "Tern"], got.text
+
+
+def test_the_next_hop_from_a_country_is_read_first_on_its_own_page():
+    # two sentences name Tessaly and a person; the one on Tessaly's own page says who ran it
+    pages = [p(1, "Quayside", "Quayside is a town in the central Varro region of Tessaly."),
+             p(2, "Tessalians", "A referendum was held in neighbouring Ostria, next to Tessaly, and won by Mahmud Aro."),
+             p(3, "Tessaly", "In 2012 parliament elected Ivo Marsh as the new President of Tessaly.")]
+    got = chain_answer("Who was in charge of the country Quayside is located in?", pages)
+    assert got.reached and got.chain == ["Quayside", "Tessaly", "Ivo Marsh"], got.text
+
+
+def test_a_step_from_a_found_place_may_answer_on_its_first_hop_and_the_place_with_its_region_is_no_new_one():
+    pages = [p(1, "Ivo Marsh", "Ivo Marsh was born in Young, New Varro and grew up in Tern."),
+             p(2, "Young, New Varro", "At the 2011 census, Young had a population of 6,960.")]
+    got = chain_answer("At the 2011 census, what was the population of the city where Ivo Marsh was born?", pages)
+    assert got.reached and "6,960" in got.chain[-1] and got.chain[1] == "Young", got.text

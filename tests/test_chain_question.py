@@ -25,6 +25,7 @@ def test_a_month_with_a_day_or_a_year_beside_it_is_a_date_not_part_of_a_name(que
     # two clauses joined by "and" describe one singer; "who's" is one relative word
     ("When was the singer born who is known for her husky voice and who's third album is Harbour Lights?", 2),
     ("Кто руководит командой, которая владеет сервисом и которая работает в Лиссабоне?", 2),
+    ("Who was in charge of the country Quayside Freight is based in?", 2),  # a clause with no relative word
 ])
 def test_the_fewest_hops_count_only_the_clauses_that_lead_to_a_new_entity(question, hops):
     assert least_hops(question) == hops
@@ -42,7 +43,12 @@ def test_the_fewest_hops_count_only_the_clauses_that_lead_to_a_new_entity(questi
      "Which team owns the Booking Hub?", "In which office does the lead of {} work?"),
     # after a preposition of the question's verb: to the end
     ("What daily allowance does an engineer get on a trip to the city where Quayside Freight was founded?",
-     "Where Quayside Freight was founded?", "What daily allowance does an engineer get on a trip to {}?"),
+     "In which city Quayside Freight was founded?", "What daily allowance does an engineer get on a trip to {}?"),
+    # a place's kind with a clause and no relative word: the name its subject
+    ("Who was in charge of the country Quayside Freight is based in?",
+     "In which country Quayside Freight is based in?", "Who was in charge of {}?"),
+    ("Who governs the state the Battle of Harbour Lights was fought?",
+     "In which state the Battle of Harbour Lights was fought?", "Who governs {}?"),
     ("В каком офисе работает дежурная, которая была на смене во время инцидента INC-2031-020?",
      "Какая дежурная была на смене во время инцидента INC-2031-020?", "В каком офисе работает {}?"),
     # a participle phrase after the clause says more of the clause's own noun, and is split off next
@@ -55,12 +61,15 @@ def test_the_fewest_hops_count_only_the_clauses_that_lead_to_a_new_entity(questi
 ])
 def test_a_clause_describing_an_entity_is_split_off_as_its_own_question(question, inner, outer):
     got = nested_question(question)
+    assert got is not None and got.place == ("which city" in got.inner or "which country" in got.inner
+                                             or "which state" in got.inner)
     assert got is not None and (got.inner, got.outer) == (inner, outer)
     assert got.then("Ines Moreau") == outer.replace("{}", "Ines Moreau")
 
 
 @pytest.mark.parametrize("question", [
     "Who leads the Carriers team?",  # no clause
+    "Who leads the team Ines Moreau joined?",  # a team is no kind of place: its clause is left alone
     "In what year was the man that founded Quayside Freight born?",  # where the clause ends takes a parser
     "Where did the band form that recorded Harbour Lights?",
     "Who leads the Carriers team, and in which office does that person work?",  # "that" as a determiner
