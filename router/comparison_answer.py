@@ -142,14 +142,21 @@ def same_what(question: str) -> str | None:
     return (m.group(1) or m.group(2)) if m else None
 
 
+# a kind a text may name by another word: "the same band" is answered by "the group Alphaville"
+_KIND_SYNONYMS = {"band": ("band", "group"), "group": ("group", "band"), "company": ("company", "firm"),
+                  "firm": ("firm", "company")}
+
+
 def named_value(text: str, kind: str) -> str | None:
-    """The name a side's answer gives its `kind`: the capitalised words written before it ("Jiangsu
-    province") or after "<kind> of" ("the province of Jiangsu"); the first such, None when none."""
-    word = re.escape(kind)
-    m = re.search(rf"((?:[A-ZА-ЯЁ][\w'-]*\s){{1,3}}){word}\b|\b{word} of ((?:[A-ZА-ЯЁ][\w'-]*\s?){{1,3}})", text)
+    """The name a side's answer gives its `kind` (or a word for the same kind): the capitalised words
+    written before it ("Jiangsu province"), after "<kind> of" ("the province of Jiangsu") or right
+    after it ("the synthpop group Alphaville"); the first such, None when none."""
+    word = "|".join(re.escape(k) for k in _KIND_SYNONYMS.get(kind.casefold(), (kind,)))
+    name = r"((?:[A-ZА-ЯЁ][\w'-]*\s?){1,3})"
+    m = re.search(rf"((?:[A-ZА-ЯЁ][\w'-]*\s){{1,3}})(?:{word})\b|\b(?:{word}) of {name}|\b(?:{word})\s+{name}", text)
     if not m:
         return None
-    return " ".join((m.group(1) or m.group(2)).split())
+    return " ".join(next(g for g in m.groups() if g).split()).rstrip(".,;")
 
 
 def is_yes_no(question: str) -> bool:

@@ -159,6 +159,14 @@ def test_a_same_what_question_is_answered_by_the_names_each_side_gives_it():
     assert not got.text.startswith(("Yes", "No")), got.text
 
 
+def test_a_same_band_question_reads_the_name_written_after_another_word_for_the_kind():
+    singers = [p(1, "Ivo Marsh", "Ivo Marsh is the lead singer of the Dutch synthpop group Harbour Lights."),
+               p(2, "Ines Moreau", "Ines Moreau is best known as the main vocalist of the girl group Quayside.")]
+    sides = [("Ivo Marsh", "Ivo Marsh band"), ("Ines Moreau", "Ines Moreau band")]
+    got = comparison_answer("Are Ivo Marsh and Ines Moreau members of the same band?", singers, sides, "band")
+    assert got.text.startswith("No: Ivo Marsh — Harbour Lights band; Ines Moreau — Quayside band."), got.text
+
+
 def test_a_russian_same_what_question_reads_what_is_shared_past_its_long_form():
     assert same_what("Находятся ли Казань и Самара в одном и том же регионе?") == "регионе"
     assert same_what("Находятся ли Казань и Самара в одной области?") == "области"
