@@ -226,6 +226,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
     by the British?" asks for the hop that names the British."""
     taken = {id(u) for u, _, _ in chain.hops}
     region = bool(ASKS_REGION.search(focus.question))
+    described = frozenset(w for w in WORD.findall(focus.question) if w.islower())
     out = []
     for u in every:
         if id(u) in taken:
@@ -284,7 +285,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         own_page = bool(subject) and subject[0] == entity_key(link[1])
         score = rel + (0.3 if wanted else 0.0) + (0.05 if link[0] == "text" else 0.0) + (0.05 if own_page else 0.0) \
             + 0.05 / u.passage
-        entity = wanted[0] if wanted else (_bridge(fresh, subject, link, u.text, own) if fresh
+        entity = wanted[0] if wanted else (_bridge(fresh, subject, link, u.text, own, described) if fresh
                                            else (f"value:{u.passage}:{u.position}", display(u), "value"))
         out.append((score, u, entity, link[1], answers))
     out.sort(key=lambda x: (-x[0], x[1].passage, x[1].position))
@@ -304,7 +305,7 @@ def _related(relation: list[str], stems: frozenset[str]) -> set[str]:
 
 
 def _bridge(fresh: list, subject, link: tuple[str, str], text: str,
-            own: set[str] = frozenset()) -> tuple[str, str, str]:
+            own: set[str] = frozenset(), described: frozenset[str] = frozenset()) -> tuple[str, str, str]:
     """The entity a hop leads to: the passage's subject when the unit names the current entity (the
     Billing team's page listing the Payments Gateway leads to the Billing team) unless the subject is
     a mere topic and the unit names a team, person, service or place; else the unit's typed name
@@ -314,6 +315,9 @@ def _bridge(fresh: list, subject, link: tuple[str, str], text: str,
     typed = [e for e in fresh if e[2] in _BRIDGE_TYPES and e is not subject]
     if link[0] == "text" and subject in fresh and (subject[2] in _BRIDGE_TYPES or not typed):
         return subject
+    # a name holding a noun the question describes its bridge by: "a network founded by whom" and
+    # "aired on Cartoon Network in the United States" lead to Cartoon Network
+    typed = [e for e in fresh if e is not subject and _holds_word(e[1], described)] or typed
     folded = normalise(text)
     anchor = position(folded, link[1])
     anchor_end = anchor + len(link[1])
@@ -332,6 +336,12 @@ def _bridge(fresh: list, subject, link: tuple[str, str], text: str,
 
     others = [e for e in fresh if e[2] != "code" and e is not subject]
     return min(typed or others or fresh, key=lambda e: (distance(e), e[0]))
+
+
+def _holds_word(name: str, words: frozenset[str]) -> bool:
+    """Whether a name of two words or more holds one of `words` as a capitalised word of its own."""
+    held = WORD.findall(name)
+    return len(held) >= 2 and any(w[:1].isupper() and w.casefold() in words for w in held)
 
 
 def _alias(text: str, name: str) -> bool:

@@ -72,12 +72,17 @@ def _clause_starts(question: str) -> list[int]:
     opening = words[1].end() if len(words) > 1 else 0
     relative = [m.start() for m in _RELATIVE.finditer(question) if m.start() >= opening
                 and not _asked_here(question, m) and not _determiner(question, m) and not _same_antecedent(question, m)]
+    # "a network founded by ...": a passive participle after a noun opens a clause as "which was" would
+    relative += [m.end(1) for m in _EN_PARTICIPLE.finditer(question)]
     # "of the country X is in" is one hop, which "of the" counted
     reduced = [m.start() for m in _EN_REDUCED.finditer(question)
                if not re.search(r"\bof\s*$", question[max(0, m.start() - 4):m.start()], re.IGNORECASE)]
     return sorted(relative + reduced)
 
 
+_EN_PARTICIPLE = re.compile(r"\b(?:a|an|the)\s+([a-z]+)\s+(?:[a-z]+ed|written|built|made|sung|drawn|won|held|led|"
+                            r"run|sold|bought|taught|told|given|taken|shown|grown|begun|chosen|spoken|sent|brought|"
+                            r"thrown|kept)\s+by\s+\w")
 _COORDINATED = re.compile(r"(?:\band|\bor|\bи|\bа|\bили)\s*,?\s*$", re.IGNORECASE)
 
 
@@ -100,11 +105,11 @@ def _determiner(question: str, m: re.Match) -> bool:
 
 
 def _asked_here(question: str, m: re.Match) -> bool:
-    """Whether "which" or "what" asks the question where it stands ("... is based in which office?"):
+    """Whether "which", "what" or "who" asks the question where it stands ("... is based in which office?"):
     at most two words follow it to the question's end, where a relative clause states something ("the
     band which made Maiden Japan?")."""
     word = (m.group(1) or "").casefold()
-    if word not in ("which", "what"):
+    if word not in ("which", "what", "who", "whom"):  # "founded by whom?" asks too
         return False
     near = question[m.end():m.end() + _NEAR]  # bounded: a question is read once per relative word in it
     return len(WORD.findall(near)) <= 2 and not WORD.search(question, m.end() + _NEAR)

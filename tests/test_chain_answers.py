@@ -300,3 +300,13 @@ def test_a_step_from_a_found_place_may_answer_on_its_first_hop_and_the_place_wit
              p(2, "Young, New Varro", "At the 2011 census, Young had a population of 6,960.")]
     got = chain_answer("At the 2011 census, what was the population of the city where Ivo Marsh was born?", pages)
     assert got.reached and "6,960" in got.chain[-1] and got.chain[1] == "Young", got.text
+
+
+def test_a_bridge_is_the_name_holding_the_noun_the_question_describes_it_by():
+    # "a network founded by whom": the untyped Harbour Network, not the place the sentence also names
+    from router.chain_answer import _bridge
+    fresh = [("harbour network", "Harbour Network", "concept"), ("albania", "Albania", "location")]
+    text = "It aired on Harbour Network in Albania and on BBC Two in the UK."
+    link = ("subject", "Quayside Sports")
+    assert _bridge(fresh, None, link, text)[1] == "Albania"  # no noun to go by: a typed name first
+    assert _bridge(fresh, None, link, text, described=frozenset({"network", "founded"}))[1] == "Harbour Network"

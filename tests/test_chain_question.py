@@ -26,6 +26,10 @@ def test_a_month_with_a_day_or_a_year_beside_it_is_a_date_not_part_of_a_name(que
     ("When was the singer born who is known for her husky voice and who's third album is Harbour Lights?", 2),
     ("Кто руководит командой, которая владеет сервисом и которая работает в Лиссабоне?", 2),
     ("Who was in charge of the country Quayside Freight is based in?", 2),  # a clause with no relative word
+    # a passive participle after a noun opens a clause; "who" asked in place at the end opens none
+    ("Quayside Freight runs on a network founded by whom?", 2),
+    ("Who directed the film written by Ines Moreau?", 2),
+    ("Who was the film directed by?", 1),  # the question's own verb
 ])
 def test_the_fewest_hops_count_only_the_clauses_that_lead_to_a_new_entity(question, hops):
     assert least_hops(question) == hops

@@ -38,6 +38,15 @@ def test_an_amount_is_asked_when_the_phrase_a_question_word_asks_about_names_one
     assert question_kind(question) == kind
 
 
+@pytest.mark.parametrize("question, kind", [
+    ("Quayside Freight runs on a network founded by whom?", "person"),  # asked in place, at the end
+    ("Who founded Quayside Freight?", "person"),
+    ("What was founded by Ines Moreau and her brother?", None),  # "by" a named person asks no person
+])
+def test_who_asked_in_place_at_the_end_asks_for_a_person(question, kind):
+    assert question_kind(question) == kind
+
+
 def test_a_count_stands_just_before_what_it_counts_in_digits_or_words():
     things = counted("Сколько складов у компании в Казани?")
     asked = frozenset({"сколько", "складов", "у", "компании", "в", "казани"})
