@@ -41,6 +41,7 @@ from router.local_answer import local_answer
 from router.question_text import title_core
 from router.types import Passage
 from router.unit_scoring import Focus, Scorer
+from router.unit_similarity import UnitSimilarity
 
 MAX_HOPS = 4
 
@@ -62,7 +63,8 @@ class _Chain:
         return sum(s for _, _, s in self.hops)
 
 
-def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_HOPS) -> Extracted:
+def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_HOPS,
+                 similarity: UnitSimilarity | None = None) -> Extracted:
     """The chain from the question's named entities to the asked one, one cited unit per hop; the
     local answer when the question names nothing or no unit links its names to anything new.
 
@@ -76,41 +78,42 @@ def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_
     engineer who commanded X is based in which office?": who commanded X, then where that one is based);
     while only the clause is answered, the chain ends at its entity with what is still to be asked of it
     (`Extracted.still_open`), the planner's next search."""
-    return _chain(question, passages, max_hops, 0)
+    return _chain(question, passages, max_hops, 0, similarity)
 
 
-def _chain(question: str, passages: list[Passage], max_hops: int, depth: int) -> Extracted:
+def _chain(question: str, passages: list[Passage], max_hops: int, depth: int,
+           similarity: UnitSimilarity | None = None) -> Extracted:
     """`chain_answer`; `depth`: how many questions this one is a step of (each step is a hop at least,
     so past MAX_HOPS a question is asked as it stands)."""
     parts = question_parts(question) if depth < MAX_HOPS else None
     if parts is not None:
-        return _through(parts[0], lambda entity: parts[1], question, passages, max_hops, depth)[0]
-    direct = _answer(question, passages, max_hops)
+        return _through(parts[0], lambda entity: parts[1], question, passages, max_hops, depth, similarity)[0]
+    direct = _answer(question, passages, max_hops, similarity=similarity)
     nested = nested_question(question) if depth < MAX_HOPS else None
     if nested is not None and (not direct.reached or nested.place):
         # the chain from the question's names did not reach what it asks, or the clause types the entity
         # it describes as a kind of place, which the direct chain does not check ("the city where X is"
         # is no country): the entity is found by asking the clause, and the rest is asked of it
-        through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth)
+        through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth, similarity)
         if found:  # the clause's entity is the chain's next bridge even where nothing yet leads on from it
             return through
     return direct
 
 
 def _through(first_question: str, then: Callable[[str], str], question: str, passages: list[Passage],
-             max_hops: int, depth: int) -> tuple[Extracted, bool]:
+             max_hops: int, depth: int, similarity: UnitSimilarity | None = None) -> tuple[Extracted, bool]:
     """The answer of a question asked in two steps: `first_question` finds an entity, and `then(entity)`
     is asked from it (the second part of a two-part question, or the question around a clause that
     describes the entity); reached only when both steps have, and with whether the first step found its
     entity. The first step may itself describe what it asks by a clause."""
-    first = _chain(first_question, passages, max_hops, depth + 1)
+    first = _chain(first_question, passages, max_hops, depth + 1, similarity)
     by_place = {(u.passage, u.position): u for u in units(passages)}  # read once for both steps
     entity = _found_entity(first_question, first, passages, by_place)
     if entity is None:
         return Extracted(first.text, first.picked, first.confidence, first.chain, False), False
     known = first.chain or [entity]
     asks = then(entity)
-    second = _answer(asks, passages, max_hops, names=[entity], known=known)
+    second = _answer(asks, passages, max_hops, names=[entity], known=known, similarity=similarity)
     if not second.chain or not second.reached:
         # nothing in the passages takes the first answer to what the second step asks: that step is
         # still open, and the first answer is the next bridge to search from
@@ -152,10 +155,11 @@ def _found_entity(question: str, found: Extracted, passages: list[Passage],
 
 
 def _answer(question: str, passages: list[Passage], max_hops: int, names: list[str] | None = None,
-            known: list[str] = ()) -> Extracted:
+            known: list[str] = (), similarity: UnitSimilarity | None = None) -> Extracted:
     """One chain's answer; `names`: where it starts, when not at the question's own names (the second
     part of a two-part question starts at what the first part reached, and `known`, the entities the
-    first part passed, lead nowhere new)."""
+    first part passed, lead nowhere new); `similarity`: to choose, by meaning, among near-equal last
+    hops written in the other language (`_closest_in_meaning`)."""
     focus = Focus.of(question)
     every = units(passages)
     # a bare number or year the question holds is a value a hop must state, not an entity to start
@@ -194,8 +198,9 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
     finished += beam
     if not finished:
         return local_answer(question, passages)
-    best = min(finished, key=lambda c: (not c.reached, -c.score / len(c.hops) if c.reached else -c.score,
-                                        [(u.passage, u.position) for u, _, _ in c.hops]))
+    ranked = sorted(finished, key=lambda c: (not c.reached, -c.score / len(c.hops) if c.reached else -c.score,
+                                             [(u.passage, u.position) for u, _, _ in c.hops]))
+    best = _closest_in_meaning(question, ranked, similarity) if similarity is not None else ranked[0]
     hops = best.hops
     chain = [best.start, *(e[1] for _, e, _ in hops)]
     # a chain that reached the asked type through as many hops as the question's form needs was
@@ -206,6 +211,32 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
     scores = {id(u): s for u, _, s in hops}
     return Extracted(text, cite([u for u, _, _ in hops], scores), round(confidence, 4), chain,
                      best.reached or focus.kind not in NAME_TYPE and focus.kind not in VALUE_KINDS)
+
+
+MEANING_MARGIN = 0.1  # per hop: chains this close are equal on the words they state
+MEANING_CANDIDATES = 6  # last hops embedded at most (a sentence costs tens of milliseconds offline)
+
+
+def _closest_in_meaning(question: str, ranked: list[_Chain], similarity: UnitSimilarity) -> _Chain:
+    """The best chain, or, among the reached ones within MEANING_MARGIN of it per hop, the one whose last
+    unit is closest in meaning to the question, when some of those last units are written in the other
+    language: no word of "США (Остин) — 20 рабочих дней" states "days of paid vacation", so the words
+    alone would rank "The Austin office opened in 2019" level with it."""
+    best = ranked[0]
+    if not best.reached:
+        return best
+    near = [c for c in ranked if c.reached and c.score / len(c.hops) >= best.score / len(best.hops) - MEANING_MARGIN]
+    near = near[:MEANING_CANDIDATES]
+    russian = bool(CYRILLIC.search(question))
+    if len(near) < 2 or all(bool(CYRILLIC.search(c.hops[-1][0].text)) == russian for c in near):
+        return best
+    # what is asked of the last entity, without the names that started the chain: they would pull the
+    # question towards any sentence that repeats them ("Head of Customer Support" towards "customer support")
+    asked = question
+    for name in {c.start for c in near}:
+        asked = re.sub(re.escape(name), " ", asked, flags=re.IGNORECASE)
+    closeness = similarity(" ".join(asked.split()), [display(c.hops[-1][0]) for c in near])
+    return max(zip(closeness, range(len(near)), near), key=lambda x: (x[0], -x[1]))[2]
 
 
 def _distinct(steps: list) -> list:

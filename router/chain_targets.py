@@ -11,6 +11,7 @@ from core.text.terms import content_stems, normalise, stem
 from router.answer_types import FULL_DATE, MONEY, NAME_TYPE, NUMBER, YEAR, counting
 from router.answer_units import LIST_MARK, WORD, Unit, display
 from router.chain_names import placed
+from router.question_text import is_function_word
 from router.unit_scoring import Scorer
 
 
@@ -50,17 +51,34 @@ def value_in(u: Unit, scorer: Scorer) -> str:
     """The first value of the asked type in the unit that the question does not hold: for money the
     amount ("€90", not the "24" of "(24 hours): €90 per day"); for a date the whole date where the unit
     writes one ("8 June 1951"), else the year; else a number, the one counting what a "how many"
-    question counts when the unit has one."""
+    question counts when the unit has one, shown with the words it counts ("20 рабочих дней")."""
     text = LIST_MARK.sub("", u.text)  # a numbered list's marker is no value
     # a "how many X" question is answered by the number counting X ("4" of "12 people, 4 of them SRE")
     counting_it = counting(text, scorer.focus.counted, scorer.focus.question_tokens)
     if counting_it:
-        return counting_it.group().strip(".,")
+        value = counting_it.group().strip(".,")
+        return value + _unit_after(text[counting_it.end():]) if value == counting_it.group() else value
     patterns = {"date": (FULL_DATE, YEAR), "money": (MONEY,)}.get(scorer.focus.kind, (NUMBER,))
     for m in (m for pattern in patterns for m in pattern.finditer(text)):
         if normalise(m.group()).strip(".,") not in scorer.focus.question_tokens:
-            return m.group().strip(".,")
+            value = m.group().strip(".,")
+            return value + _unit_after(text[m.end():]) if patterns == (NUMBER,) and value == m.group() else value
     return display(u)
+
+
+UNIT_WORDS = 3
+
+
+def _unit_after(rest: str) -> str:
+    """The words a number is a count of, as written after it up to a punctuation mark or a function word
+    (at most UNIT_WORDS): "20" of "20 рабочих дней PTO." is shown "20 рабочих дней PTO"."""
+    words = []
+    for m in WORD.finditer(rest):
+        gap = rest[words[-1].end() if words else 0:m.start()]
+        if gap.strip() or len(words) == UNIT_WORDS or is_function_word(m.group()) or not m.group().isalpha():
+            break
+        words.append(m)
+    return f" {rest[words[0].start():words[-1].end()]}" if words else ""
 
 
 def is_wanted(entity: tuple[str, str, str], kind: str | None, text: str, typed: frozenset[str] = frozenset()) -> bool:

@@ -67,7 +67,7 @@ def offline_answer(question: str, passages: list[Passage], *, multihop: bool = F
         return comparison_answer(question, passages, sides, attribute, similarity)
     if not multihop:
         return local_answer(question, passages, similarity=similarity)
-    chain = chain_answer(question, passages)
+    chain = chain_answer(question, passages, similarity=similarity)
     if not chain.chain:
         return chain
     support = [local_answer(question, passages)] + [local_answer(q, passages, max_units=1) for q in follow_ups[:2]]

@@ -310,3 +310,29 @@ def test_a_bridge_is_the_name_holding_the_noun_the_question_describes_it_by():
     link = ("subject", "Quayside Sports")
     assert _bridge(fresh, None, link, text)[1] == "Albania"  # no noun to go by: a typed name first
     assert _bridge(fresh, None, link, text, described=frozenset({"network", "founded"}))[1] == "Harbour Network"
+
+
+def test_a_count_is_shown_with_the_words_it_counts():
+    pages = [p(1, "Ines Moreau", "Ines Moreau works at the Lisbon office."),
+             p(2, "Lisbon office", "About 65 people work here, most of them engineers.")]
+    got = chain_answer("How many people work at the office of Ines Moreau?", pages)
+    assert got.reached and got.chain[-1] == "65 people work", got.text
+
+
+def test_near_equal_last_hops_in_the_other_language_are_chosen_by_meaning():
+    # no word of the Russian sentence states "days of paid vacation": by words alone the office's own
+    # page ("opened in 2019") ranks first; by meaning, the leave policy does
+    pages = [p(1, "Ines Moreau", "Ines Moreau is the site lead of the Lisbon office."),
+             p(2, "Lisbon office", "The Lisbon office opened in 2019."),
+             p(3, "Отпуск", "Лиссабон — 25 рабочих дней.")]
+    question = "How many days of paid vacation a year does Ines Moreau get?"
+    asked = []
+
+    def similarity(q: str, texts: list[str]) -> list[float]:
+        asked.append(q)
+        return [0.9 if "дней" in t else 0.2 for t in texts]
+
+    assert chain_answer(question, pages).chain[-1] == "2019"
+    got = chain_answer(question, pages, similarity=similarity)
+    assert got.chain[-1].startswith("25 рабочих дней"), got.text
+    assert "Ines Moreau" not in asked[0]  # the chain's start would pull towards any sentence naming her
