@@ -92,6 +92,8 @@ def test_a_question_without_a_clause_that_can_be_split_is_asked_as_it_stands(que
     ", которая" * 5_000,
     ", где" * 8_000,
     "\ufdfa" * 40 + " who did it?",
+    "Who ran the country " + "Aaa of " * 10_000 + "is in?",  # a clause without a relative word, bounded
+    "a network founded by " * 5_000 + "whom?",
     "\x00 who \ud800 that \U0001F600 which?",
 ])
 def test_hostile_questions_are_read_without_error(question):
