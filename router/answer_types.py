@@ -135,11 +135,17 @@ def counted(question: str) -> frozenset[str]:
         return frozenset()
     phrase = []
     for token in re.findall(r"\w+|[^\w\s]", found.group(3))[:COUNTED_WITHIN]:
-        stems = content_stems(token)
+        stems = content_stems(_singular_acronym(token))
         if not stems:
             break
         phrase += stems
     return frozenset(phrase)
+
+
+def _singular_acronym(word: str) -> str:
+    """An acronym's plural as the acronym ("SREs" -> "SRE"), which no stemmer folds: "how many SREs"
+    counts what "4 SRE" says."""
+    return word[:-1] if len(word) > 2 and word.endswith("s") and word[:-1].isupper() else word
 
 
 def values(text: str) -> list[re.Match]:
@@ -160,7 +166,7 @@ def counting(text: str, things: frozenset[str], asked: frozenset[str]) -> re.Mat
     for m in values(text):
         if m.group().lower().strip(".,") in asked:
             continue
-        after = content_stems(" ".join(_WORD.findall(text[m.end():])[:COUNTED_WITHIN + 1]))
+        after = content_stems(" ".join(map(_singular_acronym, _WORD.findall(text[m.end():])[:COUNTED_WITHIN + 1])))
         if things & set(after[:COUNTED_WITHIN]):
             return m
     return None

@@ -114,16 +114,17 @@ def _through(first_question: str, then: Callable[[str], str], question: str, pas
     known = first.chain or [entity]
     asks = then(entity)
     second = _answer(asks, passages, max_hops, names=[entity], known=known, similarity=similarity)
-    if not second.chain or not second.reached:
+    if len(second.chain) < 2:
         # nothing in the passages takes the first answer to what the second step asks: that step is
         # still open, and the first answer is the next bridge to search from
         return Extracted(first.text, first.picked, first.confidence, known, False, asks), True
+    # the second step reached its answer, or went part of the way: its last entity is the next bridge
     chain = known + second.chain[1:]
     seen = {(p.passage, p.position) for p in first.picked}
     picked = first.picked + [p for p in second.picked if (p.passage, p.position) not in seen]
     steps = " ".join(f"{display(by_place[(p.passage, p.position)])} [{p.passage}]" for p in picked)
     text = f"{entity}; {chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps}"
-    return Extracted(text, picked, min(first.confidence, second.confidence), chain, True), True
+    return Extracted(text, picked, min(first.confidence, second.confidence), chain, second.reached), True
 
 
 def _found_entity(question: str, found: Extracted, passages: list[Passage],
@@ -270,7 +271,8 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         final = len(chain.hops) + 1 >= least
         # each hop states a relation of its own: words an earlier hop stated count no more
         asked = relation + other_name_stems(names, chain.start if chain.hops else link[1])
-        own = _related(asked, u.stems) - chain.used
+        # the words of the current entity's own name state no relation ("team" of "Platform team")
+        own = _related(asked, u.stems - frozenset(content_stems(link[1]))) - chain.used
         # a question's own name is no answer, so its first hop none; a step that goes on from an entity an
         # earlier step found (`onward`) may answer on its first
         passed = bool(chain.hops) or onward

@@ -87,6 +87,8 @@ def is_wanted(entity: tuple[str, str, str], kind: str | None, text: str, typed: 
     answer_types.asked_kind_words), a name holding X ("Sangre de Cristo Range" for "what mountain range")."""
     if kind not in NAME_TYPE:
         words = WORD.findall(entity[1])  # the kind word alone ("Range") is no name of that kind
+        # a capitalised word of the name, or its last, the head noun a name may write in lower case
+        # ("Platform team" for "which team")
         return bool(typed) and entity[2] != "value" and len(words) >= 2 and any(
-            w[:1].isupper() and stem(normalise(w)) in typed for w in words)
+            (w[:1].isupper() or i == len(words) - 1) and stem(normalise(w)) in typed for i, w in enumerate(words))
     return entity[2] in NAME_TYPE[kind] or (kind == "place" and placed(entity, text))

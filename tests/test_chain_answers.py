@@ -336,3 +336,16 @@ def test_near_equal_last_hops_in_the_other_language_are_chosen_by_meaning():
     got = chain_answer(question, pages, similarity=similarity)
     assert got.chain[-1].startswith("25 рабочих дней"), got.text
     assert "Ines Moreau" not in asked[0]  # the chain's start would pull towards any sentence naming her
+
+
+def test_a_two_part_question_counts_on_the_found_teams_own_page_in_the_other_language():
+    # "Tern team" is answered at once ("which team": the name's head noun in lower case); the Russian
+    # page "Команда Терна (Tern team)" is the same team, not a new one; "SREs" counts what "4 SRE" says;
+    # and "team" of the team's own name states no relation, so the plan naming it leads nowhere
+    pages = [p(1, "Reorganisation plan 2031", "Harbour Relay moves from Integrations to the Tern team. "
+                                              "Today the two teams plan separately and share 4 engineers."),
+             p(2, "Команда Терна", "Команда Терна (Tern team) отвечает за общую инфраструктуру.\n\n"
+                                   "- **Состав:** 12 человек, в т.ч. 4 SRE")]
+    got = chain_answer("Which team is to take over Harbour Relay in the 2031 reorganisation, and how many SREs "
+                       "does that team have?", pages)
+    assert got.reached and got.chain == ["Harbour Relay", "Tern team", "4 SRE"], got.text
