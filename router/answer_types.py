@@ -17,7 +17,11 @@ _KIND_CUES = (  # checked in order; the first that matches decides
     ("date", r"(^|[,;]\s*)(when|когда)\b|\b(what|which|in what|in which) (year|date|day|month|century)\b|"
              r"\b(в каком году|какого года|в какой год|с какого года|какого числа|в каком месяце|в каком веке)\b"),
     # "founded by whom?" asks in place, at the end
-    ("person", r"^(who|whom|whose)\b|[,;]\s*(who|whom|whose)\b|\bby (who|whom)\W*$|\b(кто|кого|кому|кем|чей|чья)\b"),
+    ("person", r"^(who|whom|whose)\b|[,;]\s*(who|whom|whose)\b|\bby (who|whom)\W*$|\b(кто|кого|кому|кем|чей|чья)\b|"
+               # a noun for a person after the question word: "which engineer", "какой инженер"
+               r"\b(which|what) (person|engineer|employee|manager|director|leader|founder)\b|"
+               r"\bкак(ой|ая|ого|ую|ому|им|ом)\s+(инженер|руководител|директор|сотрудни|дежурн|разработчик|"
+               r"менеджер|ведущ)\w*"),
     ("place", r"(^|[,;]\s*)(where|где|откуда|куда)\b|\b(in |at |from )?(which|what) (city|country|office|state|"
               r"town|region|place|continent|county|province|island|location|site)\b|"
               r"\b(в|из) (каком|какой) (городе|офисе|стране|регионе|области|месте|штате)\b|"

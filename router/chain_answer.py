@@ -90,10 +90,12 @@ def _chain(question: str, passages: list[Passage], max_hops: int, depth: int,
         return _through(parts[0], lambda entity: parts[1], question, passages, max_hops, depth, similarity)[0]
     direct = _answer(question, passages, max_hops, similarity=similarity)
     nested = nested_question(question) if depth < MAX_HOPS else None
-    if nested is not None and (not direct.reached or nested.place):
-        # the chain from the question's names did not reach what it asks, or the clause types the entity
-        # it describes as a kind of place, which the direct chain does not check ("the city where X is"
-        # is no country): the entity is found by asking the clause, and the rest is asked of it
+    from_year = bool(direct.chain) and not _LETTER.search(direct.chain[0])
+    if nested is not None and (not direct.reached or nested.place or from_year):
+        # the chain from the question's names did not reach what it asks, or started at a bare year for
+        # want of a name, or the clause types the entity it describes as a kind of place, which the
+        # direct chain does not check ("the city where X is" is no country): the entity is found by
+        # asking the clause, and the rest is asked of it
         through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth, similarity)
         if found:  # the clause's entity is the chain's next bridge even where nothing yet leads on from it
             return through

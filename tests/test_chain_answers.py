@@ -349,3 +349,13 @@ def test_a_two_part_question_counts_on_the_found_teams_own_page_in_the_other_lan
     got = chain_answer("Which team is to take over Harbour Relay in the 2031 reorganisation, and how many SREs "
                        "does that team have?", pages)
     assert got.reached and got.chain == ["Harbour Relay", "Tern team", "4 SRE"], got.text
+
+
+def test_a_question_naming_only_a_year_asks_its_clause_first():
+    # the chain from "2031" reaches a number on the review page; the clause finds the engineer
+    pages = [p(1, "Разбор инцидента INC-2031-020: очередь событий", "- **Дата:** 21 августа 2031 г.\n"
+               "- **Ведущий инцидента:** Вера Соколова\n\nОчередь выросла до 3 ч задержки, пострадали 40 человек."),
+             p(2, "Офис в Казани", "Здесь работают Вера Соколова и аналитики; всего 24 человека.")]
+    got = chain_answer("Сколько человек работает в офисе инженера, который вёл инцидент с очередью событий "
+                       "в августе 2031 г.?", pages)
+    assert got.chain[:2] == ["2031", "Вера Соколова"], got.text

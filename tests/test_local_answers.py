@@ -42,8 +42,11 @@ def test_an_amount_is_asked_when_the_phrase_a_question_word_asks_about_names_one
     ("Quayside Freight runs on a network founded by whom?", "person"),  # asked in place, at the end
     ("Who founded Quayside Freight?", "person"),
     ("What was founded by Ines Moreau and her brother?", None),  # "by" a named person asks no person
+    ("Which engineer led the Quayside outage?", "person"),  # a noun for a person after the question word
+    ("Какой инженер вёл инцидент в августе?", "person"),
+    ("Какого руководителя назначили в Казани?", "person"),
 ])
-def test_who_asked_in_place_at_the_end_asks_for_a_person(question, kind):
+def test_who_asked_in_place_or_a_noun_for_a_person_asks_for_a_person(question, kind):
     assert question_kind(question) == kind
 
 
