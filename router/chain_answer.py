@@ -17,7 +17,10 @@ or by a sentence of that entity's own page. A question of two parts ("Who leads 
 does he work?") is two chains, the second from the first one's answer (`question_parts`); so is a
 question whose chain from its names reaches nothing it asks and that describes an entity by a clause
 ("the engineer who commanded X ..."): the clause first, the rest from the entity it finds
-(`nested_question`). The rules in router/extractive.py's docstring.
+(`nested_question`); a clause naming a kind of place ("the city where X is located") goes first even
+when the direct chain reached something, since only the clause checks the kind. Near-equal last hops
+written in the other language than the question are told apart by meaning (`_closest_in_meaning`).
+Which name a hop leads to: router/chain_links.py. The rules in router/extractive.py's docstring.
 """
 
 from __future__ import annotations
@@ -27,16 +30,15 @@ from dataclasses import dataclass
 from typing import Callable
 
 from core.text.language import detect_language
-from core.text.names import HEAD_WORDS
 from core.text.script import CYRILLIC
-from core.text.skeletons import same_word
 from core.text.terms import content_stems, normalise
 from router.answer_types import NAME_TYPE, VALUE_KINDS, asked_kind_words
 from router.answer_units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from router.chain_names import names_in, place_in_name, without_demonym
 from router.chain_question import (extended_names, least_hops, nested_question, other_name_stems, question_parts,
                                    start_clause)
-from router.chain_targets import ASKS_REGION, is_wanted, order_in, position, value_in, with_region
+from router.chain_links import BRIDGE_TYPES, bridge, is_alias, is_type_word, related
+from router.chain_targets import ASKS_REGION, is_wanted, order_in, value_in, with_region
 from router.local_answer import local_answer
 from router.question_text import title_core
 from router.types import Passage
@@ -144,14 +146,14 @@ def _found_entity(question: str, found: Extracted, passages: list[Passage],
         end = entity_key(found.chain[-1])
         kinds = {t for u in by_place.values() for k, _, t in u.names if k == end} or {
             s[2] for s in map(_subject, passages) if s and s[0] == end and s[2] == "location"}
-        return found.chain[-1] if kinds & set(_BRIDGE_TYPES) else None
+        return found.chain[-1] if kinds & set(BRIDGE_TYPES) else None
     if not found.answered:
         return None
     focus = Focus.of(question)
     first = by_place.get((found.picked[0].passage, found.picked[0].position))
     if first is None:
         return None
-    wanted = NAME_TYPE.get(focus.kind, set(_BRIDGE_TYPES))
+    wanted = NAME_TYPE.get(focus.kind, set(BRIDGE_TYPES))
     asked = {entity_key(n) for n in focus.names}
     names = [n for n in first.names if n[2] in wanted and n[0] not in asked and _LETTER.search(n[1])]
     return names[0][1] if names else None
@@ -189,7 +191,7 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
                 asked = relation + other_name_stems(names, start)
                 hop = _Chain(chain.hops + [(u, entity, score)], start,
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
-                             chain.used | _related(asked, u.stems | scorer.title_stems[u.passage - 1])
+                             chain.used | related(asked, u.stems | scorer.title_stems[u.passage - 1])
                              | (set() if chain.hops else start_clause(question, linked, relation)))
                 hop.reached = len(hop.hops) >= least and (answers or entity[2] == "value"
                                                           or is_wanted(entity, focus.kind, u.text, typed))
@@ -274,7 +276,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         # each hop states a relation of its own: words an earlier hop stated count no more
         asked = relation + other_name_stems(names, chain.start if chain.hops else link[1])
         # the words of the current entity's own name state no relation ("team" of "Platform team")
-        own = _related(asked, u.stems - frozenset(content_stems(link[1]))) - chain.used
+        own = related(asked, u.stems - frozenset(content_stems(link[1]))) - chain.used
         # a question's own name is no answer, so its first hop none; a step that goes on from an entity an
         # earlier step found (`onward`) may answer on its first
         passed = bool(chain.hops) or onward
@@ -289,15 +291,15 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         # "Young, New South Wales" is Young, placed
         fresh = [e for e in _entities(u, subject, link[1]) if e[0] not in chain.known and not scorer.in_question(e[1])
                  and entity_key(e[1].split(",")[0]) not in chain.known
-                 and not _alias(u.text, e[1]) and not _type_word(e[1])]
+                 and not is_alias(u.text, e[1]) and not is_type_word(e[1])]
         if not fresh and not answers:
             continue
-        heading = _related(asked, scorer.title_stems[u.passage - 1]) - chain.used - own
+        heading = related(asked, scorer.title_stems[u.passage - 1]) - chain.used - own
         # a section heading over the unit states how the page's subject relates to what the section
         # lists ("Billing team > Services owned" over a row naming the Payments Gateway: Billing owns
         # it); the words of the subject's own name ("team" of "Billing team") state no relation
         listed = link[0] == "text" and subject in fresh and bool(
-            heading - set(content_stems(subject[1])) - _related(asked, frozenset(content_stems(subject[1]))))
+            heading - set(content_stems(subject[1])) - related(asked, frozenset(content_stems(subject[1]))))
         # what the unit itself states counts fully, what its title or heading says half
         rel = sum(scorer.weight(s) for s in own) + 0.5 * sum(scorer.weight(s) for s in heading)
         rel /= sum(scorer.weight(s) for s in asked) or 1.0
@@ -311,7 +313,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         elif wanted and focus.kind == "place" and not region:
             wanted[0] = with_region(wanted[0], u.text)
         if not own and not wanted and not answers and not listed and not (
-                link[0] == "text" and any(e[2] in _BRIDGE_TYPES for e in fresh)):
+                link[0] == "text" and any(e[2] in BRIDGE_TYPES for e in fresh)):
             # a bridge states one of the question's relations (in its own words or its section's
             # heading), or at least names the current entity next to a person, team, service or
             # place ("led by" is no stem of "lead")
@@ -320,79 +322,11 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         own_page = bool(subject) and subject[0] == entity_key(link[1])
         score = rel + (0.3 if wanted else 0.0) + (0.05 if link[0] == "text" else 0.0) + (0.05 if own_page else 0.0) \
             + 0.05 / u.passage
-        entity = wanted[0] if wanted else (_bridge(fresh, subject, link, u.text, own, described) if fresh
+        entity = wanted[0] if wanted else (bridge(fresh, subject, link, u.text, own, described) if fresh
                                            else (f"value:{u.passage}:{u.position}", display(u), "value"))
         out.append((score, u, entity, link[1], answers))
     out.sort(key=lambda x: (-x[0], x[1].passage, x[1].position))
     return out
-
-
-_BRIDGE_TYPES = ("person", "team", "organization", "service", "location")
-def _related(relation: list[str], stems: frozenset[str]) -> set[str]:
-    """The relation stems a text holds: the same stem, two stems of one word (core/text/skeletons.same_word:
-    director / directed, founder / founded), or an agent noun in the text that Snowball left longer than
-    the question's stem by at most two letters (four in Russian, whose agent suffixes are longer): own /
-    owner, руковод / руководител."""
-    def agent(r: str, s: str) -> bool:
-        return len(r) >= 3 and s.startswith(r) and len(s) - len(r) <= (4 if CYRILLIC.match(r) else 2)
-
-    return {r for r in relation if r in stems or any(agent(r, s) or same_word(r, s) for s in stems)}
-
-
-def _bridge(fresh: list, subject, link: tuple[str, str], text: str,
-            own: set[str] = frozenset(), described: frozenset[str] = frozenset()) -> tuple[str, str, str]:
-    """The entity a hop leads to: the passage's subject when the unit names the current entity (the
-    Billing team's page listing the Payments Gateway leads to the Billing team) unless the subject is
-    a mere topic and the unit names a team, person, service or place; else the unit's typed name
-    nearest to the relation word (of `own`) the unit states, or, when it states none, to the current
-    entity ("команда Маршрутизации для Оптимизатора маршрутов или команда
-    Billing для Платёжного шлюза": the first), else its nearest name that is not a code."""
-    typed = [e for e in fresh if e[2] in _BRIDGE_TYPES and e is not subject]
-    if link[0] == "text" and subject in fresh and (subject[2] in _BRIDGE_TYPES or not typed):
-        return subject
-    # a name holding a noun the question describes its bridge by: "a network founded by whom" and
-    # "aired on Cartoon Network in the United States" lead to Cartoon Network
-    typed = [e for e in fresh if e is not subject and _holds_word(e[1], described)] or typed
-    folded = normalise(text)
-    anchor = position(folded, link[1])
-    anchor_end = anchor + len(link[1])
-    # the name a relation word the unit states is said of ("a story written by Dale Brown" for "the
-    # author of the story"), before the one nearest the current entity
-    said = [m for m in WORD.finditer(folded) if _related(sorted(own), frozenset(content_stems(m.group())))]
-    if said:
-        nearest = min(said, key=lambda m: abs(m.start() - anchor)) if anchor >= 0 else said[0]
-        anchor, anchor_end = nearest.span()
-
-    def distance(e) -> int:  # the gap between the two names, whichever comes first
-        at = folded.find(normalise(e[1]))
-        if at < 0 or anchor < 0:
-            return len(folded)
-        return max(0, anchor - (at + len(e[1])), at - anchor_end)
-
-    others = [e for e in fresh if e[2] != "code" and e is not subject]
-    return min(typed or others or fresh, key=lambda e: (distance(e), e[0]))
-
-
-def _holds_word(name: str, words: frozenset[str]) -> bool:
-    """Whether a name of two words or more holds one of `words` as a capitalised word of its own."""
-    held = WORD.findall(name)
-    return len(held) >= 2 and any(w[:1].isupper() and w.casefold() in words for w in held)
-
-
-def _alias(text: str, name: str) -> bool:
-    """A name in brackets right after another one, or after "also known as", is that one's other name:
-    "Команда Маршрутизации (Routing team)" and "Harbour Lights, also known as "Night Ferry"" each
-    name one thing, so the other name leads nowhere new."""
-    return bool(re.search(r"(?:[\w*»\"'`]\s*\(|\b(?:also|otherwise|formerly|better)\s+(?:known|called|named)\s+"
-                          r"(?:as\s+)?|\b(?:a\.k\.a\.|aka|также известн\w*\s+как|он же|она же)\s*)"
-                          r"\s*[\"'“«`]?\s*" + re.escape(name) + r"\b", text, re.IGNORECASE))
-
-
-def _type_word(name: str) -> bool:
-    """A lone word that names a kind of thing ("Inc" of "Brands, Inc.", "Group", "Bay") is no entity:
-    a chain through it would link every passage about a company."""
-    words = WORD.findall(name)
-    return len(words) == 1 and any(p.fullmatch(words[0].casefold()) for p in HEAD_WORDS.values())
 
 
 def _chain_label(question: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from router.chain_answer import chain_answer
+from router.chain_links import bridge
 from router.types import Passage
 
 
@@ -304,12 +305,11 @@ def test_a_step_from_a_found_place_may_answer_on_its_first_hop_and_the_place_wit
 
 def test_a_bridge_is_the_name_holding_the_noun_the_question_describes_it_by():
     # "a network founded by whom": the untyped Harbour Network, not the place the sentence also names
-    from router.chain_answer import _bridge
     fresh = [("harbour network", "Harbour Network", "concept"), ("albania", "Albania", "location")]
     text = "It aired on Harbour Network in Albania and on BBC Two in the UK."
     link = ("subject", "Quayside Sports")
-    assert _bridge(fresh, None, link, text)[1] == "Albania"  # no noun to go by: a typed name first
-    assert _bridge(fresh, None, link, text, described=frozenset({"network", "founded"}))[1] == "Harbour Network"
+    assert bridge(fresh, None, link, text)[1] == "Albania"  # no noun to go by: a typed name first
+    assert bridge(fresh, None, link, text, described=frozenset({"network", "founded"}))[1] == "Harbour Network"
 
 
 def test_a_count_is_shown_with_the_words_it_counts():
