@@ -90,13 +90,18 @@ def _chain(question: str, passages: list[Passage], max_hops: int, depth: int,
     parts = question_parts(question) if depth < MAX_HOPS else None
     if parts is not None:
         return _through(parts[0], lambda entity: parts[1], question, passages, max_hops, depth, similarity)[0]
-    direct = _answer(question, passages, max_hops, similarity=similarity)
     nested = nested_question(question) if depth < MAX_HOPS else None
+    if nested is not None and nested.place:
+        # the clause types the entity it describes as a kind of place, which the direct chain does not
+        # check ("the city where X is" is no country): the clause first, whatever the direct chain reaches
+        through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth, similarity)
+        if found:
+            return through
+    direct = _answer(question, passages, max_hops, similarity=similarity)
     from_year = bool(direct.chain) and not _LETTER.search(direct.chain[0])
-    if nested is not None and (not direct.reached or nested.place or from_year):
+    if nested is not None and not nested.place and (not direct.reached or from_year):
         # the chain from the question's names did not reach what it asks, or started at a bare year for
-        # want of a name, or the clause types the entity it describes as a kind of place, which the
-        # direct chain does not check ("the city where X is" is no country): the entity is found by
+        # want of a name: the entity the clause describes ("the engineer who commanded X") is found by
         # asking the clause, and the rest is asked of it
         through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth, similarity)
         if found:  # the clause's entity is the chain's next bridge even where nothing yet leads on from it
@@ -137,10 +142,11 @@ def _found_entity(question: str, found: Extracted, passages: list[Passage],
     that is a passage's sentence (a question naming nothing to start a chain from), the name of the
     asked kind, or else of a team, service, person or place, that its first sentence holds and the
     question does not (the first such). `by_place`: the passages' units by (passage, position)."""
+    focus = Focus.of(question)
     if found.chain:
         if not found.reached:
             return None
-        if Focus.of(question).kind in NAME_TYPE:  # the chain's end was checked to be of the asked type
+        if focus.kind in NAME_TYPE:  # the chain's end was checked to be of the asked type
             return found.chain[-1]
         # what a step finds to ask on from is a person, a team, a service or a place, never a page's topic
         end = entity_key(found.chain[-1])
@@ -149,7 +155,6 @@ def _found_entity(question: str, found: Extracted, passages: list[Passage],
         return found.chain[-1] if kinds & set(BRIDGE_TYPES) else None
     if not found.answered:
         return None
-    focus = Focus.of(question)
     first = by_place.get((found.picked[0].passage, found.picked[0].position))
     if first is None:
         return None

@@ -82,8 +82,11 @@ def capital_stems(text: str) -> frozenset[str]:
 _LOCATIVE = (r"(?:\b(?:[Ii]n|[Aa]t|[Ff]rom|[Nn]ear|[Oo]utside|[Ii]nside|[Ww]ithin)\s+(?:the\s+)?"
              r"|(?<!\w)(?:[Вв]|[Вв]о|[Ии]з|[Пп]од)\s+)")
 _CITY_OF = r"(?:[A-ZА-ЯЁ][\w.'’-]*\s+){0,3}[A-ZА-ЯЁ][\w.'’-]*,\s*"  # "Portland, " before "Oregon"
-# "the county of Cumbria", "the city of Lancaster": a place's own kind word names it a place
-_PLACE_OF = r"\b(?i:county|state|province|region|city|town|village|district|kingdom|republic)\s+of\s+"
+# the kinds of place: "the county of Cumbria" names a place, and a question may name one by what it
+# holds ("the city where X is", "the country X is in": router/chain_question.py)
+PLACE_KINDS = frozenset("city town village state country nation province county region district island continent "
+                        "kingdom republic".split())
+_PLACE_OF = rf"\b(?i:{'|'.join(sorted(PLACE_KINDS))})\s+of\s+"
 _PLACED_BEFORE = re.compile(rf"(?:{_LOCATIVE}(?:{_CITY_OF})?|{_PLACE_OF})$")
 _IN_BEFORE = re.compile(rf"\b[Ii]n\s+(?:the\s+)?(?:{_CITY_OF})?$")
 
@@ -95,8 +98,6 @@ def placed(entity: tuple[str, str, str], text: str) -> bool:
     before = _IN_BEFORE if entity[2] == "person" else _PLACED_BEFORE
     return any(before.search(text[max(0, m.start() - PLACE_WINDOW):m.start()])
                for m in re.finditer(rf"(?<!\w){re.escape(entity[1])}(?!\w)", text))
-
-
 
 
 def place_in_name(name: str, start: str) -> tuple[str, str, str] | None:

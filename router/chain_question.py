@@ -7,11 +7,11 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import islice
-from typing import Iterator
 
 from core.text.terms import content_stems
 from router.answer_types import question_kind
 from router.answer_units import WORD, entity_key
+from router.chain_names import PLACE_KINDS
 from router.question_text import AUX_START, FUNCTION_WORDS, title_core
 from router.types import Passage
 
@@ -145,9 +145,6 @@ def start_clause(question: str, start: str, relation: list[str]) -> set[str]:
 # --- a question about an entity it only describes ---------------------------------------------------
 
 _EN_RELATIVE = re.compile(r"\b(who|that|which|where)\b", re.IGNORECASE)
-# the kinds of place a question may name by what it holds: "the city where X is", "the country X is in"
-PLACE_KINDS = frozenset("city town village state country nation province county region district island "
-                        "continent".split())
 # a clause with no relative word after a place's kind, a name its subject: "the country Ceelmakoile is
 # located in", "the state the Battle of Mine Creek was fought" (bounded: a name of at most six words)
 _EN_REDUCED = re.compile(r"\b(?i:the)\s+(" + "|".join(sorted(PLACE_KINDS)) + r")\s+(?=(?:the\s+)?[A-Z][\w'.-]*"
@@ -197,11 +194,11 @@ def _english_nested(text: str) -> Nested | None:
     words = list(WORD.finditer(text))
     ends = [w.end() for w in words]
     # the first few candidates only: a question holds a clause or two, and each candidate costs a pass
-    for m in islice(_english_clauses(text), MAX_CANDIDATES):
-        before = words[:bisect_right(ends, m.start())]
+    for at, after, relative, m in islice(_english_clauses(text), MAX_CANDIDATES):
+        before = words[:bisect_right(ends, at)]
         head = before[-1] if len(before) >= 2 else None
-        if head is None or _asked_here(text + "?", m) or not head.group().isalpha() or \
-                head.group().casefold() in FUNCTION_WORDS or text[head.end():m.start()].strip(" ,"):
+        if head is None or (m is not None and _asked_here(text + "?", m)) or not head.group().isalpha() or \
+                head.group().casefold() in FUNCTION_WORDS or text[head.end():at].strip(" ,"):
             continue  # the question's own word, or "that" as a determiner ("does that person work")
         # the noun phrase: back to its determiner, at most four words
         start = head.start()
@@ -224,50 +221,32 @@ def _english_nested(text: str) -> Nested | None:
             # employee get on a business trip to the city where ...")
             between = [w.group().casefold() for w in words if done and done.end() <= w.start() and w.end() <= start]
             subject = done and not any(w in FUNCTION_WORDS and w != "of" and w not in _EN_DETERMINERS for w in between)
-            end = words[-1].start() if subject and words[-1].start() > m.end() else len(text)
+            end = words[-1].start() if subject and words[-1].start() > after else len(text)
         else:  # "The engineer who commanded X is based in which office": up to the verb before the asked word
-            asked = [a for a in _EN_ASKED.finditer(text, m.end())]
-            verbs = [v for v in _EN_AUXILIARY.finditer(text, m.end(), asked[-1].start())] if asked else []
+            asked = [a for a in _EN_ASKED.finditer(text, after)]
+            verbs = [v for v in _EN_AUXILIARY.finditer(text, after, asked[-1].start())] if asked else []
             if not verbs:
                 return None
             end = verbs[-1].start()
-        clause = text[m.end():end].strip(" ,")
+        clause = text[after:end].strip(" ,")
         if not WORD.search(clause):
             continue
         noun = " ".join(w.group() for w in words if start <= w.start() and w.end() <= head.end()
                         and w.group().casefold() not in _EN_DETERMINERS)
-        kind = head.group().casefold()
-        relative = m.group(1).casefold() if m.group(1) else ""
         # "the city where X was founded" asks which city, as does "the country X is in"
-        asking = ("Who" if relative == "who" else f"In which {noun}" if relative in ("where", "") and kind not in
-                  FUNCTION_WORDS else "Where" if relative == "where" else f"Which {noun}")
+        asking = "Who" if relative == "who" else f"In which {noun}" if relative in ("where", "") else f"Which {noun}"
         return Nested(f"{asking} {clause}?", " ".join(f"{text[:start]}{{}} {text[end:]}".split()) + "?",
-                      kind in PLACE_KINDS)
+                      head.group().casefold() in PLACE_KINDS)
     return None
 
 
-def _english_clauses(text: str) -> Iterator[re.Match]:
-    """The question's relative words ("who", "that", "which", "where") and its clauses without one
-    after a place's kind (a match empty at the clause's start, `group(1)` None), in order."""
-    clauses = sorted([*_EN_RELATIVE.finditer(text), *(_Reduced(m) for m in _EN_REDUCED.finditer(text))],
-                     key=lambda m: m.start())
-    return iter(clauses)
-
-
-class _Reduced:
-    """A clause with no relative word, read as a relative word's match: empty, where the clause starts."""
-
-    def __init__(self, m: re.Match):
-        self._at = m.end()
-
-    def start(self, group: int = 0) -> int:
-        return self._at
-
-    def end(self, group: int = 0) -> int:
-        return self._at
-
-    def group(self, group: int = 0) -> str | None:
-        return "" if group == 0 else None
+def _english_clauses(text: str) -> list[tuple[int, int, str, re.Match | None]]:
+    """Where each clause starts, in order: (start, where its words begin, its relative word, that
+    word's match) for "who", "that", "which", "where"; a clause with no relative word after a place's
+    kind starts where its words do, with "" and no match."""
+    relative = [(m.start(), m.end(), m.group(1).casefold(), m) for m in _EN_RELATIVE.finditer(text)]
+    reduced = [(m.end(), m.end(), "", None) for m in _EN_REDUCED.finditer(text)]
+    return sorted(relative + reduced, key=lambda c: c[0])
 
 
 def _russian_nested(text: str) -> Nested | None:

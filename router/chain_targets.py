@@ -56,22 +56,27 @@ def value_in(u: Unit, scorer: Scorer) -> str:
     # a "how many X" question is answered by the number counting X ("4" of "12 people, 4 of them SRE")
     counting_it = counting(text, scorer.focus.counted, scorer.focus.question_tokens)
     if counting_it:
-        value = counting_it.group().strip(".,")
-        return value + _unit_after(text[counting_it.end():]) if value == counting_it.group() else value
+        return _with_unit(counting_it, text)
     patterns = {"date": (FULL_DATE, YEAR), "money": (MONEY,)}.get(scorer.focus.kind, (NUMBER,))
     for m in (m for pattern in patterns for m in pattern.finditer(text)):
         if normalise(m.group()).strip(".,") not in scorer.focus.question_tokens:
-            value = m.group().strip(".,")
-            return value + _unit_after(text[m.end():]) if patterns == (NUMBER,) and value == m.group() else value
+            return _with_unit(m, text) if patterns == (NUMBER,) else m.group().strip(".,")
     return display(u)
 
 
 UNIT_WORDS = 3
 
 
+def _with_unit(number: re.Match, text: str) -> str:
+    """A number with the words it counts, as written after it up to a punctuation mark or a function
+    word (at most UNIT_WORDS): "20" of "20 рабочих дней PTO." is shown "20 рабочих дней PTO"; a number
+    that ends its sentence ("6,960.") stands alone."""
+    value = number.group().strip(".,")
+    return value + _unit_after(text[number.end():]) if value == number.group() else value
+
+
 def _unit_after(rest: str) -> str:
-    """The words a number is a count of, as written after it up to a punctuation mark or a function word
-    (at most UNIT_WORDS): "20" of "20 рабочих дней PTO." is shown "20 рабочих дней PTO"."""
+    """The words after a number that `_with_unit` shows with it."""
     words = []
     for m in WORD.finditer(rest):
         gap = rest[words[-1].end() if words else 0:m.start()]
