@@ -91,6 +91,20 @@ def test_a_theme_recurs_across_documents_is_named_by_its_phrase_and_summarised_b
     assert themes == themes_of()  # deterministic
 
 
+def test_a_themes_summary_is_told_by_a_document_of_the_kind_asked_about():
+    # the handbook page a nearest passage brought into the scope says the theme's phrase most densely,
+    # but the question asks about the postmortems: one of them tells the theme
+    handbook = ScopePassage(7, "handbook/paging.md", "Paging", "Cache eviction storm: page the owner.")
+    passages = REVIEWS + [handbook]
+    scope = {p.doc_id for p in REVIEWS if p.doc_id.startswith("postmortems/")} | {"handbook/paging.md"}
+    assert scope_documents(passages, [7, 1], {"postmortems/a.md": 1.0, "postmortems/b.md": 0.9,
+                                              "handbook/paging.md": 0.8}, k=3) == scope
+    storm = [t for t in themes_of(passages, scope=scope) if "eviction storm" in t.label][0]
+    assert "handbook/paging.md" in storm.doc_ids
+    assert storm.summary in {"The cache eviction storm started after a manual config change.",
+                             "A cache eviction storm followed the deploy of ERR_1234 handling."}
+
+
 def test_a_word_said_outside_the_scope_too_is_no_theme_of_its_own():
     # "cache" is in the guides as well: it names no theme, the phrase the reviews share does
     themes = themes_of()

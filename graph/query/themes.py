@@ -40,7 +40,9 @@ Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
    the passages or documents two such terms share are too few to join them either. A theme
    is named by its terms, a word giving way to the recurring phrase holding it (STC labels clusters
    by phrases); its summary is its most central sentence (the most of its terms' weight per word)
-   most relevant to the question among those saying its label; its documents are its sentences'.
+   most relevant to the question among those saying its label, told by a document of the kind asked
+   about when one says it (a theme of the incident reviews quoted from a review, not from the
+   handbook page a nearest passage brought); its documents are its sentences'.
 
 Pure: the passages come from graph/query/runner.py, read through SQL with the level's groups. What
 is read of the whole level (its sentences, terms and document frequencies) is analysed once per
@@ -107,6 +109,15 @@ def scope_documents(passages: list[ScopePassage], nearest: list[int], relevance:
     return seeds | {p.doc_id for p in passages if folder(p.doc_id) in folders}
 
 
+def kind_documents(scope: set[str]) -> set[str]:
+    """The scope's documents of the kind the question asks about: those filed in the folder holding the
+    most of them (each such folder on a tie); a document beside them only held a nearest passage (the
+    handbook's paging rules beside the incident reviews)."""
+    held = Counter(folder(d) for d in scope)
+    most = max(held.values(), default=0)
+    return {d for d in scope if held[folder(d)] == most}
+
+
 def nearest(similarities: dict[int, float], k: int | None = None) -> list[int]:
     """The k (SCOPE_PASSAGES) passages most similar to the question, best first (ties by id); a
     passage with nothing in common with it (similarity 0: no word of it) is none of them."""
@@ -143,6 +154,7 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     asked_cyrillic = any(is_cyrillic(s) for s in question_stems)
     sentences, terms, level_docs, written = level.sentences, level.terms, level.documents, level.written
     mine = [i for i, (_, _, doc) in enumerate(sentences) if doc in scope]
+    kind = kind_documents(scope)
     # every word of a scope sentence, for what the question asks (only the scope's: stemming every
     # word of a large level per question would cost seconds), a Russian one in its Latin spelling as
     # the question's are: a sentence saying "алерт" says what a question about alerting asks
@@ -234,11 +246,11 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
         # the sentence says what the label says when one can: its first term ("configuration drift"),
         # else another ("status page", not any "page"); in the question's language when the theme has
         # such a sentence (a reader of an English question gets an English summary of a theme both
-        # languages tell)
+        # languages tell), then by a document of the kind asked about (`kind_documents`)
         label = _label(g["terms"], phrase_of)
         readable = [i for i in readable if terms[i] & set(label)] or readable
         best = max(readable, key=lambda i: (mostly_cyrillic(sentences[i][0]) == asked_cyrillic,
-                                            label[0] in terms[i], central(i), -i))
+                                            sentences[i][2] in kind, label[0] in terms[i], central(i), -i))
         shown = [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in label]
         themes.append(ScopedTheme(", ".join(shown), sentences[best][0],
                                   round(g["score"], 3), tuple(sorted({sentences[i][1] for i in members})),
