@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from core.text.script import latin_spelling
 from core.text.stemming import stem_word
 
 _TOKEN = re.compile(r"\w+")
@@ -116,3 +117,13 @@ def match_positions(terms: QueryTerms, text: str) -> list[tuple[int, str]]:
         if token[:2] in terms.prefixes and (s := stem(token)) in terms.wanted:
             match[token] = s
     return [(pos, match[t]) for pos, t in enumerate(content) if t in match]
+
+
+def loanword(word: str) -> str:
+    """A Russian stem as the English stem of its Latin spelling: Russian borrows the vocabulary of its
+    trade from English ("алерт", "лимит", "инцидент"), so one thing told in both languages shares its
+    borrowed word (a transliteration, letter by letter: no translation, no word list). Any other
+    word is itself."""
+    if not any("а" <= ch <= "я" for ch in word):
+        return word
+    return stem(latin_spelling(word))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from core.sentences import split_sentences
 from core.text.terms import CLOSED_CLASS, normalise, stem
+from graph.query.gaps import GAP_TERM, gaps
 
 WORD = re.compile(r"\w+", re.UNICODE)
 # a term's word: a hyphenated compound is one word ("on-call engineer", not "call engineer")
@@ -181,7 +182,9 @@ def _analyse_level(passages: list[ScopePassage]) -> LevelText:
             fields.append(frozenset(field_values(text)) if item else frozenset())
     common = _common_words([s for s, _, _ in sentences])
     names = _names([s for s, _, _ in sentences])
-    terms = [frozenset(sentence_terms(s, common, names)) for s, _, _ in sentences]
+    # a sentence stating that something was missing holds the gap term too (graph/query/gaps.py)
+    terms = [frozenset(sentence_terms(s, common, names)) | ({GAP_TERM} if gaps(s) else frozenset())
+             for s, _, _ in sentences]
     documents: dict[str, set[str]] = defaultdict(set)
     # a document counts towards a term's inverse document frequency when it is written in the term's
     # script: in a corpus of fewer Russian documents than English ones every Russian word would

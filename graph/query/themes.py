@@ -32,7 +32,11 @@ Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
    times log(1 + N / df) over the level's documents written in its script (what every document
    says weighs least), times one plus the share of the question's focus (its words beyond what the
    scope's documents are called) its sentences say.
-3. Themes: terms taken best first; one whose sentences lie mostly among a chosen theme's, or that
+   A sentence stating that something was missing ("No runbook.", "Нет лимита на отправку SMS") also
+   holds the gap term (graph/query/gaps.py), weighed and kept key as any other: each missing thing
+   is told by a review or two, that something was missing by most of them.
+3. Themes: terms taken best first; the gaps start a theme of their own, named by the missing things
+   most of the kind's documents miss, and a term mostly told as a missing thing joins it; one whose sentences lie mostly among a chosen theme's, or that
    shares a word with the theme's first name, joins that theme (STC's merge of base clusters), the
    rest start a new theme. A Russian word is compared in its Latin spelling, as the trade's
    vocabulary is borrowed ("порог алерта" joins "alert fatigue"); a theme told in native words in
@@ -57,8 +61,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Iterable
 
-from core.text.terms import normalise, stem
-from core.text.script import latin_spelling, mostly_cyrillic
+from core.text.terms import loanword, normalise, stem
+from core.text.script import mostly_cyrillic
+from graph.query.gaps import GAP_TERM, gaps, missing_things
 from graph.query.theme_text import TERM_WORD, WORD, LevelText, ScopePassage, is_cyrillic, level_text
 
 _CYRILLIC_LETTER = re.compile(r"[а-яёА-ЯЁ]")
@@ -158,7 +163,7 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     # every word of a scope sentence, for what the question asks (only the scope's: stemming every
     # word of a large level per question would cost seconds), a Russian one in its Latin spelling as
     # the question's are: a sentence saying "алерт" says what a question about alerting asks
-    said = {i: {_loanword(stem(normalise(w))) for w in WORD.findall(sentences[i][0])} for i in mine}
+    said = {i: {loanword(stem(normalise(w))) for w in WORD.findall(sentences[i][0])} for i in mine}
     surfaces = _surfaces([sentences[i][0] for i in mine])
     scope_sentences: dict[str, list[int]] = defaultdict(list)
     for i in mine:
@@ -167,7 +172,7 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     # what the scope's documents are called ("incident review") names the scope; the rest of the
     # question is what it asks about them ("alerting")
     titles = {stem(normalise(w)) for p in passages if p.doc_id in scope for w in WORD.findall(p.title or "")}
-    focus = {_loanword(w) for w in question_stems - titles}
+    focus = {loanword(w) for w in question_stems - titles}
     named_scope = question_stems & titles
     need = min(MIN_DOCUMENTS, len(scope))
     weight: dict[str, float] = {}
@@ -206,17 +211,25 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
             # the word it modifies most often, the most widespread one on a tie ("vendor", not "acquirer")
             spread = {p: len({sentences[i][2] for i in scope_sentences[p.split()[1]]}) for p in modified}
             phrase_of[t] = min(modified, key=lambda p: (-modified[p], -spread[p], p))
+    gap_stems = {i: {w for gap in gaps(sentences[i][0]) for w in gap.stems} for i in mine if GAP_TERM in terms[i]}
     groups: list[dict] = []
     for t in sorted((t for t in weight if weight[t] > 0), key=lambda t: (t in weaker, -weight[t], t)):
         members = set(scope_sentences[t])
         name = _named(t, phrase_of)
-        words = {_loanword(w) for w in set(t.split()) | set(name.split())}
+        words = {loanword(w) for w in set(t.split()) | set(name.split())}
         # the same theme: its sentences lie mostly among the theme's first term's (compared with the
         # first term's, not the grown theme's, so a theme does not swallow everything near it), it
         # shares a word with that term, or it would be named as one of the theme's terms is
-        home = next((g for g in groups if name in g["names"]), None) or next(
-            (g for g in groups if len(members & g["core"]) >= MERGE_OVERLAP * len(members) or words & g["words"]),
-            None)
+        # the gaps are a theme of their own, named by what was missing, and join none; a term mostly
+        # told as a missing thing ("runbook" of "No runbook.") is one of them, while a phrase a gap's
+        # sentence tells beside it ("single vendor" of "Single vendor dependency. There is no
+        # secondary geocoder") stays its own theme
+        gapped = [i for i in members if words & gap_stems.get(i, set())]
+        home = None if t == GAP_TERM else next(
+            (g for g in groups if g["terms"][0] == GAP_TERM and len(gapped) >= MERGE_OVERLAP * len(members)),
+            None) or next((g for g in groups if name in g["names"]), None) or next(
+            (g for g in groups if g["terms"][0] != GAP_TERM and (
+                len(members & g["core"]) >= MERGE_OVERLAP * len(members) or words & g["words"])), None)
         if t in weaker and home is not None:
             continue  # weaker evidence only fills a slot no stronger theme took
         if home is None:
@@ -249,23 +262,23 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
         # languages tell), then by a document of the kind asked about (`kind_documents`)
         label = _label(g["terms"], phrase_of)
         readable = [i for i in readable if terms[i] & set(label)] or readable
+        if g["terms"][0] == GAP_TERM:
+            # what the documents of the kind asked about say was missing (a handbook's "no deploys on
+            # Fridays" is a rule, not a finding), told by a sentence missing the thing most of them miss
+            told = [i for i in members if sentences[i][2] in kind] or members
+            missing = missing_things([(sentences[i][0], sentences[i][2]) for i in told], asked_cyrillic)
+            readable = [i for i in readable if any(gap.stems & missing.first for gap in gaps(sentences[i][0]))] \
+                or readable
         best = max(readable, key=lambda i: (mostly_cyrillic(sentences[i][0]) == asked_cyrillic,
                                             sentences[i][2] in kind, label[0] in terms[i], central(i), -i))
-        shown = [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in label]
+        if g["terms"][0] == GAP_TERM:  # "no runbook, load testing, ...": what was missing
+            shown = [missing.label]
+        else:
+            shown = [min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in label]
         themes.append(ScopedTheme(", ".join(shown), sentences[best][0],
                                   round(g["score"], 3), tuple(sorted({sentences[i][1] for i in members})),
                                   tuple(sorted({sentences[i][2] for i in members}))))
     return themes
-
-
-def _loanword(word: str) -> str:
-    """A Russian stem as the English stem of its Latin spelling: Russian borrows the vocabulary of its
-    trade from English ("алерт", "лимит", "инцидент"), so one theme told in both languages shares its
-    borrowed word (a transliteration, letter by letter: no translation, no word list). Any other
-    word is itself."""
-    if not is_cyrillic(word):
-        return word
-    return stem(latin_spelling(word))
 
 
 def _past_form(forms: Counter) -> bool:
