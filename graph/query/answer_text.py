@@ -28,6 +28,11 @@ _TEXTS = {
         "russian": "Офлайн-ответ (извлечён из текста, без LLM): темы отчётов о сообществах корпуса; "
                    "каждая названа своими отличительными ключевыми фразами.",
     },
+    "outline_label": {
+        "english": "sections these documents share",
+        "russian": "разделы, общие для этих документов",
+    },
+    "outline_count": {"english": "{n} of {total}", "russian": "{n} из {total}"},
     "points_header": {
         "english": "Offline answer (extractive, no LLM): the most relevant points across the corpus's community "
                    "reports.",

@@ -28,11 +28,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.sentences import split_sentences
+from core.text.language import detect_language
 from core.text.terms import STOPWORDS, normalise, stem
 from graph.levels import AccessLevel, choose_level
 from graph.query.answer_text import say
+from graph.query.outline import shared_sections
 from graph.query.theme_text import ScopePassage
-from graph.query.themes import distinct_terms, document_relevance, nearest, scope_documents, scoped_themes
+from graph.query.themes import (ScopedTheme, distinct_terms, document_relevance, folder, kind_documents, nearest,
+                               scope_documents, scoped_themes)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that say "corpus-wide" rather than what about: they match every report equally.
@@ -159,7 +162,7 @@ def global_search(
         passages, similarities = load_scope(level)
         trace["scope_passages"] = len(passages)  # 0: none handed over (a level too large to read per question)
         if passages:
-            themes = themes_in_scope(q, passages, similarities, reports, max_themes, trace)
+            themes = themes_in_scope(question, q, passages, similarities, reports, max_themes, trace)
     if not themes:
         themes, header = rank_themes(q, [r for r in reports if r["id"] in chosen], reports, scores, max_themes), \
             "community_header"
@@ -180,9 +183,10 @@ def global_search(
                         True, trace, themes=themes)
 
 
-def themes_in_scope(query_stems: set[str], passages: list[ScopePassage],
+def themes_in_scope(question: str, query_stems: set[str], passages: list[ScopePassage],
                     similarities: dict[int, float], reports: list[dict], max_themes: int, trace: dict) -> list[Theme]:
-    """The recurring themes of the documents the question is about (graph/query/themes.py), each
+    """The recurring themes of the documents the question is about (graph/query/themes.py), and after
+    them the sections the documents of the kind asked about share (graph/query/outline.py), each
     tied to the report holding most of its passages (the smaller one on a tie: it says more about
     them). Without the question's vector the passages are ranked by its words."""
     if not similarities:
@@ -190,6 +194,17 @@ def themes_in_scope(query_stems: set[str], passages: list[ScopePassage],
     relevance = document_relevance(passages, similarities)
     scope = scope_documents(passages, nearest(similarities), relevance)
     found = scoped_themes(query_stems, passages, scope, relevance, max_themes)
+    kind = kind_documents(scope, relevance)
+    sections = shared_sections(passages, kind, detect_language(question) == "russian")
+    if found and sections:  # a template is what the kind's documents share beside their themes, not instead
+        of = say("outline_count", question)
+        # counted among the documents of the folders the sections are found in (of two kinds tied, the
+        # one with a template)
+        total = len({d for d in kind if folder(d) in {folder(x) for s in sections for x in s.documents}})
+        found.append(ScopedTheme(say("outline_label", question), "; ".join(
+            f"{s.name} ({of.format(n=len(s.documents), total=total)})" for s in sections),
+            0.0, tuple(sorted({c for s in sections for c in s.chunk_ids})),
+            tuple(sorted({d for s in sections for d in s.documents}))))
     trace["scope"] = sorted(scope)
     themes = []
     for f in found:

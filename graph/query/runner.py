@@ -69,7 +69,7 @@ def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: lis
             with db.connection() as conn:
                 if retrieval_store.count_readable_chunks(conn, tenant, list(level.groups)) > SCOPED_THEMES_UP_TO:
                     return [], {}
-                passages = [ScopePassage(c.id, c.doc_id, c.title, c.text)
+                passages = [ScopePassage(c.id, c.doc_id, c.title, c.text, c.heading)
                             for c in store.level_chunks(conn, tenant, level.groups)]
                 similarities = dict(retrieval_store.passage_similarities(
                     conn, tenant, list(level.groups), embedder.model_id, vector, [p.id for p in passages])

@@ -38,6 +38,7 @@ class ScopePassage:
     doc_id: str
     title: str
     content: str
+    heading: str = ""  # the path of headings above it, the document's title first ("Guide > Install")
 
 
 def units(content: str) -> list[str]:
@@ -84,6 +85,17 @@ def _is_field(text: str) -> bool:
     # an aside in parentheses is the value's unit or gloss ("09:42–12:52 CET (3 hours 10 minutes)")
     value = _ASIDE.sub(" ", parts[-1])
     return len(parts) == 2 and sum(w.islower() and len(w) >= 4 for w in WORD.findall(value)) <= 1
+
+
+def field_label(sentence: str) -> str:
+    """A record field's label ("Team lead" of "- **Team lead:** Marcus Oyelaran"): the words before
+    its colon, at most four, no number; "" for any other sentence (a dash joins a name to its gloss,
+    "Tamsin Hale — Head of Customer Support", and names no field)."""
+    text = " ".join(_MARKUP.sub("", sentence).split())
+    if ":" not in text or not _is_field(text):
+        return ""
+    label = text.split(":", 1)[0].strip()
+    return label if 0 < len(WORD.findall(label)) <= 4 and not any(c.isdigit() for c in label) else ""
 
 
 def _common_words(sentences: list[str]) -> set[str]:

@@ -100,27 +100,35 @@ def folder(doc_id: str) -> str:
 
 def scope_documents(passages: list[ScopePassage], nearest: list[int], relevance: dict[str, float],
                     k: int | None = None) -> set[str]:
-    """The documents of the nearest passages, and every document filed in the folder where the
-    question's documents concentrate: the folder holding the most of the k (SCOPE_PASSAGES) documents
-    most relevant to it, at least two of them (ties: each such folder). A folder one relevant document
-    shares with unrelated ones (a handbook's incident-review process beside its customer FAQ) is no
-    kind the question asks about; a document at the top of the corpus brings only itself."""
+    """The documents of the nearest passages, and every document filed in the folders where the
+    question's documents concentrate (`concentrated_folders`)."""
     doc_of = {p.id: p.doc_id for p in passages}
     seeds = {doc_of[c] for c in nearest if c in doc_of}
-    top = sorted(relevance, key=lambda d: (-relevance[d], d))[:k or SCOPE_PASSAGES]
-    held = Counter(folder(d) for d in top if folder(d))
-    most = max(held.values(), default=0)
-    folders = {f for f, n in held.items() if n == most and n >= MIN_DOCUMENTS}
+    folders = concentrated_folders(relevance, k)
     return seeds | {p.doc_id for p in passages if folder(p.doc_id) in folders}
 
 
-def kind_documents(scope: set[str]) -> set[str]:
-    """The scope's documents of the kind the question asks about: those filed in the folder holding the
-    most of them (each such folder on a tie); a document beside them only held a nearest passage (the
-    handbook's paging rules beside the incident reviews)."""
-    held = Counter(folder(d) for d in scope)
+def concentrated_folders(relevance: dict[str, float], k: int | None = None) -> set[str]:
+    """The folder holding the most of the k (SCOPE_PASSAGES) documents most relevant to the question,
+    at least two of them (ties: each such folder). A folder one relevant document shares with
+    unrelated ones (a handbook's incident-review process beside its customer FAQ) is no kind the
+    question asks about; a document at the top of the corpus brings only itself."""
+    top = sorted(relevance, key=lambda d: (-relevance[d], d))[:k or SCOPE_PASSAGES]
+    held = Counter(folder(d) for d in top if folder(d))
     most = max(held.values(), default=0)
-    return {d for d in scope if held[folder(d)] == most}
+    return {f for f, n in held.items() if n == most and n >= MIN_DOCUMENTS}
+
+
+def kind_documents(scope: set[str], relevance: dict[str, float]) -> set[str]:
+    """The scope's documents of the kind the question asks about: those filed where the question's
+    documents concentrate, else in the folder holding the most of the scope (each such folder on a
+    tie); a document beside them only held a nearest passage (the handbook's paging rules beside the
+    incident reviews)."""
+    folders = concentrated_folders(relevance) & {folder(d) for d in scope}
+    if not folders:
+        held = Counter(folder(d) for d in scope)
+        folders = {f for f, n in held.items() if n == max(held.values())}
+    return {d for d in scope if folder(d) in folders}
 
 
 def nearest(similarities: dict[int, float], k: int | None = None) -> list[int]:
@@ -159,7 +167,7 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
     asked_cyrillic = any(is_cyrillic(s) for s in question_stems)
     sentences, terms, level_docs, written = level.sentences, level.terms, level.documents, level.written
     mine = [i for i, (_, _, doc) in enumerate(sentences) if doc in scope]
-    kind = kind_documents(scope)
+    kind = kind_documents(scope, relevance)
     # every word of a scope sentence, for what the question asks (only the scope's: stemming every
     # word of a large level per question would cost seconds), a Russian one in its Latin spelling as
     # the question's are: a sentence saying "алерт" says what a question about alerting asks
