@@ -18,6 +18,8 @@ blind_xl2 - held out: 40 more such questions and 6 negatives, run only to report
 blind_mh  - 24 multi-hop questions (chains of 2-4 documents, two-part questions, comparisons), most
             crossing languages, written blind as `blind` was: the development half of 48;
 blind_mh2 - held out: the other 24 (bench/answer_blind_mh/README.md says how they were split).
+blind3    - held out: 24 multi-hop, 10 global and 6 negative questions written blind in session 21
+            (bench/answer_blind3/README.md), run only to report a change's result, verdicts only.
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
 
 Every answer's confidence is kept, so the no-answer threshold (router/answer_units.MIN_CONFIDENCE, a
@@ -120,7 +122,8 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind_xl": ROOT / "bench" / "answer_blind_xl" / "questions.jsonl",
                "blind_xl2": ROOT / "bench" / "answer_blind_xl2" / "questions.jsonl",
                "blind_mh": ROOT / "bench" / "answer_blind_mh" / "questions.jsonl",
-               "blind_mh2": ROOT / "bench" / "answer_blind_mh2" / "questions.jsonl"}
+               "blind_mh2": ROOT / "bench" / "answer_blind_mh2" / "questions.jsonl",
+               "blind3": ROOT / "bench" / "answer_blind3" / "questions.jsonl"}
 
 
 def run_golden(router: QuestionRouter, name: str, tenant: str = "demo") -> dict:
@@ -185,7 +188,7 @@ def main() -> int:
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--sets", default="multihop,xquad_ru,fixtures",
-                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2 to run")
+                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3 to run")
     parser.add_argument("--dump", type=Path, default=None,
                         help="write every question's answer and verdict to this JSON file (for reading misses)")
     parser.add_argument("--fixtures-tenant", default="demo",
