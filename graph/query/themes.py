@@ -36,9 +36,9 @@ Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
    holds the gap term (graph/query/gaps.py), weighed and kept key as any other: each missing thing
    is told by a review or two, that something was missing by most of them.
 3. Themes: terms taken best first; the gaps start a theme of their own, named by the missing things
-   most of the kind's documents miss, and a term mostly told as a missing thing joins it; one whose sentences lie mostly among a chosen theme's, or that
-   shares a word with the theme's first name, joins that theme (STC's merge of base clusters), the
-   rest start a new theme. A Russian word is compared in its Latin spelling, as the trade's
+   most of the kind's documents miss, and a term mostly told as a missing thing joins it; any other
+   term whose sentences lie mostly among a chosen theme's, or that shares a word with the theme's
+   first name, joins that theme (STC's merge of base clusters), the rest start a new theme. A Russian word is compared in its Latin spelling, as the trade's
    vocabulary is borrowed ("порог алерта" joins "alert fatigue"); a theme told in native words in
    each language stays two: nothing is translated, and a document is written in one language, so
    the passages or documents two such terms share are too few to join them either. A theme
@@ -273,7 +273,8 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
         if g["terms"][0] == GAP_TERM:
             # what the documents of the kind asked about say was missing (a handbook's "no deploys on
             # Fridays" is a rule, not a finding), told by a sentence missing the thing most of them miss
-            told = [i for i in members if sentences[i][2] in kind] or members
+            stating = [i for i in members if GAP_TERM in terms[i]]
+            told = [i for i in stating if sentences[i][2] in kind] or stating
             missing = missing_things([(sentences[i][0], sentences[i][2]) for i in told], asked_cyrillic)
             readable = [i for i in readable if any(gap.stems & missing.first for gap in gaps(sentences[i][0]))] \
                 or readable
