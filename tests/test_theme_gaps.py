@@ -80,3 +80,23 @@ def test_hostile_absences_read_in_linear_time():
         started = time.perf_counter()
         gaps(sentence)
         assert time.perf_counter() - started < 2.0
+
+
+def test_a_hostile_level_answers_with_gaps_and_sections_in_bounded_time():
+    from graph.levels import AccessLevel
+    from graph.query.global_search import global_search
+    hostile = [ScopePassage(100 + i, f"reviews/h{i}.md", "Review \ufdfa" * 50, text, heading)
+               for i, (text, heading) in enumerate([
+                   ("No " * 20_000 + "runbook.", "R > " * 5_000),
+                   ("Нет " + "лимита " * 10_000 + "(" * 500, " > \u0000 > \ud7ff"),
+                   ("- **\u200b" * 2_000 + ":** no runbook", "R > No runbook"),
+                   ("There was no runbook (" + "x" * 60 + ") and no " + "\U0001F642" * 1_000, ""),
+               ])]
+    passages = REVIEWS + hostile
+    reports = [{"id": 1, "parent": None, "title": "All", "summary": "All.", "rating": 5.0, "findings": [],
+                "source_chunk_ids": [p.id for p in passages], "embedding": None}]
+    started = time.perf_counter()
+    result = global_search([AccessLevel("staff", ("staff",), 6)], {"staff"}, lambda name: reports,
+                           "What are the main risks across all reviews?", None,
+                           load_scope=lambda lvl: (passages, {p.id: 0.5 for p in passages}))
+    assert result.answer and time.perf_counter() - started < 20.0
