@@ -27,6 +27,8 @@ from graph.query.themes import scoped_themes
     ("A carrier changed a limit without notice.", []),
     ("There is no GeoMesh fallback and no `ERR_1107` alert.", []),
     ("Nobody noticed; it is not known.", []),
+    ("In 2011 he was no longer with Sony, and the sanctions were to no avail.", []),
+    ("Многие классы подозреваются как неравные, но это не было доказано.", []),
     ("", []),
 ])
 def test_an_absence_states_the_missing_thing(sentence, missing):

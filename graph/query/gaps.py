@@ -33,8 +33,11 @@ _WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
 _ASIDE = re.compile(r"\s*\(([^()]{1,60})\)")
 # what follows a denied event's subject: "No data was lost", "no approval is needed"
 _EVENT_VERBS = frozenset("is are was were has have had will would could can should".split())
-# a past verb ends the missing thing's name: "a missing runbook slowed", "тестирование привело"
-_VERB = re.compile(r"^[a-z-]{3,}(?<!e)ed$|^[а-яё]{2,}(?:л|ла|ло|ли|лся|лась|лось|лись)$")
+# a verb form is no missing thing, and one ends its name: "a missing runbook slowed", "тестирование
+# привело", "не было доказано"
+_VERB = re.compile(r"^[a-z-]{3,}(?<!e)ed$|^[а-яё]{2,}(?:л|ла|ло|ли|лся|лась|лось|лись)$|^[а-яё]{3,}(?:ано|ено|ято|ито|уто|ыто)$")
+# "no longer", "to no avail", "no doubt": adverbs and idioms, nothing missing
+_IDIOMS = frozenset("longer further avail doubt matter sooner".split())
 ITEM_WORDS = 3  # a missing thing is named by at most this many words
 
 
@@ -54,8 +57,8 @@ def gaps(sentence: str) -> list[Gap]:
         for m in _WORD.finditer(sentence, negator.end()):
             between = sentence[(words[-1].end() if words else negator.end()):m.start()]
             w = m.group()
-            if between.strip() or len(words) == ITEM_WORDS or w.lower() in CLOSED_CLASS \
-                    or any(c.isdigit() for c in w) or not w.islower() or words and _VERB.search(w):
+            if between.strip() or len(words) == ITEM_WORDS or w.lower() in CLOSED_CLASS | _IDIOMS \
+                    or any(c.isdigit() for c in w) or not w.islower() or _VERB.search(w):
                 break
             words.append(m)
         if not words:
