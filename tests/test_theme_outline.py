@@ -31,8 +31,12 @@ KIND = {"services/a.md", "services/b.md", "services/c.md"}
 
 
 def test_a_section_is_a_heading_under_the_title_or_a_record_fields_label():
-    assert section_names(SERVICES[0]) == ["Owner", "Tier"]  # the title's own heading is the document
-    assert section_names(SERVICES[1]) == ["Error codes"]
+    # the title's own heading is the document
+    assert section_names(SERVICES[:3]) == [("Owner", 1), ("Tier", 1), ("Error codes", 2), ("Configuration", 3)]
+    # a label a document writes again and again opens a transcript's turns: no field
+    transcript = [page(50 + i, "talks/a.md", "Talk", "KEVIN SCOTT: Yeah.\n\nGUEST: Right.\n\n- **Date:** May")
+                  for i in range(2)] + [page(52, "talks/a.md", "Talk", "KEVIN SCOTT: Indeed.")]
+    assert section_names(transcript) == [("GUEST", 50), ("Date", 50), ("GUEST", 51), ("Date", 51)]
     assert field_label("- **Team lead:** Marcus Oyelaran") == "Team lead"
     assert field_label("- **Руководитель команды:** Дмитрий Соколов") == "Руководитель команды"
     # a dash joins a name to its gloss; a time is no label; a sentence with a colon is prose

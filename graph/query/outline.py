@@ -7,10 +7,11 @@ keep coming back to", "какие сведения повторяются на �
 template, which the phrase themes (graph/query/themes.py) never see: headings and a record's field
 labels are no prose. Here a section is a heading under the document's title ("Carrier Connector >
 Error codes": "Error codes") or a record field's label ("- **Team lead:** Marcus Oyelaran": "Team
-lead"); two are the same section when one's content words hold the other's ("Errors", "Error codes"),
-a Russian word compared in its Latin spelling as the themes compare it. Nothing is translated: "Team
-lead" and "Руководитель команды" stay two sections, each counted by the documents written in its
-language. A section the kind's documents share is one at least two of them have.
+lead") that its document writes at most twice (a transcript's "KEVIN SCOTT:" opens its turns); two
+are the same section when one's content words hold the other's ("Errors", "Error codes"), a Russian
+word compared in its Latin spelling as the themes compare it. Nothing is translated: "Team lead" and
+"Руководитель команды" stay two sections, each counted by the documents written in its language. A
+section the kind's documents share is one at least two of them have.
 
 Pure: the passages come from graph/query/runner.py, read through SQL with the level's groups.
 """
@@ -28,6 +29,7 @@ from graph.query.theme_text import ScopePassage, field_label
 MIN_DOCUMENTS = 2  # a shared section: at least this many of the kind's documents have it
 MIN_SECTIONS = 2  # one shared heading is a coincidence, not a template
 OUTLINE_SECTIONS = 8  # sections shown, those most documents have first
+MAX_FIELD_REPEATS = 2  # a field label written more often in one document marks a transcript's turns
 HEADING_SEPARATOR = " > "  # chunks.heading: the path of headings above a chunk, the document's title first
 _WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
 
@@ -39,13 +41,25 @@ class Section:
     chunk_ids: tuple[int, ...]  # the passages under it or holding its field
 
 
-def section_names(passage: ScopePassage) -> list[str]:
-    """The sections a passage is part of: the headings under its document's title, and the labels of
-    the record fields it holds."""
+def headings(passage: ScopePassage) -> list[str]:
+    """The headings a passage is under, below its document's title (the path's first heading)."""
     path = [h.strip() for h in passage.heading.split(HEADING_SEPARATOR) if h.strip()] if passage.heading else []
-    names = path[1:]  # the first heading is the document's own title
-    names += [label for s in split_sentences(passage.content) if (label := field_label(s))]
-    return names
+    return path[1:]
+
+
+def field_labels(passage: ScopePassage) -> list[str]:
+    """The labels of the record fields a passage holds, in order, each as often as written."""
+    return [label for s in split_sentences(passage.content) if (label := field_label(s))]
+
+
+def section_names(passages: list[ScopePassage]) -> list[tuple[str, int]]:
+    """A document's sections, (name, passage id): the headings its passages are under and the labels of
+    its record fields. A label written more than MAX_FIELD_REPEATS times in the document marks turns,
+    not a field ("KEVIN SCOTT: Yeah." in a transcript): a record states each of its fields once."""
+    labels = {p.id: field_labels(p) for p in passages}
+    written = Counter(label for its in labels.values() for label in its)
+    return [(name, p.id) for p in passages
+            for name in headings(p) + [label for label in labels[p.id] if written[label] <= MAX_FIELD_REPEATS]]
 
 
 def _key(name: str) -> frozenset[str]:
@@ -58,8 +72,11 @@ def shared_sections(passages: list[ScopePassage], kind: set[str], asked_cyrillic
     (then those written in the question's language, then as first written), at most OUTLINE_SECTIONS;
     none when they share fewer than MIN_SECTIONS."""
     groups: list[dict] = []
+    by_document: dict[str, list[ScopePassage]] = {}
     for p in sorted((p for p in passages if p.doc_id in kind), key=lambda p: (p.doc_id, p.id)):
-        for name in section_names(p):
+        by_document.setdefault(p.doc_id, []).append(p)
+    for doc, its in by_document.items():
+        for name, chunk in section_names(its):
             key = _key(name)
             if not key:
                 continue
@@ -67,8 +84,8 @@ def shared_sections(passages: list[ScopePassage], kind: set[str], asked_cyrillic
             if home is None:
                 home = {"key": key, "docs": set(), "chunks": set(), "names": Counter(), "first": len(groups)}
                 groups.append(home)
-            home["docs"].add(p.doc_id)
-            home["chunks"].add(p.id)
+            home["docs"].add(doc)
+            home["chunks"].add(chunk)
             home["names"][name] += 1
     shared = sorted((g for g in groups if len(g["docs"]) >= MIN_DOCUMENTS),
                     key=lambda g: (-len(g["docs"]), _written_in(g["names"]) != asked_cyrillic, g["first"]))[
