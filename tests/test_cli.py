@@ -180,8 +180,11 @@ def test_ctrl_c_during_an_ingest_says_what_was_saved_and_exits_130(cli_env, tmp_
         (corpus / f"d{i}.md").write_text(f"# Service {i}\n" + f"Service {i} retries the call {i} times. " * 40,
                                          encoding="utf-8")
     command = [sys.executable, "-m", "api.cli", "ingest", str(corpus), "--tenant", "sigint", "--acl", "staff"]
+    # a test runner started in the background (`pytest &`) ignores SIGINT, and its children inherit that:
+    # the CLI gets Ctrl-C's default disposition back, as it has at a terminal
     proc = subprocess.Popen(command + ["--yes"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=cli_env, cwd=ROOT, text=True)
+                            stderr=subprocess.PIPE, env=cli_env, cwd=ROOT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = []
     while not any(line.startswith("ingest: ") for line in seen):  # plain progress lines: no terminal here
         seen.append(proc.stderr.readline())
