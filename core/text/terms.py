@@ -119,6 +119,11 @@ def match_positions(terms: QueryTerms, text: str) -> list[tuple[int, str]]:
     return [(pos, match[t]) for pos, t in enumerate(content) if t in match]
 
 
+def shared_stem(word: str) -> str:
+    """A word's stem as both languages share it: a Russian stem in its Latin spelling (`loanword`)."""
+    return loanword(stem(normalise(word)))
+
+
 def loanword(word: str) -> str:
     """A Russian stem as the English stem of its Latin spelling: Russian borrows the vocabulary of its
     trade from English ("алерт", "лимит", "инцидент"), so one thing told in both languages shares its

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from core.text.script import mostly_cyrillic
-from core.text.terms import CLOSED_CLASS, loanword, normalise, stem
+from core.text.terms import CLOSED_CLASS, shared_stem
 
 GAP_TERM = "<gap>"  # no word's stem: no \w in it
 LABEL_GAPS = 4  # missing things named in a gap theme's label
@@ -29,7 +29,7 @@ LABEL_GAPS = 4  # missing things named in a gap theme's label
 _NEGATOR = re.compile(
     r"(?<!\w)(?:there\s+(?:is|was|were|are)\s+no|no|lack\s+of|lacked|missing|absence\s+of"
     r"|нет|не\s+было|отсутствие|отсутствует|отсутствуют|отсутствовал[аио]?)\s+", re.IGNORECASE)
-_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
+_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)  # theme_text.TERM_WORD, which imports this module
 _ASIDE = re.compile(r"\s*\(([^()]{1,60})\)")
 # what follows a denied event's subject: "No data was lost", "no approval is needed"
 _EVENT_VERBS = frozenset("is are was were has have had will would could can should".split())
@@ -72,7 +72,7 @@ def gaps(sentence: str) -> list[Gap]:
         named = [m.group() for m in words] + (_WORD.findall(aside.group(1)) if aside else [])
         if aside:
             text += f" ({aside.group(1).strip()})"
-        out.append(Gap(text, frozenset(loanword(stem(normalise(w))) for w in named)))
+        out.append(Gap(text, frozenset(shared_stem(w) for w in named)))
     return out
 
 
@@ -84,14 +84,14 @@ class MissingThings:
     first: frozenset[str]
 
 
-def missing_things(told: list[tuple[str, str]], asked_cyrillic: bool) -> MissingThings:
-    """What the sentences `told`, as (sentence, doc id), say was missing, those most documents miss
+def missing_things(told: list[tuple[tuple[Gap, ...], str]], asked_cyrillic: bool) -> MissingThings:
+    """What sentences say was missing, `told` as (the sentence's `gaps`, doc id), those most documents miss
     first (then as first told); two gaps sharing a stem are one thing ("client-side rate limit",
     "лимита на отправку"), shown as written in the question's language when it is so written
     somewhere, else as most often."""
     groups: list[dict] = []
-    for sentence, doc in told:
-        for gap in gaps(sentence):
+    for stated, doc in told:
+        for gap in stated:
             home = next((g for g in groups if g["stems"] & gap.stems), None)
             if home is None:
                 home = {"stems": set(), "docs": set(), "texts": Counter(), "first": len(groups)}

@@ -193,8 +193,8 @@ def themes_in_scope(question: str, query_stems: set[str], passages: list[ScopePa
         similarities = {p.id: lexical_score(query_stems, f"{p.title or ''} {p.content}") for p in passages}
     relevance = document_relevance(passages, similarities)
     scope = scope_documents(passages, nearest(similarities), relevance)
-    found = scoped_themes(query_stems, passages, scope, relevance, max_themes)
     kind = kind_documents(scope, relevance)
+    found = scoped_themes(query_stems, passages, scope, relevance, max_themes, kind)
     sections = shared_sections(passages, kind, detect_language(question) == "russian")
     if found and sections:  # a template is what the kind's documents share beside their themes, not instead
         of = say("outline_count", question)

@@ -17,21 +17,19 @@ Pure: the passages come from graph/query/runner.py, read through SQL with the le
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 from core.sentences import split_sentences
 from core.text.script import mostly_cyrillic
-from core.text.terms import CLOSED_CLASS, loanword, normalise, stem
-from graph.query.theme_text import ScopePassage, field_label
+from core.text.terms import CLOSED_CLASS, normalise, shared_stem
+from graph.query.theme_text import TERM_WORD, ScopePassage, field_label
 
 MIN_DOCUMENTS = 2  # a shared section: at least this many of the kind's documents have it
 MIN_SECTIONS = 2  # one shared heading is a coincidence, not a template
 OUTLINE_SECTIONS = 8  # sections shown, those most documents have first
 MAX_FIELD_REPEATS = 2  # a field label written more often in one document marks a transcript's turns
 HEADING_SEPARATOR = " > "  # chunks.heading: the path of headings above a chunk, the document's title first
-_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ def section_names(passages: list[ScopePassage]) -> list[tuple[str, int]]:
 
 
 def _key(name: str) -> frozenset[str]:
-    return frozenset(loanword(stem(normalise(w))) for w in _WORD.findall(name)
+    return frozenset(shared_stem(w) for w in TERM_WORD.findall(name)
                      if normalise(w) not in CLOSED_CLASS and not any(c.isdigit() for c in w))
 
 

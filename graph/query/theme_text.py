@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from core.sentences import split_sentences
 from core.text.terms import CLOSED_CLASS, normalise, stem
-from graph.query.gaps import GAP_TERM, gaps
+from graph.query.gaps import GAP_TERM, Gap, gaps
 
 WORD = re.compile(r"\w+", re.UNICODE)
 # a term's word: a hyphenated compound is one word ("on-call engineer", not "call engineer")
@@ -151,6 +151,7 @@ class LevelText:
     sentences: list[tuple[str, int, str]]
     terms: list[frozenset[str]]
     fields: list[frozenset[str]]
+    gaps: list[tuple[Gap, ...]]  # what each sentence says was missing (graph/query/gaps.py)
     documents: dict[str, frozenset[str]]
     written: dict[bool, frozenset[str]]
 
@@ -195,8 +196,9 @@ def _analyse_level(passages: list[ScopePassage]) -> LevelText:
     common = _common_words([s for s, _, _ in sentences])
     names = _names([s for s, _, _ in sentences])
     # a sentence stating that something was missing holds the gap term too (graph/query/gaps.py)
-    terms = [frozenset(sentence_terms(s, common, names)) | ({GAP_TERM} if gaps(s) else frozenset())
-             for s, _, _ in sentences]
+    missing = [tuple(gaps(s)) for s, _, _ in sentences]
+    terms = [frozenset(sentence_terms(s, common, names)) | ({GAP_TERM} if g else frozenset())
+             for (s, _, _), g in zip(sentences, missing)]
     documents: dict[str, set[str]] = defaultdict(set)
     # a document counts towards a term's inverse document frequency when it is written in the term's
     # script: in a corpus of fewer Russian documents than English ones every Russian word would
@@ -206,7 +208,7 @@ def _analyse_level(passages: list[ScopePassage]) -> LevelText:
         for t in ts:
             documents[t].add(doc)
             written[is_cyrillic(t)].add(doc)
-    return LevelText(sentences, terms, fields, {t: frozenset(d) for t, d in documents.items()},
+    return LevelText(sentences, terms, fields, missing, {t: frozenset(d) for t, d in documents.items()},
                      {script: frozenset(written.get(script, ())) for script in (True, False)})
 
 

@@ -61,9 +61,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Iterable
 
-from core.text.terms import loanword, normalise, stem
+from core.text.terms import loanword, normalise, shared_stem, stem
 from core.text.script import mostly_cyrillic
-from graph.query.gaps import GAP_TERM, gaps, missing_things
+from graph.query.gaps import GAP_TERM, missing_things
 from graph.query.theme_text import TERM_WORD, WORD, LevelText, ScopePassage, is_cyrillic, level_text
 
 _CYRILLIC_LETTER = re.compile(r"[а-яёА-ЯЁ]")
@@ -160,18 +160,19 @@ def document_relevance(passages: list[ScopePassage], similarities: dict[int, flo
 
 
 def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope: set[str],
-                  relevance: dict[str, float], max_themes: int) -> list[ScopedTheme]:
+                  relevance: dict[str, float], max_themes: int, kind: set[str] | None = None) -> list[ScopedTheme]:
     """The scope's recurring themes, best first, deduplicated (see the module's docstring).
-    `relevance`: each scope document's relevance to the question, 0..1 (a document missing counts 1)."""
+    `relevance`: each scope document's relevance to the question, 0..1 (a document missing counts 1);
+    `kind`: the scope's documents of the kind asked about, when the caller has read them (`kind_documents`)."""
     level = level_text(passages)
     asked_cyrillic = any(is_cyrillic(s) for s in question_stems)
     sentences, terms, level_docs, written = level.sentences, level.terms, level.documents, level.written
     mine = [i for i, (_, _, doc) in enumerate(sentences) if doc in scope]
-    kind = kind_documents(scope, relevance)
+    kind = kind if kind is not None else kind_documents(scope, relevance)
     # every word of a scope sentence, for what the question asks (only the scope's: stemming every
     # word of a large level per question would cost seconds), a Russian one in its Latin spelling as
     # the question's are: a sentence saying "алерт" says what a question about alerting asks
-    said = {i: {loanword(stem(normalise(w))) for w in WORD.findall(sentences[i][0])} for i in mine}
+    said = {i: {shared_stem(w) for w in WORD.findall(sentences[i][0])} for i in mine}
     surfaces = _surfaces([sentences[i][0] for i in mine])
     scope_sentences: dict[str, list[int]] = defaultdict(list)
     for i in mine:
@@ -219,7 +220,7 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
             # the word it modifies most often, the most widespread one on a tie ("vendor", not "acquirer")
             spread = {p: len({sentences[i][2] for i in scope_sentences[p.split()[1]]}) for p in modified}
             phrase_of[t] = min(modified, key=lambda p: (-modified[p], -spread[p], p))
-    gap_stems = {i: {w for gap in gaps(sentences[i][0]) for w in gap.stems} for i in mine if GAP_TERM in terms[i]}
+    gap_stems = {i: {w for gap in level.gaps[i] for w in gap.stems} for i in mine if level.gaps[i]}
     groups: list[dict] = []
     for t in sorted((t for t in weight if weight[t] > 0), key=lambda t: (t in weaker, -weight[t], t)):
         members = set(scope_sentences[t])
@@ -275,8 +276,8 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
             # Fridays" is a rule, not a finding), told by a sentence missing the thing most of them miss
             stating = [i for i in members if GAP_TERM in terms[i]]
             told = [i for i in stating if sentences[i][2] in kind] or stating
-            missing = missing_things([(sentences[i][0], sentences[i][2]) for i in told], asked_cyrillic)
-            readable = [i for i in readable if any(gap.stems & missing.first for gap in gaps(sentences[i][0]))] \
+            missing = missing_things([(level.gaps[i], sentences[i][2]) for i in told], asked_cyrillic)
+            readable = [i for i in readable if any(gap.stems & missing.first for gap in level.gaps[i])] \
                 or readable
         best = max(readable, key=lambda i: (mostly_cyrillic(sentences[i][0]) == asked_cyrillic,
                                             sentences[i][2] in kind, label[0] in terms[i], central(i), -i))
