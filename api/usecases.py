@@ -8,28 +8,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from core.batches import BatchLLM, CollectingLLM, pending_requests
+from core.llm.batches import BatchLLM, CollectingLLM, pending_requests
 from core.database import Database
 from core.errors import BadDocument, CrossroadsError
-from core.llm import AnthropicLLM, make_llm
-from core.llm_usage import Usage, UsageMeter
-from core.pricing import BATCH_FACTOR
+from core.llm.client import AnthropicLLM, make_llm
+from core.llm.usage import Usage, UsageMeter
+from core.llm.pricing import BATCH_FACTOR
 from core.settings import Settings
 from graph import store as graph_store
-from graph.build.contracts import BuildSettings
-from graph.build.estimate import estimate_build
-from graph.build import parts as build_parts
-from graph.build.parts import GraphPipeline
-from graph.build.runner import build_graph
 from graph.levels import levels_to_build
 from vector import store
-from vector.ingest.contextualize import make_contextualizer
-from vector.ingest.formats import FORMAT_SUFFIXES, convert
-from vector.ingest.runner import IngestReport, drop_emptied_indexes, ingest_documents
-from vector.ingest.sources import SourceDocument, build_document
 from vector.search.transforms import rewrite_conversational
+
+if TYPE_CHECKING:  # annotations only: the module imports these where a function needs them
+    from graph.indexing.contracts import BuildSettings
+    from graph.indexing.parts import GraphPipeline
+    from vector.ingest.runner import IngestReport
+    from vector.ingest.sources import SourceDocument
 
 
 @dataclass
@@ -45,10 +42,12 @@ def index_documents(db: Database, embedder, settings: Settings, tenant: str, doc
     """Index documents as a sync (`crossroads ingest`, PUT and POST /v1/documents): unchanged text costs
     nothing, changed text re-embeds only its changed chunks. `meter` counts the contexts' LLM usage; the
     caller keeps it, so usage is recorded even when indexing fails. `batch` (`ingest --batch`): the chunk
-    contexts go out as Message Batches at the batch price, waited for (core.batches); `job_id`: the queued
+    contexts go out as Message Batches at the batch price, waited for (core.llm.batches); `job_id`: the queued
     job running it, whose cancel request ends the wait. Without `batch`, the contexts an earlier batch ingest
-    sent and never used (it died) are answered from its batches (core.batches.CollectingLLM), not paid again;
+    sent and never used (it died) are answered from its batches (core.llm.batches.CollectingLLM), not paid again;
     waiting for one still running unless `wait_for_batches` is False (an HTTP request: those are sent now)."""
+    from vector.ingest.contextualize import make_contextualizer
+    from vector.ingest.runner import ingest_documents
     llm = make_llm(settings, meter if meter is not None else UsageMeter())
     if batch:
         refused = batch_ingest_refused(settings)
@@ -73,6 +72,7 @@ def estimate_ingest(db: Database, settings: Settings, tenant: str, documents: Se
     """What an ingest of `documents` would spend on the LLM's chunk contexts (`crossroads ingest --dry-run`):
     vector.ingest.estimate's figures and ranges for the chunks without a cached context, at the batch price with
     `batch`; `contexts` names how contexts are written (no call, $0, when offline). Reads, writes nothing."""
+    from vector.ingest.contextualize import make_contextualizer
     from core.embeddings import model_id_for
     from vector.ingest.estimate import context_requests, estimate_contexts
     from vector.ingest.context_step import contexts_to_write
@@ -114,6 +114,8 @@ def uploaded_document(doc_id: str, media_type: str, data: bytes, acl: Sequence[s
     in the same bounded child process as `crossroads ingest` converts a file on disk; `BadDocument` says why
     not (a scanned or damaged PDF, a zip bomb, text over `max_bytes`). The file's own size is the caller's
     to check first (the route answers 413)."""
+    from vector.ingest.formats import FORMAT_SUFFIXES, convert
+    from vector.ingest.sources import build_document
     suffix = UPLOAD_TYPES[media_type]
     if not data.strip():
         raise BadDocument(f"the {FORMAT_SUFFIXES[suffix]} file is empty")
@@ -143,6 +145,7 @@ def delete_documents(db: Database, tenant: str, doc_ids: Sequence[str], *, reada
 
     `readable_by`: only documents these groups can read are removed (a writer's token); None for the trusted
     CLI. `defer(fn, *args)` runs the dropping later (after an HTTP response: it waits for older transactions)."""
+    from vector.ingest.runner import drop_emptied_indexes
     wanted = list(dict.fromkeys(doc_ids))
     with db.connection() as conn:
         if readable_by is not None:
@@ -179,7 +182,7 @@ class SearchOutcome:
     degraded: bool
     degraded_reason: str | None
     trace: dict
-    threshold: dict  # min_score, source, applied, cut, cut_at_rank (api/schemas.py Threshold)
+    threshold: dict  # min_score, source, applied, cut, cut_at_rank (api/http/schemas.py Threshold)
     group_by: str = "chunk"
 
 
@@ -301,6 +304,9 @@ def plan_graph_build(db: Database, settings: Settings, tenant: str, level: str |
     """Choose the build's parts as the settings say, estimate it, and refuse it (BuildRefused) for an unknown
     level, Message Batches without a key, a model without a price, or an estimate over `max_cost_usd`
     (None: no limit, for an estimate only: `graph build --dry-run`)."""
+    from graph.indexing import parts as build_parts
+    from graph.indexing.contracts import BuildSettings
+    from graph.indexing.estimate import estimate_build
     with db.connection() as conn:
         levels = graph_store.list_levels(conn, tenant)
     try:
@@ -330,6 +336,7 @@ def plan_graph_build(db: Database, settings: Settings, tenant: str, level: str |
 def run_graph_build(db: Database, embedder, tenant: str, plan: BuildPlan, *, progress=None,
                     job_id: int | None = None) -> dict:
     """Run a planned build in this process (its job row: `job_id`, or one it creates); returns the job."""
+    from graph.indexing.runner import build_graph
     return build_graph(db, tenant, plan.level, plan.pipeline.extractor, plan.pipeline.reporter, embedder,
                        plan.settings, progress, plan.meter.summary, summarizer=plan.pipeline.summarizer,
                        job_id=job_id)

@@ -7,7 +7,7 @@
   the new model's vectors staged (resumable batches), then served when asked;
 - Message Batch collection (`llm_batches`): `crossroads graph collect`, for a tenant whose batch build
   stopped (cancelled, killed) with Message Batches still running: it downloads their results as they
-  end (core.batches.collect_finished) without holding an embedding model or a build's memory, then
+  end (core.llm.batches.collect_finished) without holding an embedding model or a build's memory, then
   queues the build that uses them (matched by custom_id: not paid for twice).
 
 Every kind runs under the job's heartbeat, stops at its next progress step when its worker is stopping
@@ -65,11 +65,11 @@ def enqueue_graph_build(db: Database, tenant: str, level: str | None, pipeline, 
 def graph_build_handler(db: Database, settings: Settings):
     """The worker's handler for graph builds; the embedding model is loaded once, for every job."""
     from core.embeddings import make_embedder
-    from core.llm import make_llm
-    from core.llm_usage import UsageMeter
-    from graph.build.contracts import BuildSettings
-    from graph.build.parts import make_pipeline
-    from graph.build.runner import build_graph
+    from core.llm.client import make_llm
+    from core.llm.usage import UsageMeter
+    from graph.indexing.contracts import BuildSettings
+    from graph.indexing.parts import make_pipeline
+    from graph.indexing.runner import build_graph
 
     embedder = make_embedder(settings)
 
@@ -236,7 +236,7 @@ def embeddings_handler(db: Database, settings: Settings):
 
 def enqueue_batch_collection(db: Database, tenant: str) -> int:
     """Queue the collection of the tenant's Message Batches that no build has collected yet."""
-    from core import batches
+    from core.llm import batches
 
     with db.connection() as conn:
         if not batches.waiting(conn, tenant):
@@ -247,11 +247,11 @@ def enqueue_batch_collection(db: Database, tenant: str) -> int:
 
 def batch_collection_handler(db: Database, settings: Settings):
     """The worker's handler for Message Batch collection: every CROSSROADS_LLM_BATCH_POLL_S, download the
-    results of the tenant's batches that have ended (core.batches.collect_finished: kept on their rows),
+    results of the tenant's batches that have ended (core.llm.batches.collect_finished: kept on their rows),
     until none is still running; then queue the batch build that uses them, with the parameters of the
     build that sent them."""
-    from core import batches
-    from core.llm import make_llm
+    from core.llm import batches
+    from core.llm.client import make_llm
     from graph.status import BUILD_KIND
 
     def run(job: dict) -> None:

@@ -41,11 +41,11 @@ import time
 from pathlib import Path
 
 from bench.common import SHARED_DATA
-from router.answer_units import MIN_CONFIDENCE
+from answers.units import MIN_CONFIDENCE
 from core.database import open_database
 from core.settings import Settings
 from router.service import QuestionRouter
-from vector.evaluation.datasets import load_dataset
+from evaluation.datasets import load_dataset
 
 GROUPS = ["public"]
 ROOT = Path(__file__).resolve().parent.parent

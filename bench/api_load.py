@@ -35,7 +35,7 @@ TENANT, GROUPS = "demo", "public,staff"
 
 
 def crossroads(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "api.cli.main", *args], cwd=ROOT, capture_output=True, text=True)
     if done.returncode not in (0, 3):
         raise SystemExit(f"crossroads {' '.join(args)} failed:\n{done.stderr}")
     return done.stdout
@@ -198,7 +198,7 @@ def main() -> int:
     crossroads("ingest", "fixtures/corpus", "--tenant", TENANT)
     token = crossroads("token", "create", "--tenant", TENANT, "--groups", GROUPS, "--name", "bench-api").strip()
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--log-level", "warning",
+    server = subprocess.Popen([sys.executable, "-m", "api.cli.main", "serve", "--port", str(port), "--log-level", "warning",
                                "--workers", str(args.workers)],
                               cwd=ROOT, env=os.environ.copy())
     base = f"http://127.0.0.1:{port}"

@@ -15,11 +15,10 @@ from bench.common import ROOT, SHARED_DATA
 from core.database import open_database
 from core.embeddings import make_embedder
 from core.settings import Settings
-from vector.evaluation.datasets import find_datasets, load_dataset
-from vector.evaluation.report import markdown_table, replace_readme_section
-from graph.query.graph_search import ensure_offline_graph
-from router.graph_leg import eval_searches
-from vector.evaluation.runner import (CONFIGS, EVAL_GROUP, GRAPH_CONFIGS, eval_tenant, evaluate, evaluation_settings,
+from evaluation.datasets import find_datasets, load_dataset
+from evaluation.report import markdown_table, replace_readme_section
+from evaluation.graph_configs import ensure_offline_graph, eval_searches
+from evaluation.runner import (CONFIGS, EVAL_GROUP, GRAPH_CONFIGS, eval_tenant, evaluate, evaluation_settings,
                                       index_dataset)
 
 K = 10

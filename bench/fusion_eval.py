@@ -9,7 +9,7 @@ details of every chunk either leg returned go to .crossroads/fusion_cache.json.
 
 Step 2 (pure Python): each candidate fusion function fuses the two cached lists exactly as
 `HybridSearcher.search` would (top-N fused candidates, the first k * CHUNKS_PER_DOC_SLACK chunks
-as hits), hits are mapped to documents and scored with `vector.evaluation.metrics.score_query`,
+as hits), hits are mapped to documents and scored with `evaluation.metrics.score_query`,
 the metrics of `crossroads eval`. Free parameters (one per function; two for weighted RRF and the
 query-adaptive one) are chosen on the mean nDCG@10 over datasets and checked leave-one-dataset-out,
 never per dataset. The cache is reused while it exists: --refresh after re-indexing a dataset. With --rerank each fusion's top-N
@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from bench.common import ROOT, SHARED_DATA
-from vector.evaluation.datasets import load_dataset
-from vector.evaluation.metrics import score_query, summarise
-from vector.evaluation.runner import CHUNKS_PER_DOC_SLACK, EVAL_GROUP
+from evaluation.datasets import load_dataset
+from evaluation.metrics import score_query, summarise
+from evaluation.runner import CHUNKS_PER_DOC_SLACK, EVAL_GROUP
 from vector.search.fusion import zscore_fusion, zscores
 
 CACHE = ROOT / ".crossroads" / "fusion_cache.json"

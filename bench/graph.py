@@ -16,14 +16,14 @@ import tracemalloc
 from bench.common import SHARED_DATA
 from core.database import open_database
 from core.embeddings import make_embedder
-from core.llm_usage import model_prices
+from core.llm.usage import model_prices
 from core.settings import Settings
 from graph import store
-from graph.build.contracts import BuildSettings, LevelReport, OfflineReporter
-from graph.build.runner import build_level_graph, cluster, embed_reports, report_communities
-from graph.build.estimate import EXTRACT_OUTPUT_TOKENS, EXTRACT_PROMPT_TOKENS
-from graph.build.communities import membership_hash
-from graph.build.extract_offline import OfflineExtractor
+from graph.indexing.contracts import BuildSettings, LevelReport, OfflineReporter
+from graph.indexing.runner import build_level_graph, cluster, embed_reports, report_communities
+from graph.indexing.estimate import EXTRACT_OUTPUT_TOKENS, EXTRACT_PROMPT_TOKENS
+from graph.indexing.communities import membership_hash
+from graph.indexing.extract_offline import OfflineExtractor
 from vector.ingest.runner import ingest_documents
 from vector.ingest.sources import load_source
 

@@ -6,7 +6,7 @@ Indexes fixtures/corpus into a scratch database (title contexts, the local embed
 concurrency. Prints wall time, calls, the most calls in flight at once, and per stage the estimate
 printed before the build (with its range) against the usage the fake reported. The fake counts tokens as
 chars / 4. The first build is estimated with the defaults; the second with what the first measured
-(graph.build.calibration), once a stage made enough calls (calibration.MIN_CALLS).
+(graph.indexing.calibration), once a stage made enough calls (calibration.MIN_CALLS).
 """
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from pathlib import Path
 
 from bench.common import scratch_database
 from core.embeddings import make_embedder
-from core.llm import make_llm
-from core.llm_usage import UsageMeter
+from core.llm.client import make_llm
+from core.llm.usage import UsageMeter
 from core.settings import Settings
 from graph import store
-from graph.build.contracts import BuildSettings
-from graph.build.estimate import estimate_build
-from graph.build.parts import make_pipeline
-from graph.build.runner import build_graph
+from graph.indexing.contracts import BuildSettings
+from graph.indexing.estimate import estimate_build
+from graph.indexing.parts import make_pipeline
+from graph.indexing.runner import build_graph
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.test_llm_bad_day import healthy
 from vector.ingest.runner import ingest_documents

@@ -43,7 +43,7 @@ MODE = "hybrid+rerank"
 
 
 def _pct(values: list[float], p: float) -> float | None:
-    from vector.evaluation.metrics import percentile
+    from evaluation.metrics import percentile
 
     return round(percentile(values, p), 1) if values else None
 
@@ -70,17 +70,17 @@ def main(argv: list[str] | None = None) -> int:
                              "missing): one hybrid+graph search and the agentic loop over hybrid+graph")
     args = parser.parse_args(argv)
 
-    from api.cli_search import make_searcher
+    from api.cli.search import make_searcher
     from core.database import open_database
     from core.embeddings import make_embedder
-    from core.llm import make_llm
-    from core.llm_usage import UsageMeter
+    from core.llm.client import make_llm
+    from core.llm.usage import UsageMeter
     from router.agentic import Limits, agentic_search
     from router.planner_llm import LLMPlanner
     from router.planner_offline import OfflinePlanner
     from router.evidence_search import HybridPassageSearcher
     from vector.search import sql as search_sql
-    from vector.evaluation.datasets import load_dataset
+    from evaluation.datasets import load_dataset
 
     overrides = {name: getattr(args, name) for name in ("max_iterations", "max_searches", "k", "max_evidence",
                                                          "max_context") if getattr(args, name) is not None}
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         embedder = make_embedder(settings)
         if args.index:
-            from vector.evaluation.runner import index_dataset
+            from evaluation.runner import index_dataset
 
             index_dataset(db, embedder, settings, dataset)
         with db.connection() as conn:
@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         graph = None
         if args.graph:
-            from graph.query.graph_search import GraphSearcher, ensure_offline_graph
+            from evaluation.graph_configs import ensure_offline_graph
+            from graph.query.graph_search import GraphSearcher
 
             ensure_offline_graph(db, TENANT, embedder)
             graph = GraphSearcher(db, embedder)

@@ -83,7 +83,7 @@ def bench_tenant(tenant: str, questions: int) -> dict | None:
     from core.embeddings import make_embedder
     from core.settings import Settings
     from graph.query.graph_search import GraphSearcher
-    from vector.evaluation.datasets import load_dataset
+    from evaluation.datasets import load_dataset
 
     settings = Settings()
     db = open_database(settings)

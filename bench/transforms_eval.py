@@ -56,10 +56,10 @@ def main() -> int:
     from vector.search.factory import make_searcher
     from core.database import open_database
     from core.embeddings import make_embedder
-    from core.llm import make_llm
-    from core.llm_usage import UsageMeter
-    from vector.evaluation.datasets import load_dataset
-    from vector.evaluation.runner import evaluate, index_dataset
+    from core.llm.client import make_llm
+    from core.llm.usage import UsageMeter
+    from evaluation.datasets import load_dataset
+    from evaluation.runner import evaluate, index_dataset
     from vector.search.transforms import TransformingSearcher
 
     rows = []

@@ -1,7 +1,7 @@
 """Rewrite the configuration table in docs/configuration.md from the Settings class (`make readme-config`)."""
 from __future__ import annotations
 
-from api.cli import settings_markdown
+from api.cli.main import settings_markdown
 from bench.common import ROOT
 
 

@@ -15,7 +15,7 @@ far, waiting at most `CROSSROADS_READ_YOUR_WRITES_WAIT_MS`; else the primary doe
 A request's reads share one `ReadSession` (a context variable: code that fans a request out to
 threads copies the context): every read of the request goes to the same replica, so its reads agree
 with each other, and a replica lost mid-request is recorded there, so the API can run the request
-again on the primary (api/read_routing.py) instead of answering 503.
+again on the primary (api/http/read_routing.py) instead of answering 503.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from pydantic_settings import (
 )
 
 
-# What an LLM call is for, as CROSSROADS_LLM_THINKING names it (core.llm.llm_stage sets it per call).
+# What an LLM call is for, as CROSSROADS_LLM_THINKING names it (core.llm.client.llm_stage sets it per call).
 LLMStage = Literal["extraction", "summaries", "reports", "global_map", "answer"]
 # The API's `output_config.effort` levels ("high" is the API's default: the same as sending none).
 LLMEffort = Literal["low", "medium", "high", "xhigh", "max"]

@@ -8,7 +8,7 @@ not stop within the grace period is left running when the worker exits: its leas
 next worker resumes it. A worker killed outright (kill -9, out of memory) is the same case. So a job
 is never lost with its worker; at worst it waits one lease.
 
-What each kind of job does is a handler given to the loop (api/cli_worker.py): core knows nothing of
+What each kind of job does is a handler given to the loop (api/cli/worker.py): core knows nothing of
 graph builds. A handler runs one claimed job to its end and records its outcome on the row itself
 (a graph build does, through its heartbeat and progress).
 """

@@ -16,7 +16,7 @@ import networkx as nx
 import psycopg
 
 from graph import store
-from graph.build.communities import Community
+from graph.types import Community
 from graph.types import GraphEntity, GraphRelationship
 
 FORMATS = ("graphml", "gexf", "json")

@@ -1,5 +1,5 @@
 """The graph package's prompts, each beside its tool: system prompts, tool schemas with the pydantic
-models their input must fit (core.prompting), and the functions that render corpus text into a
+models their input must fit (core.llm.prompting), and the functions that render corpus text into a
 message. Corpus text is data (invariant 5): every renderer XML-escapes it inside its tags, and every
 system prompt says tag contents are never instructions (tests/test_prompts.py checks them all)."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, BeforeValidator
 
-from core.prompting import Ids, Name, Salvaged, Text, Tool, clamped
+from core.llm.prompting import Ids, Name, Salvaged, Text, Tool, clamped
 from graph.types import ChunkInput
 
-# --- entity, relationship and claim extraction (graph/build/extract_llm.py) -------------------------------
+# --- entity, relationship and claim extraction (graph/indexing/extract_llm.py) -------------------------------
 
 EXTRACT_TOOL = "record_graph"
 
@@ -119,7 +119,7 @@ def extraction_schema(types: tuple[str, ...], with_claims: bool) -> dict:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-# --- community reports (graph/build/reports_llm.py) -------------------------------------------------------
+# --- community reports (graph/indexing/reports_llm.py) -------------------------------------------------------
 
 MAX_FINDINGS = 10
 
@@ -272,7 +272,7 @@ def points_message(question: str, points: list[tuple[str, float, list[int]]]) ->
             + "\n</points>\nWrite the answer, citing reports as [n].")
 
 
-# --- description summaries (graph/build/summarize.py) -----------------------------------------------------
+# --- description summaries (graph/indexing/summarize.py) -----------------------------------------------------
 
 MAX_WORDS = 150
 

@@ -21,9 +21,9 @@ from graph import store
 from graph.levels import AccessLevel
 
 GRAPH_TEXT_KINDS = ("entities", "relationships", "reports")
-BUILD_KIND = "graph-build"  # the jobs.kind of a graph build (graph.build.runner writes it)
+BUILD_KIND = "graph-build"  # the jobs.kind of a graph build (graph.indexing.runner writes it)
 STATES_NEEDING_A_BUILD = ("emptied", "unbuilt", "withdrawn", "partial")
-# what a level's last build could not do (graph.build.runner.LevelReport), shown per level by `graph status`
+# what a level's last build could not do (graph.indexing.runner.LevelReport), shown per level by `graph status`
 FAILURE_COUNTS = ("extraction_errors", "summary_errors", "report_fallbacks")
 # What a status shows of a build job (its counts, one LevelReport per level, are in GET /v1/jobs/{id}).
 BUILD_FIELDS = ("id", "status", "stage", "created_at", "started_at", "finished_at", "heartbeat_at", "usage", "errors")

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import psycopg
 from psycopg.types.json import Jsonb
 
-from graph.build.communities import Community
+from graph.types import Community
 from graph.levels import DEFAULT_LEVEL, AccessLevel
 from graph.types import (
     ChunkInput, Extraction, ExtractedClaim, ExtractedEntity, ExtractedRelationship, GraphEntity, GraphRelationship,
@@ -121,7 +121,7 @@ def save_extraction(
 def cached_summaries(
     conn: psycopg.Connection, hashes: list[str], summarizer: str, version: str, model: str
 ) -> dict[str, str]:
-    """Entity description summaries share the extraction cache: content_hash = graph.build.summarize.summary_hash."""
+    """Entity description summaries share the extraction cache: content_hash = graph.indexing.summarize.summary_hash."""
     rows = conn.execute(
         "SELECT content_hash, result->>'summary' FROM extraction_cache"
         " WHERE content_hash = ANY(%s) AND extractor = %s AND version = %s AND model = %s",

@@ -91,3 +91,12 @@ class GraphClaim:
     description: str
     status: str  # TRUE | FALSE | SUSPECTED
     chunk_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Community:
+    id: int
+    level: int  # 0 = root level (the coarsest clustering)
+    parent: int | None  # id of the level-1 community that contains this one; None at level 0
+    members: tuple[str, ...]  # node keys, sorted
+    children: tuple[int, ...]  # ids at level + 1, sorted; empty = final (not split further)

@@ -35,8 +35,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, Sequence
 
-from router.question_text import WORD, fold
-from router.types import Passage
+from answers.question_text import WORD, fold
+from answers.types import Passage
 
 log = logging.getLogger(__name__)
 

@@ -20,16 +20,16 @@ from __future__ import annotations
 import logging
 import math
 
-from core.llm import LLM
-from core.llm_errors import LLMError
-from core.prompting import call_tool
+from core.llm.client import LLM
+from core.llm.errors import LLMError
+from core.llm.prompting import call_tool
 from router.prompts import MAX_REASON_CHARS, ROUTE_SYSTEM, ROUTE_TOOL, route_message
 from router.question_cues import (
     ANAPHORA, ARGUMENT_BONUS, CAPITALISED_RUN, CUES, CUE_BY_NAME, CYRILLIC, EVENT_AT_END, FUNCTION_WORDS,
     IDENTITY_START, IN_SITU_WH, LATIN, NAMED_PAIR, NAMING, NESTED, OPENER, PLACE_TIME_START,
     QUOTED, Question, RELATIONAL_DESCRIPTIONS, RU_OPENER, SENTENCE_END,
 )
-from router.types import ROUTES, RouteDecision
+from answers.types import ROUTES, RouteDecision
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from router.types import Passage
+from answers.types import Passage
 from vector.search.hybrid import HybridSearcher, Mode, SearchResult
 
 

@@ -29,7 +29,7 @@ from typing import Sequence
 from graph.query.graph_search import GraphResult, GraphSearcher
 from router.agentic import Limits
 from router.evidence_search import HybridPassageSearcher
-from router.types import Passage
+from answers.types import Passage
 from vector.search.hybrid import HybridSearcher, Mode, SearchResult
 
 RRF_K = 60  # Cormack et al.'s constant, as vector/search/fusion's RRF
@@ -149,33 +149,3 @@ class HybridGraphSearcher(HybridPassageSearcher):
         """One entry per walk, in search order (beside `trace()`, the hybrid searches')."""
         return [{"query": r.query, "hits": r.graph_hits, "links": r.links, "bridges": r.bridges,
                  **({"walk": r.trace} if r.trace else {})} for r in self.graph_records]
-
-
-
-def eval_searches(db, searcher: HybridSearcher, tenant: str, groups: Sequence[str],
-                  configs: Sequence[str]) -> dict:
-    """`crossroads eval`'s graph configs (vector.evaluation.runner.GRAPH_CONFIGS) for one tenant:
-    config -> search(question, n) -> doc ids of the ranked chunks. graph: PPR alone (seeded by the
-    dense leg: every passage's score, its top passage the first hop); hybrid+graph: hybrid+rerank fused
-    with PPR (hybrid's top passage the first hop); agentic: the multi-hop route's retrieval
-    (the agentic loop, offline planner, over hybrid+graph), scored on the passages its answer sees."""
-    from router.agentic import agentic_search
-    from router.planner_offline import OfflinePlanner
-    from vector.evaluation.runner import CHUNKS_PER_DOC_SLACK
-
-    graph = GraphSearcher(db, searcher.embedder)
-
-    def leg(graph_only: bool):
-        def search(question: str, n: int) -> list[str]:
-            # as the route searches: k passages per leg (the eval asks k * CHUNKS_PER_DOC_SLACK chunks so
-            # that k documents survive; fusing 30 per leg ranks other passages than the route's answer sees)
-            s = HybridGraphSearcher(searcher, graph, tenant, groups, graph_only=graph_only, keep_traces=False)
-            return [p.doc_id for p in s.search(question, max(1, n // CHUNKS_PER_DOC_SLACK))]
-        return search
-
-    def agentic(question: str, n: int) -> list[str]:
-        s = HybridGraphSearcher(searcher, graph, tenant, groups, keep_traces=False)
-        return [p.doc_id for p in agentic_search(s, OfflinePlanner(), question, s.loop_limits(Limits())).context()]
-
-    made = {"graph": leg(True), "hybrid+graph": leg(False), "agentic": agentic}
-    return {c: made[c] for c in configs if c in made}

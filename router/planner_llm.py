@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 
-from core.prompting import MalformedReply, call_tool
+from core.llm.prompting import MalformedReply, call_tool
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
 from router.planner_offline import OfflinePlanner
 from router.prompts import PLAN, PLAN_PROMPT, plan_message
-from router.types import Passage
+from answers.types import Passage
 
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class LLMPlanner:
         self.max_tokens = max_tokens
 
     def plan(self, question: str, evidence: list[Passage], asked: list[str]) -> Decision:
-        from core.llm_errors import LLMError
+        from core.llm.errors import LLMError
 
         try:
             reply = call_tool(self.llm, PLAN, task="fast", system=PLAN_PROMPT, max_tokens=self.max_tokens,

@@ -12,12 +12,12 @@ from typing import Iterable
 
 from core.text.mentions import mentioned_names
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
-from router.chain_answer import MAX_HOPS, chain_answer
-from router.comparison_answer import about_indices
-from router.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
+from answers.chain.answer import MAX_HOPS, chain_answer
+from answers.comparison import about_indices
+from answers.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
                                   PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, is_function_word,
                                   question_mentions, stem_of, stems_of, title_core, words_of)
-from router.types import Passage
+from answers.types import Passage
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ class OfflinePlanner:
         uncovered = [m for m in mentions if not any(covers(p, m) for p in evidence)]
         new = [p for p in evidence if p.id not in state.explored]
         state.explored.update(p.id for p in new)
-        # The chain the evidence holds so far (router/chain_answer.py): when it ends at what the question
+        # The chain the evidence holds so far (answers/chain/answer.py): when it ends at what the question
         # asks for (a place, a person, a date) the loop is done; when it stops short, its last entity is
         # the next bridge, so a 3- or 4-hop question goes on past the first bridge.
         chain = chain_answer(question, evidence) if evidence else None
@@ -227,7 +227,7 @@ class OfflinePlanner:
         return Decision(False, queries, "; ".join(reason) or "searching further")
 
     def _plan_comparison(self, c: Comparison, evidence: list[Passage], asked_keys: set, asked_text: str) -> Decision:
-        # a side is covered by a passage about it, as its answer will read it (router/comparison_answer.py):
+        # a side is covered by a passage about it, as its answer will read it (answers/comparison.py):
         # an overview that names both sides in passing is about neither, so each still gets its search
         missing = [(name, q) for name, other, q in zip((c.a, c.b), (c.b, c.a), c.queries())
                    if not _is_about(evidence, name, other)]

@@ -17,7 +17,7 @@ import numpy as np
 
 from router.question_cues import CUES, Question
 from router.question_structure import STRUCTURES
-from router.types import RouteDecision
+from answers.types import RouteDecision
 
 # Cues that router/classify.py adds beside the table (see `find_cues` and `premise_cues` there).
 DERIVED_CUES = (

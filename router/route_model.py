@@ -24,7 +24,7 @@ import numpy as np
 
 from router.classify import HeuristicClassifier
 from router.route_features import CUE_FEATURES, feature_row
-from router.types import ROUTES, RouteDecision
+from answers.types import ROUTES, RouteDecision
 
 log = logging.getLogger(__name__)
 MODEL_PATH = Path(__file__).with_name("route_model.json")

@@ -21,9 +21,9 @@ from typing import Iterator
 
 from core.database import Database
 from core.embeddings import Embedder
-from core.llm import LLM, make_llm
-from core.llm_usage import UsageMeter
-from core.llm_errors import LLMError
+from core.llm.client import LLM, make_llm
+from core.llm.usage import UsageMeter
+from core.llm.errors import LLMError
 from core.settings import Settings
 from graph.query.graph_search import GraphSearcher
 from graph.query.local_context import local_context
@@ -32,14 +32,14 @@ from router.agentic import Limits, agentic_search
 from router.classify import classify
 from router.graph_leg import HybridGraphSearcher, merge_passages
 from router.question_cues import asks_relation
-from router.extractive import offline_answer
-from router.generate import (CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence,
+from answers.extractive import offline_answer
+from answers.generate import (CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence,
                              streaming_to)
 from router.planner_llm import LLMPlanner
 from router.planner_offline import OfflinePlanner, parse_comparison
 from router.route_model import offline_classifier
-from router.types import ROUTES, Answer, Citation, Passage, RouteDecision
-from router.unit_similarity import EmbeddingSimilarity
+from answers.types import ROUTES, Answer, Citation, Passage, RouteDecision
+from answers.unit_similarity import EmbeddingSimilarity
 from core.text.language import detect_language
 from vector.search.factory import make_searcher, with_transforms
 from vector.search.hybrid import HybridSearcher

@@ -172,7 +172,7 @@ def client(db, settings, local_embedder):
     """The HTTP API in-process, on the test database and the session's local model."""
     from fastapi.testclient import TestClient
 
-    from api.app import create_app
+    from api.http.app import create_app
 
     with TestClient(create_app(settings, db, embedder=local_embedder), raise_server_exceptions=False) as c:
         yield c
@@ -210,9 +210,9 @@ def demo_tenant(db, settings, local_embedder) -> str:
     Shared by many modules: treat it as read-only (tests that edit documents make their own tenant).
     """
     from graph import store
-    from graph.build.contracts import BuildSettings, OfflineReporter
-    from graph.build.runner import build_graph
-    from graph.build.extract_offline import OfflineExtractor
+    from graph.indexing.contracts import BuildSettings, OfflineReporter
+    from graph.indexing.runner import build_graph
+    from graph.indexing.extract_offline import OfflineExtractor
     from vector.ingest.runner import ingest_documents
     from vector.ingest.sources import load_source
 
@@ -236,7 +236,7 @@ def cli_env(db, tmp_path_factory):
 
 def crossroads(env: dict, *args: str, rc: int | None = 0) -> subprocess.CompletedProcess:
     """`crossroads ARGS` as a user runs it; its exit code must be `rc` (None: the caller checks it)."""
-    proc = subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "api.cli.main", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert rc is None or proc.returncode == rc, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr}"
     return proc

@@ -6,7 +6,7 @@ import pytest
 
 from router.agentic import Decision, Limits, agentic_search, query_key, select_context
 from router.evidence_search import HybridPassageSearcher
-from router.types import Passage
+from answers.types import Passage
 from vector.search.hybrid import Candidate, SearchResult
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import make_llm
+from core.llm.client import make_llm
 from core.settings import Settings
 from router.agentic import Limits, agentic_search
 from router.planner_llm import LLMPlanner
 from router.prompts import PLAN_PROMPT, PLAN_TOOL
 from router.planner_offline import OfflinePlanner, parse_comparison
-from router.question_text import covers
+from answers.question_text import covers
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 from tests.test_agentic import ScriptedSearcher, passage
 

@@ -6,7 +6,7 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
+from api.http.app import create_app
 from tests.conftest import RETRY_AND_SALARY, bearer, parse_sse, reader_and_writer
 
 TENANT = f"ask_{uuid.uuid4().hex[:8]}"

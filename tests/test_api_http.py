@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 from graph import store as graph_store
 
 TENANT = f"api_{uuid.uuid4().hex[:8]}"

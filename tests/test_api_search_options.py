@@ -155,7 +155,7 @@ def test_openapi_describes_the_options(client):
 def test_the_cli_reads_min_score_as_the_api_does():
     import typer
 
-    from api.cli_search import _min_score
+    from api.cli.search import _min_score
 
     assert _min_score(None) == usecases.CALIBRATED and _min_score("none") is None and _min_score(" None ") is None
     assert _min_score("0.25") == 0.25

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 from core.settings import Settings
 from tests.conftest import crossroads
 

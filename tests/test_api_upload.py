@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 from api.usecases import UPLOAD_TYPES
 from tests.conftest import FIXTURES
 

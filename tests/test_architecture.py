@@ -3,20 +3,28 @@ back through others (imports inside functions included: a deferred import is sti
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("core", "vector", "graph", "router", "api")
-# who may import whom: api -> router -> (graph | vector) -> core; graph and vector never meet
+PACKAGES = ("core", "vector", "graph", "answers", "router", "evaluation", "api")
+# who may import whom: api -> (evaluation) -> router -> answers -> (graph | vector) -> core; graph and
+# vector never meet. evaluation sits above the serving path: only the CLI and bench/ use it.
 ALLOWED = {
     "core": {"core"},
     "vector": {"vector", "core"},
     "graph": {"graph", "core"},
-    "router": {"router", "graph", "vector", "core"},
-    "api": {"api", "router", "graph", "vector", "core"},
+    "answers": {"answers", "graph", "vector", "core"},
+    "router": {"router", "answers", "graph", "vector", "core"},
+    "evaluation": {"evaluation", "router", "answers", "graph", "vector", "core"},
+    "api": {"api", "evaluation", "router", "answers", "graph", "vector", "core"},
 }
+# What answering a question never needs: ingest, the graph build, model switches and evaluation.
+OFF_THE_SERVING_PATH = ("vector.ingest", "vector.model_switch", "graph.indexing", "evaluation")
+SERVING = ("router", "answers", "graph.query", "vector.search")
 
 pytestmark = pytest.mark.unit
 
@@ -76,9 +84,6 @@ def test_no_module_imports_itself_back():
         stack.append(node)
         on_stack.add(node)
         for nxt in sorted(graph.get(node, ())):
-            # a package's __init__ is loaded by its submodules anyway: importing it is not a cycle
-            if node.startswith(nxt + "."):
-                continue
             if nxt not in index:
                 visit(nxt)
                 low[node] = min(low[node], low[nxt])
@@ -99,3 +104,40 @@ def test_no_module_imports_itself_back():
         if node not in index:
             visit(node)
     assert not cycles, "modules importing each other: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_answering_a_question_imports_no_ingest_build_or_evaluation():
+    """Statically, deferred imports included: the router, the answer writers and the query sides of the
+    graph and the hybrid index never reach ingest, the graph build or evaluation."""
+    graph = _graph()
+    reach, todo = set(), [m for m in graph if _under(m, SERVING)]
+    while todo:
+        module = todo.pop()
+        for nxt in graph.get(module, ()):
+            if nxt not in reach:
+                reach.add(nxt)
+                todo.append(nxt)
+    wrong = sorted(m for m in reach if _under(m, OFF_THE_SERVING_PATH))
+    assert not wrong, "the serving path reaches: " + ", ".join(wrong)
+
+
+def test_the_http_app_never_imports_evaluation():
+    wrong = sorted(f"{a} -> {b}" for a, targets in _graph().items() if _under(a, ("api.http",))
+                   for b in targets if _under(b, ("evaluation", "api.cli")))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_starting_the_http_app_loads_no_ingest_build_or_evaluation_module():
+    """At run time: the HTTP app built and a question's route modules loaded, in a fresh interpreter;
+    the upload and build endpoints import ingest and the build only when called."""
+    code = ("import sys; from api.http.app import create_app; create_app(); import router.service; "
+            f"print('\\n'.join(m for m in sys.modules if m.split('.')[0] in {PACKAGES!r}))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                            timeout=120).stdout.split()
+    assert "router.service" in loaded and "api.http.app" in loaded
+    wrong = sorted(m for m in loaded if _under(m, OFF_THE_SERVING_PATH))
+    assert not wrong, "importing the HTTP app loaded: " + ", ".join(wrong)

@@ -1,9 +1,9 @@
-"""Offline multi-hop answers (router/chain_answer.py): pure units over invented passages, no database."""
+"""Offline multi-hop answers (answers/chain/answer.py): pure units over invented passages, no database."""
 from __future__ import annotations
 
-from router.chain_answer import chain_answer
-from router.chain_links import bridge
-from router.types import Passage
+from answers.chain.answer import chain_answer
+from answers.chain.links import bridge
+from answers.types import Passage
 
 
 def p(n: int, title: str, text: str, heading: str = "") -> Passage:

@@ -1,12 +1,12 @@
-"""How a multi-hop question reads (router/chain_question.py, router/question_text.py): its names, the
+"""How a multi-hop question reads (answers/chain/question.py, answers/question_text.py): its names, the
 fewest hops its form allows, and a clause that describes an entity split off as a question of its own.
 Pure, no database."""
 from __future__ import annotations
 
 import pytest
 
-from router.chain_question import least_hops, nested_question
-from router.question_text import question_mentions
+from answers.chain.question import least_hops, nested_question
+from answers.question_text import question_mentions
 
 
 @pytest.mark.parametrize("question, names", [

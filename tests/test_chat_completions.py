@@ -10,8 +10,8 @@ import openai
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core.llm import make_llm
+from api.http.app import create_app
+from core.llm.client import make_llm
 from core.settings import Settings
 from router.service import QuestionRouter
 from tests.conftest import RETRY_AND_SALARY, bearer, reader_and_writer
@@ -240,7 +240,7 @@ def test_openapi_has_the_chat_endpoint_and_history(client):
 def test_a_streamed_answer_that_fails_its_check_is_withdrawn_visibly(rewriting, tok):
     """The model's streamed text cites nothing, so the router replaces it; OpenAI chunks cannot take text
     back, so a notice says so before the answer that stands, and the last chunk flags it."""
-    from api.routes_chat import WITHDRAWN_NOTICE
+    from api.http.routes_chat import WITHDRAWN_NOTICE
 
     app, _, _ = rewriting
     chunks = list(sdk(app, tok["staff"]).chat.completions.create(

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from core.llm import AnthropicLLM
+from core.llm.client import AnthropicLLM
 from core.settings import Settings
 from router.classify import HeuristicClassifier, LLMClassifier, classify
 from router.prompts import ROUTE_TOOL_NAME as TOOL_NAME
-from router.types import ROUTES
+from answers.types import ROUTES
 from tests.conftest import FIXTURES
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 

@@ -88,7 +88,7 @@ def test_config_markdown_lists_every_setting(cli_env):
 
 
 def test_configuration_table_matches_the_code():
-    from api.cli import settings_markdown
+    from api.cli.main import settings_markdown
 
     assert settings_markdown() in (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
 
@@ -105,7 +105,7 @@ def _leaf_commands(command, path=()):
 def test_every_command_takes_json_and_has_help():
     import typer.main
 
-    from api.cli import app
+    from api.cli.main import app
 
     # `serve` and `worker` run until stopped: their output is logs, not a result
     leaves = dict(_leaf_commands(typer.main.get_command(app)))
@@ -124,7 +124,7 @@ def test_route_classifies_a_file_as_json_lines(tmp_path):
         '{"qid": "b", "question": "What are the main themes across all incident reviews?"}\n'
         'not json\n'
         '{"qid": "c", "question": "Which is older, the Berlin office or the Moscow office?"}\n', encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "api.cli", "route", "--file", str(questions), "--json"],
+    result = subprocess.run([sys.executable, "-m", "api.cli.main", "route", "--file", str(questions), "--json"],
                             capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 3, result.stderr  # one bad line: the rest classified, exit code says partial
     rows = [json.loads(line) for line in result.stdout.splitlines()]
@@ -179,7 +179,7 @@ def test_ctrl_c_during_an_ingest_says_what_was_saved_and_exits_130(cli_env, tmp_
     for i in range(40):  # ~120 chunks, 20 s or more of embedding: Ctrl-C comes while it works
         (corpus / f"d{i}.md").write_text(f"# Service {i}\n" + f"Service {i} retries the call {i} times. " * 40,
                                          encoding="utf-8")
-    command = [sys.executable, "-m", "api.cli", "ingest", str(corpus), "--tenant", "sigint", "--acl", "staff"]
+    command = [sys.executable, "-m", "api.cli.main", "ingest", str(corpus), "--tenant", "sigint", "--acl", "staff"]
     # a test runner started in the background (`pytest &`) ignores SIGINT, and its children inherit that:
     # the CLI gets Ctrl-C's default disposition back, as it has at a terminal
     proc = subprocess.Popen(command + ["--yes"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

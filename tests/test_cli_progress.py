@@ -1,4 +1,4 @@
-"""Progress of long jobs (api/cli_common.py): plain lines without a terminal, stages counted by chunk with
+"""Progress of long jobs (api/cli/common.py): plain lines without a terminal, stages counted by chunk with
 an ETA; Ctrl-C during an ingest or a graph build keeps what was saved, and a re-run resumes from it."""
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import sys
 import pytest
 import typer
 
-from api.cli_common import PlainProgress, eta
-from api.cli_search import settings_lines
-from graph.build.contracts import STAGE_UNITS as GRAPH_UNITS, BuildSettings, OfflineReporter
-from graph.build.extract_offline import OfflineExtractor
-from graph.build.runner import build_graph
+from api.cli.common import PlainProgress, eta
+from api.cli.search import settings_lines
+from graph.indexing.contracts import STAGE_UNITS as GRAPH_UNITS, BuildSettings, OfflineReporter
+from graph.indexing.extract_offline import OfflineExtractor
+from graph.indexing.runner import build_graph
 from tests.conftest import write_mini_dataset
 from tests.test_jobs import stored_row
 from vector.ingest.runner import STAGE_UNITS, IngestInterrupted, ingest_documents
@@ -139,7 +139,7 @@ class Terminal(io.StringIO):
 
 
 def test_a_new_tenant_is_confirmed_at_a_terminal_and_noted_in_a_script(db, tenant, monkeypatch, capsys):
-    from api.cli import _confirm_new_tenant
+    from api.cli.main import _confirm_new_tenant
 
     monkeypatch.setattr(sys, "stdin", Terminal("n\n"))
     with pytest.raises(typer.Exit) as refused:
@@ -165,9 +165,9 @@ def test_eval_api_config_measures_what_post_v1_search_returns_in_process_and_ove
     import uuid
 
     from api import tokens
-    from api.cli_search import API_CONFIG, _ServedSearch, _ThresholdStats, http_search
-    from vector.evaluation.datasets import load_dataset
-    from vector.evaluation.runner import eval_tenant, evaluate, index_dataset
+    from api.cli.search import API_CONFIG, _ServedSearch, _ThresholdStats, http_search
+    from evaluation.datasets import load_dataset
+    from evaluation.runner import eval_tenant, evaluate, index_dataset
     from vector.search.factory import make_searcher
 
     data = write_mini_dataset(tmp_path / f"api_{uuid.uuid4().hex[:6]}")

@@ -9,7 +9,7 @@ from collections import Counter
 import networkx as nx
 import pytest
 
-from graph.build.communities import (
+from graph.indexing.communities import (
     Community,
     canonical_edges,
     detect_communities,

@@ -1,9 +1,9 @@
-"""Offline comparison answers (router/comparison_answer.py): pure units over invented passages."""
+"""Offline comparison answers (answers/comparison.py): pure units over invented passages."""
 from __future__ import annotations
 
-from router.comparison_answer import comparison_answer, same_what
-from router.extractive import offline_answer
-from router.types import Passage
+from answers.comparison import comparison_answer, same_what
+from answers.extractive import offline_answer
+from answers.types import Passage
 
 
 def p(n: int, title: str, text: str) -> Passage:
@@ -95,7 +95,7 @@ SIDES = [("Lisbon", "Lisbon on-call compensation"), ("Kazan", "Kazan on-call com
 
 
 def test_pay_is_answered_with_an_amount_not_with_the_sentence_repeating_the_question():
-    from router.answer_types import question_kind
+    from answers.expected_type import question_kind
     assert question_kind("How does on-call compensation differ between the offices?") == "money"
     assert question_kind("Какие суточные положены в командировке?") == "money"
     assert question_kind("How much is the weekend standby allowance?") == "number"  # an amount is a number too

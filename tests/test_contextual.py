@@ -6,10 +6,10 @@ import re
 import numpy as np
 import pytest
 
-from core.llm import AnthropicLLM
+from core.llm.client import AnthropicLLM
 from core.settings import Settings
 from tests.conftest import CountingEmbedder
-from core.prompting import MalformedReply
+from core.llm.prompting import MalformedReply
 from tests.fakes.anthropic_server import FakeAnthropic, error, refusal, text
 from tests.test_ingest_sync import LONG_EN, SHORT, write_corpus
 from vector.ingest.contextualize import (LLMContextualizer, TitleContextualizer, checked_context, document_location,

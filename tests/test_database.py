@@ -80,7 +80,7 @@ def test_embedded_server_start_status_stop():
         text = crossroads(env, "db", "status").stdout
         assert "huge pages " + memory["huge_pages"] in text
         # an empty database is no reason to reserve huge pages: the tip waits for a gigabyte of search data
-        from api.cli import HUGE_PAGES_WORTH_BYTES
+        from api.cli.main import HUGE_PAGES_WORTH_BYTES
         worth_it = memory["huge_pages"] != "on" and memory["search_data_bytes"] >= HUGE_PAGES_WORTH_BYTES
         assert (f"vm.nr_hugepages={memory['huge_pages_needed']}" in text) == worth_it
         open_database(Settings(database_url=uri)).close()  # the schema: chunks and documents, empty

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vector.evaluation.datasets import DatasetError, find_datasets, load_dataset
-from vector.evaluation.metrics import (
+from evaluation.datasets import DatasetError, find_datasets, load_dataset
+from evaluation.metrics import (
     QueryScores,
     dedupe_docs,
     evidence_recall_at_k,
@@ -20,7 +20,7 @@ from vector.evaluation.metrics import (
     score_query,
     summarise,
 )
-from vector.evaluation.report import markdown_table, replace_readme_section
+from evaluation.report import markdown_table, replace_readme_section
 
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 

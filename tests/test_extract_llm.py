@@ -1,12 +1,12 @@
-"""graph.build.extract_llm through the real anthropic SDK against the fake Messages API on loopback."""
+"""graph.indexing.extract_llm through the real anthropic SDK against the fake Messages API on loopback."""
 from __future__ import annotations
 
 import pytest
 
-from core.llm import make_llm
-from core.llm_usage import UsageMeter
+from core.llm.client import make_llm
+from core.llm.usage import UsageMeter
 from core.settings import Settings
-from graph.build.extract_llm import EXAMPLE_ORG, EXAMPLE_PERSON, GLEAN_REQUEST, LLMExtractor
+from graph.indexing.extract_llm import EXAMPLE_ORG, EXAMPLE_PERSON, GLEAN_REQUEST, LLMExtractor
 from graph.types import (ChunkInput, ExtractedClaim, ExtractedEntity, ExtractedRelationship, Extraction,
                          Extractor)
 from tests.fakes.anthropic_server import FakeAnthropic, Script, cut_tool_use, error, refusal, text, tool_use

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.build.extract_offline import OfflineExtractor, prune_entities
+from graph.indexing.extract_offline import OfflineExtractor, prune_entities
 from core.text.names import display_name, entity_key, plain_sentences
 from graph.types import ChunkInput, GraphEntity
 from vector.ingest.chunking import chunk_markdown

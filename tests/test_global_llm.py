@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from core.llm import make_llm
+from core.llm.client import make_llm
 from core.settings import Settings
 from graph import store
 from graph.query.global_llm import LLMGlobalSearch

@@ -6,9 +6,9 @@ import shutil
 import pytest
 
 from graph import store
-from graph.build.contracts import BuildSettings, LevelReport, OfflineReporter
-from graph.build.runner import build_graph, build_level_graph, cluster
-from graph.build.extract_offline import OfflineExtractor
+from graph.indexing.contracts import BuildSettings, LevelReport, OfflineReporter
+from graph.indexing.runner import build_graph, build_level_graph, cluster
+from graph.indexing.extract_offline import OfflineExtractor
 from graph.query.runner import ask_global
 from tests.conftest import FIXTURES
 from vector.ingest.runner import ingest_documents

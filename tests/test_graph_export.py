@@ -10,7 +10,7 @@ import networkx as nx
 import pytest
 
 from graph import store
-from graph.build.communities import Community
+from graph.types import Community
 from graph.export import level_graph, serialize
 from graph.types import GraphEntity, GraphRelationship
 from tests.conftest import FIXTURES, crossroads
@@ -55,9 +55,9 @@ def test_gexf_and_json_parse_back_and_every_format_is_byte_stable():
 @pytest.fixture(scope="module")
 def small_graph(db, settings, local_embedder, tmp_path_factory):
     """Four documents of the fixtures corpus, their offline graph built at levels `all` and `staff`."""
-    from graph.build.contracts import BuildSettings, OfflineReporter
-    from graph.build.extract_offline import OfflineExtractor
-    from graph.build.runner import build_graph
+    from graph.indexing.contracts import BuildSettings, OfflineReporter
+    from graph.indexing.extract_offline import OfflineExtractor
+    from graph.indexing.runner import build_graph
     from vector.ingest.runner import ingest_documents
     from vector.ingest.sources import load_source
 

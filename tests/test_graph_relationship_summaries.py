@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 
 from graph import store
-from graph.build.contracts import LevelReport
-from graph.build.runner import assemble_level
-from graph.build.estimate import estimate_summaries
-from graph.build.resolve import merge_relationship_descriptions
-from graph.build.summarize import relationship_summary_hash, relationship_summary_requests, summary_hash
+from graph.indexing.contracts import LevelReport
+from graph.indexing.runner import assemble_level
+from graph.indexing.estimate import estimate_summaries
+from graph.indexing.resolve import merge_relationship_descriptions
+from graph.indexing.summarize import relationship_summary_hash, relationship_summary_requests, summary_hash
 from graph.types import ExtractedEntity, ExtractedRelationship, Extraction, GraphRelationship
 from tests.fakes.anthropic_server import FakeAnthropic, Script, error, text, tool_use
 from tests.test_graph_summaries import (GATEWAY, HOSTILE, SUMMARY, Api, build, chunk, ingest, parts, report_reply,

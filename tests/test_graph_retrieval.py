@@ -19,8 +19,8 @@ from graph.query.ppr import HEAD_SHARE, build_matrix, personalized_pagerank, ran
 from router.graph_leg import HybridGraphSearcher, rrf
 from router.question_cues import asks_relation
 from router.service import QuestionRouter
-from vector.evaluation.datasets import Dataset, EvalQuery
-from vector.evaluation.runner import CHUNKS_PER_DOC_SLACK, evaluate
+from evaluation.datasets import Dataset, EvalQuery
+from evaluation.runner import CHUNKS_PER_DOC_SLACK, evaluate
 from vector.search.factory import make_searcher
 from vector.search.hybrid import Candidate, SearchResult
 
@@ -153,9 +153,9 @@ def test_graph_search_never_seeds_or_returns_what_the_reader_may_not_read(db, lo
 
 
 def test_entity_vectors_link_by_meaning_and_follow_the_build(db, settings, local_embedder):
-    from graph.build.contracts import BuildSettings, OfflineReporter
-    from graph.build.extract_offline import OfflineExtractor
-    from graph.build.runner import build_graph
+    from graph.indexing.contracts import BuildSettings, OfflineReporter
+    from graph.indexing.extract_offline import OfflineExtractor
+    from graph.indexing.runner import build_graph
     from vector.ingest.runner import ingest_documents
     from vector.ingest.sources import SourceDocument
 

@@ -12,13 +12,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import tokens
-from api.app import create_app
-from api.services import RunningBuild
+from api.http.app import create_app
+from api.http.services import RunningBuild
 from graph import store
-from graph.build.contracts import BuildSettings, OfflineReporter
-from graph.build.runner import build_graph
-from graph.build.extract_offline import OfflineExtractor
-from graph.build.parts import GraphPipeline
+from graph.indexing.contracts import BuildSettings, OfflineReporter
+from graph.indexing.runner import build_graph
+from graph.indexing.extract_offline import OfflineExtractor
+from graph.indexing.parts import GraphPipeline
 from tests.conftest import FIXTURES, crossroads, wait_for_job
 from vector import store as vector_store
 from vector.ingest.runner import ingest_documents
@@ -180,23 +180,23 @@ class GatedExtractor:
 
 def test_a_running_build_refuses_a_second_start_naming_it_and_is_forgotten_when_done(
         db, settings, local_embedder, client, monkeypatch):
-    import graph.build.runner
-    import graph.build.parts
+    import graph.indexing.runner
+    import graph.indexing.parts
 
     doc = SourceDocument("ops/kestrel.md", "Kestrel", "The Kestrel Gateway retries calls to the Billing Service.",
                          ("staff",), "english", "test")
     ingest_documents(db, local_embedder, settings, BUILDS, [doc], [])
     extractor = GatedExtractor()
-    monkeypatch.setattr(graph.build.parts, "make_pipeline",
+    monkeypatch.setattr(graph.indexing.parts, "make_pipeline",
                         lambda *args, **kwargs: GraphPipeline(extractor, OfflineReporter(), None))
     asked_the_database = []
-    create_build_job = graph.build.runner.create_build_job
+    create_build_job = graph.indexing.runner.create_build_job
 
     def counted_create_build_job(*args, **kwargs) -> int:
         asked_the_database.append(args[1])  # the tenant
         return create_build_job(*args, **kwargs)
 
-    monkeypatch.setattr(graph.build.runner, "create_build_job", counted_create_build_job)
+    monkeypatch.setattr(graph.indexing.runner, "create_build_job", counted_create_build_job)
     admin = bearer(db, BUILDS, ["staff"], "admin")
     svc = client.app.state.services
 

@@ -1,4 +1,4 @@
-"""Entity description summaries (graph.build.summarize) and claims in community reports.
+"""Entity description summaries (graph.indexing.summarize) and claims in community reports.
 
 Pure parts first; then whole builds through the real anthropic SDK against the fake Messages API.
 """
@@ -14,18 +14,18 @@ import sys
 import numpy as np
 
 from core.database import open_database
-from core.llm import make_llm
+from core.llm.client import make_llm
 from core.settings import Settings
 from graph import store
-from graph.build.assemble import gather_claims
-from graph.build.contracts import BuildSettings, LevelReport, OfflineReporter
-from graph.build.runner import assemble_level, build_graph
-from graph.build.estimate import estimate_summaries
-from graph.build.communities import Community
-from graph.build.extract_llm import LLMExtractor
-from graph.build.reports import input_hash, offline_report
-from graph.build.reports_llm import LLMReporter, build_context, estimate_tokens
-from graph.build.summarize import LLMDescriptionSummarizer, needs_summary, summary_hash, summary_requests
+from graph.indexing.assemble import gather_claims
+from graph.indexing.contracts import BuildSettings, LevelReport, OfflineReporter
+from graph.indexing.runner import assemble_level, build_graph
+from graph.indexing.estimate import estimate_summaries
+from graph.types import Community
+from graph.indexing.extract_llm import LLMExtractor
+from graph.indexing.reports import input_hash, offline_report
+from graph.indexing.reports_llm import LLMReporter, build_context, estimate_tokens
+from graph.indexing.summarize import LLMDescriptionSummarizer, needs_summary, summary_hash, summary_requests
 from graph.types import (ChunkInput, ExtractedClaim, ExtractedEntity, ExtractedRelationship, Extraction, GraphClaim,
                          GraphEntity, GraphRelationship)
 from tests.conftest import ROOT
@@ -374,7 +374,7 @@ def test_cli_build_uses_the_llm_summarizer_and_claims(make_database, settings, l
         env.update(CROSSROADS_DATABASE_URL=url, CROSSROADS_STATE_DIR=str(tmp_path), ANTHROPIC_API_KEY="test-key",
                    CROSSROADS_ANTHROPIC_BASE_URL=api.url, CROSSROADS_LLM_MODEL_FAST=FAST,
                    CROSSROADS_LLM_MODEL_ANSWER=ANSWER, CROSSROADS_LLM_MAX_RETRIES="0")
-        proc = subprocess.run([sys.executable, "-m", "api.cli", "graph", "build", "--tenant", "cli_summaries",
+        proc = subprocess.run([sys.executable, "-m", "api.cli.main", "graph", "build", "--tenant", "cli_summaries",
                                "--level", "all", "--claims", "--json"], cwd=ROOT, env=env, capture_output=True,
                               text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr

@@ -12,11 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 from graph import browse_store, store
-from graph.build.contracts import BuildSettings, OfflineReporter
-from graph.build.runner import build_graph
-from graph.build.extract_offline import OfflineExtractor
+from graph.indexing.contracts import BuildSettings, OfflineReporter
+from graph.indexing.runner import build_graph
+from graph.indexing.extract_offline import OfflineExtractor
 from graph.query.runner import ask_global
 from tests.conftest import FIXTURES, crossroads
 from vector import store as vector_store

@@ -1,4 +1,4 @@
-"""`crossroads ingest --batch`: chunk contexts as Message Batches (core.batches), through the real anthropic
+"""`crossroads ingest --batch`: chunk contexts as Message Batches (core.llm.batches), through the real anthropic
 SDK's `client.messages.batches` against the fake's batch endpoints on loopback."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from pydantic import SecretStr
 
 from api import usecases
-from core import batches
+from core.llm import batches
 from core.errors import CrossroadsError
-from core.llm_usage import Usage, UsageMeter
+from core.llm.usage import Usage, UsageMeter
 from core.settings import Settings
 from tests.fakes.anthropic_server import FakeAnthropic, error, expired
 from tests.test_contextual import UnitEmbedder, situate, stored_contexts
@@ -198,7 +198,7 @@ def test_the_cli_ingests_with_batch_and_exits_partial_on_a_failed_context(db, se
                                                                           monkeypatch):
     from typer.testing import CliRunner
 
-    from api import cli
+    from api.cli import main as cli
 
     write_corpus(tmp_path, FILES)
     monkeypatch.setattr(cli, "make_embedder", lambda _settings: UnitEmbedder(embedder))  # no model to load
@@ -223,7 +223,7 @@ def test_a_dry_run_estimates_the_contexts_still_to_write_and_sends_nothing(db, s
                                                                            monkeypatch):
     from typer.testing import CliRunner
 
-    from api import cli
+    from api.cli import main as cli
 
     write_corpus(tmp_path, FILES)
     with FakeAnthropic(handler=situate) as api:

@@ -8,9 +8,9 @@ import pytest
 from core import jobs
 from core.errors import JobNotFoundError, JobStoppedError
 from graph import browse_store, store
-from graph.build.contracts import BuildSettings, OfflineReporter
-from graph.build.runner import build_graph
-from graph.build.extract_offline import OfflineExtractor
+from graph.indexing.contracts import BuildSettings, OfflineReporter
+from graph.indexing.runner import build_graph
+from graph.indexing.extract_offline import OfflineExtractor
 from tests.conftest import crossroads
 from tests.test_jobs import KIND, bearer, live_job, silence, stored_row
 from vector.ingest.runner import ingest_documents

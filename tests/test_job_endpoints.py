@@ -1,4 +1,4 @@
-"""The HTTP endpoints that queue the jobs only `crossroads worker` runs (api/routes_jobs.py): re-index,
+"""The HTTP endpoints that queue the jobs only `crossroads worker` runs (api/http/routes_jobs.py): re-index,
 embedding model switch, Message Batch collection. Enqueue only (rows in `jobs`, GET /v1/jobs, cancel),
 one re-index run by an in-process worker with the real handler, and the re-index path kept inside
 CROSSROADS_JOBS_INGEST_ROOT whatever the caller sends (422 naming `path`, never a 500)."""
@@ -41,7 +41,7 @@ def rooted(db, settings, local_embedder, root):
     """The API with CROSSROADS_JOBS_INGEST_ROOT set."""
     from fastapi.testclient import TestClient
 
-    from api.app import create_app
+    from api.http.app import create_app
 
     app = create_app(settings.model_copy(update={"jobs_ingest_root": root}), db, embedder=local_embedder)
     with TestClient(app, raise_server_exceptions=False) as c:
@@ -178,7 +178,7 @@ def test_batch_ingest_is_a_reindex_job_and_the_document_endpoints_point_there(db
     from fastapi.testclient import TestClient
     from pydantic import SecretStr
 
-    from api.app import create_app
+    from api.http.app import create_app
     from tests.fakes.anthropic_server import FakeAnthropic
     from tests.test_contextual import situate
 

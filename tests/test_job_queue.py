@@ -192,7 +192,7 @@ def test_a_queued_reindex_and_embedding_switch_run_in_a_worker_and_a_missing_pat
 
 def test_batch_collection_waits_hands_back_on_stop_then_queues_the_build_that_collects(db, settings, tenant):
     from api import worker_jobs
-    from core.llm import make_llm
+    from core.llm.client import make_llm
     from graph.status import BUILD_KIND
     from tests.fakes.anthropic_server import FakeAnthropic, text
 

@@ -18,9 +18,9 @@ from api import tokens
 from core import database, jobs
 from core.database import open_database
 from core.errors import JobRunningError
-from graph.build.contracts import BuildSettings, OfflineReporter
-from graph.build.runner import build_graph, create_build_job
-from graph.build.extract_offline import OfflineExtractor
+from graph.indexing.contracts import BuildSettings, OfflineReporter
+from graph.indexing.runner import build_graph, create_build_job
+from graph.indexing.extract_offline import OfflineExtractor
 from tests.conftest import crossroads, wait_for_job
 from vector.ingest.runner import ingest_documents
 from vector.ingest.sources import SourceDocument

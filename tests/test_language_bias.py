@@ -127,9 +127,9 @@ def test_past_the_bound_on_what_the_reader_may_read_the_leg_stays_raw(db, mixed_
 
 
 def test_units_compared_in_meaning_survive_hostile_text(local_embedder):
-    """The extractive answer embeds passage units at question time (router/unit_similarity.py): text
+    """The extractive answer embeds passage units at question time (answers/unit_similarity.py): text
     that aborts the C tokenizer unguarded, lone surrogates and NULs give finite cosines, in order."""
-    from router.unit_similarity import EmbeddingSimilarity
+    from answers.unit_similarity import EmbeddingSimilarity
 
     texts = ["\ufdfa" * 40 + " резервные копии", "a\udc80b\x00c", "Резервные копии снимаются каждую ночь.", ""]
     cosines = EmbeddingSimilarity(local_embedder)("When are backups taken?", texts)

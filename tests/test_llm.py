@@ -1,4 +1,4 @@
-"""core.llm through the real anthropic SDK against a fake Messages API on loopback."""
+"""core.llm.client through the real anthropic SDK against a fake Messages API on loopback."""
 from __future__ import annotations
 
 import logging
@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from core.llm import AnthropicLLM, make_llm
-from core.llm_usage import Usage, UsageMeter, model_prices
-from core.llm_errors import LLMError
+from core.llm.client import AnthropicLLM, make_llm
+from core.llm.usage import Usage, UsageMeter, model_prices
+from core.llm.errors import LLMError
 from core.settings import Settings
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 
@@ -53,7 +53,7 @@ def test_prices_per_model_and_cache_factors():
 
 
 def test_unknown_model_costs_null_and_warns_once(caplog):
-    with caplog.at_level(logging.WARNING, logger="core.pricing"):
+    with caplog.at_level(logging.WARNING, logger="core.llm.pricing"):
         first = Usage.priced("mystery-model-x1", input_tokens=500, output_tokens=50)
         second = Usage.priced("mystery-model-x1", input_tokens=500)
     assert first.cost_usd is None and second.cost_usd is None and first.input_tokens == 500

@@ -13,13 +13,13 @@ import sys
 
 import pytest
 
-from core.llm import make_llm
+from core.llm.client import make_llm
 from core.settings import Settings
 from graph import store
-from graph.build.contracts import BuildSettings
-from graph.build.runner import build_graph
-from graph.build.extract_offline import OfflineExtractor
-from graph.build.parts import make_pipeline
+from graph.indexing.contracts import BuildSettings
+from graph.indexing.runner import build_graph
+from graph.indexing.extract_offline import OfflineExtractor
+from graph.indexing.parts import make_pipeline
 from graph.status import level_statuses
 from graph.types import ChunkInput
 from tests.conftest import ROOT
@@ -83,7 +83,7 @@ def test_bad_day_build_is_partial_and_the_healthy_rebuild_retries_exactly_the_fa
         env.update(CROSSROADS_DATABASE_URL=db.url, CROSSROADS_STATE_DIR=str(tmp_path), ANTHROPIC_API_KEY="test-key",
                    CROSSROADS_ANTHROPIC_BASE_URL=api.url, CROSSROADS_LLM_MODEL_FAST=FAST,
                    CROSSROADS_LLM_MODEL_ANSWER=ANSWER, CROSSROADS_LLM_MAX_RETRIES="0")
-        proc = subprocess.run([sys.executable, "-m", "api.cli", "graph", "build", "--tenant", tenant, "--level", LEVEL,
+        proc = subprocess.run([sys.executable, "-m", "api.cli.main", "graph", "build", "--tenant", tenant, "--level", LEVEL,
                                "--no-claims", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         habits = {habit for _, habit in api.misbehaved}
     assert proc.returncode == 3, proc.stderr  # done, but some input failed

@@ -1,4 +1,4 @@
-"""`graph build --batch`: extraction, summaries and reports as Message Batches (core.batches), through the
+"""`graph build --batch`: extraction, summaries and reports as Message Batches (core.llm.batches), through the
 real anthropic SDK's `client.messages.batches` against the fake's batch endpoints on loopback."""
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from core import batches
-from core.llm import make_llm
-from core.llm_usage import Usage, UsageMeter
+from core.llm import batches
+from core.llm.client import make_llm
+from core.llm.usage import Usage, UsageMeter
 from core.settings import Settings
-from graph.build.contracts import BuildSettings
-from graph.build.parts import make_pipeline
-from graph.build.runner import build_graph
+from graph.indexing.contracts import BuildSettings
+from graph.indexing.parts import make_pipeline
+from graph.indexing.runner import build_graph
 from tests.fakes.anthropic_server import FakeAnthropic, error, expired
 from tests.test_graph_summaries import ANSWER, FAST, Api, ingest
 
@@ -166,7 +166,7 @@ def test_the_api_starts_a_batch_build(db, settings, local_embedder, tenant):
     from fastapi.testclient import TestClient
 
     from api import tokens
-    from api.app import create_app
+    from api.http.app import create_app
     from tests.conftest import wait_for_job
 
     ingest(db, settings, local_embedder, tenant)

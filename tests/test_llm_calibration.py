@@ -1,17 +1,17 @@
-"""Honest estimates: token ratios measured from the API's `usage` (graph.build.calibration) replace the
+"""Honest estimates: token ratios measured from the API's `usage` (graph.indexing.calibration) replace the
 defaults once enough calls back them, every figure comes with its range, and a thinking budget is sent
 only to a model that thinks, as it takes it, and counted as output."""
 from __future__ import annotations
 
 import pytest
 
-from core.llm import AnthropicLLM, llm_stage
-from core.llm_usage import Usage
-from core.llm_errors import LLMError
-from core.llm_stats import CallStats, language_of
+from core.llm.client import AnthropicLLM, llm_stage
+from core.llm.usage import Usage
+from core.llm.errors import LLMError
+from core.llm.stats import CallStats, language_of
 from core.settings import Settings
-from graph.build.calibration import MIN_CALLS, Calibration, save_call_stats
-from graph.build.estimate import DEFAULT_BAND, estimate_reports
+from graph.indexing.calibration import MIN_CALLS, Calibration, save_call_stats
+from graph.indexing.estimate import DEFAULT_BAND, estimate_reports
 from tests.fakes.anthropic_server import FakeAnthropic, text
 
 MODEL = "claude-sonnet-5"

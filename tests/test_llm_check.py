@@ -20,7 +20,7 @@ FAST, ANSWER = "claude-haiku-4-5", "claude-sonnet-5"
 def llm_check(tmp_path, **env_vars) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("CROSSROADS_")}
     env.update(CROSSROADS_STATE_DIR=str(tmp_path), CROSSROADS_LLM_MAX_RETRIES="0", **env_vars)
-    return subprocess.run([sys.executable, "-m", "api.cli", "llm", "check", "--json"], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "api.cli.main", "llm", "check", "--json"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -42,7 +42,7 @@ def test_llm_check_calls_each_model_once_and_reports_tool_use_and_caching(tmp_pa
 
 
 def test_llm_check_without_a_key_says_what_to_do(monkeypatch, capsys):
-    from api import cli_llm
+    from api.cli import llm as cli_llm
 
     monkeypatch.setattr(cli_llm, "get_settings", lambda: Settings(anthropic_api_key=None))
     with pytest.raises(typer.Exit) as exit_:

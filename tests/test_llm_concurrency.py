@@ -8,13 +8,14 @@ import time
 
 import pytest
 
-from core.llm import make_llm
-from core.llm_limiter import Limiter, map_ordered
+from core.llm.client import make_llm
+from core.llm.limiter import Limiter, map_ordered
 from core.settings import Settings
 from graph import store
-from graph.build.communities import Community, membership_hash
-from graph.build.contracts import LevelReport
-from graph.build.runner import report_communities
+from graph.types import Community
+from graph.indexing.communities import membership_hash
+from graph.indexing.contracts import LevelReport
+from graph.indexing.runner import report_communities
 from graph.levels import AccessLevel
 from graph.query.global_llm import LLMGlobalSearch
 from tests.fakes.anthropic_server import FakeAnthropic, error, text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.pricing import CACHE_MIN_TOKENS, PRICES
+from core.llm.pricing import CACHE_MIN_TOKENS, PRICES
 from vector.ingest.estimate import ContextRequests, estimate_contexts
 
 MODEL = "claude-haiku-4-5"  # minimum cacheable prefix: 4096 tokens

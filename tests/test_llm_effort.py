@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import AnthropicLLM, llm_stage
-from core.llm_errors import LLMError
-from core.pricing import effort_for
+from core.llm.client import AnthropicLLM, llm_stage
+from core.llm.errors import LLMError
+from core.llm.pricing import effort_for
 from core.settings import Settings
 from tests.fakes.anthropic_server import FakeAnthropic
 

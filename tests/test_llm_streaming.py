@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 from tests.conftest import parse_sse
 from tests.fakes.anthropic_server import FakeAnthropic, Script, text
 
@@ -85,7 +85,7 @@ def test_an_answer_failing_its_citation_check_is_withdrawn_and_the_extractive_on
 
 
 def test_the_cli_prints_tokens_as_they_come_and_says_when_an_answer_is_withdrawn(capsys):
-    from api.cli_ask import _stream_answer
+    from api.cli.ask import _stream_answer
 
     route = {"route": "local", "classifier": "given", "confidence": 1.0, "reason": "asked for"}
     done = {"answer": "Five attempts [1]."}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from router.answer_types import asked_kind_words, counted, counts, question_kind
-from router.answer_units import units
-from router.local_answer import local_answer
-from router.types import Passage
+from answers.expected_type import asked_kind_words, counted, counts, question_kind
+from answers.units import units
+from answers.local import local_answer
+from answers.types import Passage
 
 
 def p(n: int, title: str, text: str) -> Passage:
@@ -153,7 +153,7 @@ def test_other_language_passages_without_a_value_of_the_asked_type_do_not_answer
 
 
 def test_at_most_so_many_units_of_the_other_language_are_compared_in_meaning():
-    from router.local_answer import MAX_EMBEDDED_UNITS
+    from answers.local import MAX_EMBEDDED_UNITS
     page = "\n\n".join(f"- Смена {i} началась в 20{i % 90 + 10:02d} г." for i in range(3 * MAX_EMBEDDED_UNITS))
     similarity = Similarity({})
     local_answer("When did the shift start?", [Passage(1, "ru.md", "Смены", "", page, relevance=0.5)],
@@ -174,7 +174,7 @@ def test_a_numbered_lists_marker_is_no_answer_to_how_many():
     ("Спрос вырос в 1990-х.", True), ("Version XV of the protocol", False), ("An X-ray of the hull", False),
 ])
 def test_a_century_or_a_decade_is_a_date(text, era):
-    from router.answer_types import holds_value
+    from answers.expected_type import holds_value
     assert holds_value("date", text) is era
 
 

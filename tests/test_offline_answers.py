@@ -9,13 +9,13 @@ import pytest
 
 from graph.query.global_search import class_tfidf, rank_themes
 from core.text.skeletons import same_word, skeleton
-from router.answer_types import question_kind
-from router.answer_units import MIN_CONFIDENCE, units
-from router.unit_scoring import Focus, Scorer
-from router.chain_answer import chain_answer
-from router.chain_question import least_hops
-from router.local_answer import local_answer
-from router.types import Passage
+from answers.expected_type import question_kind
+from answers.units import MIN_CONFIDENCE, units
+from answers.unit_scoring import Focus, Scorer
+from answers.chain.answer import chain_answer
+from answers.chain.question import least_hops
+from answers.local import local_answer
+from answers.types import Passage
 from tests.conftest import FIXTURES
 
 ERRORS = """- `ERR_2043` — the carrier API rate limit was hit (the carrier answered HTTP 429). The request is

@@ -21,7 +21,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 from core import embedded
 from core.database import open_database
 from tests.conftest import ROOT, TEST_PG_DIR
@@ -94,7 +94,7 @@ def wait_until(check, timeout_s: float, what: str, every_s: float = 0.05):
 
 def start_worker(env: dict, log: Path) -> subprocess.Popen:
     with log.open("w") as out:
-        return subprocess.Popen([sys.executable, "-m", "api.cli", "worker"], cwd=ROOT, env=env, stdout=out,
+        return subprocess.Popen([sys.executable, "-m", "api.cli.main", "worker"], cwd=ROOT, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
 
 

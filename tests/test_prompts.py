@@ -10,8 +10,9 @@ import pytest
 
 from graph import prompts as graph_prompts
 from graph.types import ChunkInput
+from answers import prompts as answer_prompts
 from router import prompts as router_prompts
-from router.types import Passage
+from answers.types import Passage
 from vector import prompts as vector_prompts
 from vector.ingest.chunking import ChunkDraft
 from vector.search.hybrid import Candidate
@@ -61,7 +62,7 @@ RENDERERS = {
     "graph.summary_message": (lambda s: graph_prompts.summary_message(s, s, [s, s]), {"name", "type", "description"}),
     "graph.relationship_message": (lambda s: graph_prompts.relationship_message(s, s, [s]),
                                    {"source", "target", "description"}),
-    "router.build_prompt": (lambda s: router_prompts.build_prompt(s, [_passage(s)]), {"question", "source", "content"}),
+    "answers.build_prompt": (lambda s: answer_prompts.build_prompt(s, [_passage(s)]), {"question", "source", "content"}),
     "router.plan_message": (lambda s: router_prompts.plan_message(s, [_passage(s)], [s]),
                             {"question", "query", "passage"}),
     "router.route_message": (router_prompts.route_message, {"question"}),
@@ -75,7 +76,7 @@ SYSTEM_PROMPTS = {
     "graph.REPORT_SYSTEM": graph_prompts.REPORT_SYSTEM, "graph.RATE_SYSTEM": graph_prompts.RATE_SYSTEM,
     "graph.MAP_SYSTEM": graph_prompts.MAP_SYSTEM, "graph.ANSWER_SYSTEM": graph_prompts.ANSWER_SYSTEM,
     "graph.SUMMARY_SYSTEM": graph_prompts.SUMMARY_SYSTEM, "graph.RELATIONSHIP_SYSTEM": graph_prompts.RELATIONSHIP_SYSTEM,
-    "router.SYSTEM_PROMPT": router_prompts.SYSTEM_PROMPT, "router.PLAN_PROMPT": router_prompts.PLAN_PROMPT,
+    "answers.SYSTEM_PROMPT": answer_prompts.SYSTEM_PROMPT, "router.PLAN_PROMPT": router_prompts.PLAN_PROMPT,
     "router.ROUTE_SYSTEM": router_prompts.ROUTE_SYSTEM,
 }
 

@@ -1,4 +1,4 @@
-"""graph.build.reports_llm through the real anthropic SDK against the fake Messages API on loopback."""
+"""graph.indexing.reports_llm through the real anthropic SDK against the fake Messages API on loopback."""
 from __future__ import annotations
 
 import itertools
@@ -8,16 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from core.llm import make_llm
+from core.llm.client import make_llm
 from core.settings import Settings
 from graph import store
-from graph.build.contracts import LevelReport, Reporter
-from graph.build.runner import report_communities
-from graph.build.communities import Community, membership_hash
-from graph.build.estimate import communities_to_report, estimate_reports
+from graph.indexing.contracts import LevelReport, Reporter
+from graph.indexing.runner import report_communities
+from graph.types import Community
+from graph.indexing.communities import membership_hash
+from graph.indexing.estimate import communities_to_report, estimate_reports
 from graph.levels import AccessLevel
-from graph.build.reports import offline_report
-from graph.build.reports_llm import LLMReporter, estimate_tokens
+from graph.indexing.reports import offline_report
+from graph.indexing.reports_llm import LLMReporter, estimate_tokens
 from graph.types import GraphEntity, GraphRelationship
 from tests.fakes.anthropic_server import FakeAnthropic, Script, error, refusal, text, tool_use
 
@@ -120,7 +121,7 @@ def test_rating_is_clamped(given, stored):
     write([finding(1, [1])], title="  "),
 ])
 def test_malformed_twice_falls_back_to_the_offline_report(bad, caplog):
-    with caplog.at_level(logging.WARNING, logger="graph.build.reports_llm"), FakeAnthropic(bad, bad, GOOD) as api:
+    with caplog.at_level(logging.WARNING, logger="graph.indexing.reports_llm"), FakeAnthropic(bad, bad, GOOD) as api:
         result = reporter(api).report(LEAF, ENTS, RELS, [])
     assert api.calls == 2 and api.bodies[1] == api.bodies[0]  # the same request again, then no more
     assert result["fallback"] == "offline" and result["error"].startswith("malformed model output twice")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from graph.build.reports import distinct_sentences, offline_report
+from graph.indexing.reports import distinct_sentences, offline_report
 from graph.types import GraphEntity, GraphRelationship
 
 

@@ -10,7 +10,8 @@ import pytest
 from core.settings import Settings
 from tests.fakes.anthropic_server import FakeAnthropic, error, tool_use
 from tests.fakes.rerank_servers import FakeRerank
-from vector.search.rerank import RerankError, make_reranker
+from vector.search.rerank import make_reranker
+from vector.search.rerank.contract import RerankError
 from vector.search.rerank.features import FEATURE_NAMES, FEATURES, extract
 from vector.search.rerank.http_rerankers import CohereReranker, VoyageReranker
 from vector.prompts import RANK_TOOL

@@ -10,15 +10,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from api.routes_query import route as route_endpoint
-from api.schemas import RouteRequest, RouteResponse
-from core.llm import AnthropicLLM
+from api.http.routes_query import route as route_endpoint
+from api.http.schemas import RouteRequest, RouteResponse
+from core.llm.client import AnthropicLLM
 from core.settings import Settings
 from router.classify import HeuristicClassifier, classify
 from router.prompts import ROUTE_SYSTEM, ROUTE_TOOL_NAME
 from router.route_model import LearnedClassifier
 from router.service import QuestionRouter
-from router.types import ROUTES
+from answers.types import ROUTES
 from tests.fakes.anthropic_server import FakeAnthropic, tool_use
 
 EXAMPLE = re.compile(r"^<question>(.+)</question> -> (\w+)$", re.MULTILINE)

@@ -17,7 +17,7 @@ from router.classify import HeuristicClassifier, classify
 from router.route_features import CUE_NAMES, STRUCTURE_NAMES, structure_features
 from router.route_model import MODEL_PATH, LearnedClassifier, RouteModel, RouteModelError, load_route_model
 from router.service import QuestionRouter
-from router.types import ROUTES
+from answers.types import ROUTES
 from tests.conftest import CountingEmbedder, FIXTURES, SHARED_DATA
 
 # Not in the training set: written for this test, one form each.

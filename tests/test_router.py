@@ -9,10 +9,10 @@ import json
 import pytest
 from pydantic import SecretStr
 
-from api.metrics import Metrics
-from core.llm import make_llm
+from api.http.metrics import Metrics
+from core.llm.client import make_llm
 from core.settings import Settings
-from router.generate import NO_ANSWER
+from answers.generate import NO_ANSWER
 from router.service import QuestionRouter
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 

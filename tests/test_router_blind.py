@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from bench.router_blind import BLIND_SET, copies_in_training, load_blind
-from router.types import ROUTES
+from answers.types import ROUTES
 
 
 def test_blind_set_is_balanced_and_labelled():

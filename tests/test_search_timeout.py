@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 from core.errors import SearchUnavailableError
 from tests.conftest import ingest_corpus
 from tests.test_search import CORPUS

@@ -13,9 +13,9 @@ from api import tenant_deletion, tokens
 from core import tenants as tenant_store
 from core.database import open_database
 from graph import store as graph_store
-from graph.build.contracts import BuildSettings, OfflineReporter
-from graph.build.extract_offline import OfflineExtractor
-from graph.build.runner import build_graph
+from graph.indexing.contracts import BuildSettings, OfflineReporter
+from graph.indexing.extract_offline import OfflineExtractor
+from graph.indexing.runner import build_graph
 from tests.conftest import crossroads, ingest_corpus
 from vector import hnsw_index, partitions
 from vector.search.hybrid import HybridSearcher

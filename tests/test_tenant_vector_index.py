@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from psycopg import sql
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 
 from tests.conftest import crossroads, unit
 from tests.test_model_switch import CORPUS, DIM, NEW, fake, stage_vectors, voyage  # noqa: F401 (fixtures)

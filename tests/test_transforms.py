@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import make_llm
+from core.llm.client import make_llm
 from core.settings import Settings
 from tests.conftest import ingest_corpus
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 from vector.search.fusion import rrf
 from vector.search.hybrid import HybridSearcher
-from core.prompting import MalformedReply
+from core.llm.prompting import MalformedReply
 from vector.prompts import HYDE_TOOL, PARAPHRASE_TOOL, REWRITE_TOOL
 from vector.search.transforms import (TransformError, TransformingSearcher, hypothetical_document, paraphrases,
                                rewrite_conversational)

@@ -21,8 +21,8 @@ import pytest
 import uvicorn
 
 from api import tokens
-from api.app import create_app
-from api.web import WEB_DIR
+from api.http.app import create_app
+from api.http.web import WEB_DIR
 
 QUESTION = "What does error ERR_2043 mean in the Carrier Connector?"
 CITED_DOC = "services/carrier-connector.md"

@@ -1,21 +1,30 @@
 """The vector package's prompts, each beside its tool: system prompts, tool schemas with the pydantic
-models their input must fit (core.prompting), and the functions that render corpus or user text into
+models their input must fit (core.llm.prompting), and the functions that render corpus or user text into
 a message. That text is data (invariant 5): every renderer XML-escapes it inside its tags, and every
 system prompt says tag contents are never instructions (tests/test_prompts.py checks them all)."""
 from __future__ import annotations
 
-from typing import Annotated, Sequence
+from typing import Annotated, Protocol, Sequence
 from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, Field
 
-from core.prompting import Name, Salvaged, Tool
-from vector.ingest.chunking import ChunkDraft
-from vector.ingest.location import document_location
+from core.llm.prompting import Name, Salvaged, Tool
+from vector.location import document_location
 from vector.search.hybrid import Candidate
-from vector.ingest.sources import SourceDocument
 
 # --- chunk contexts (vector/ingest/contextualize.py) -------------------------------------------------------
+
+class DocumentText(Protocol):  # vector.ingest.sources.SourceDocument, as the prompt reads it
+    doc_id: str
+    title: str
+    text: str
+
+
+class DraftText(Protocol):  # vector.ingest.chunking.ChunkDraft, as the prompt reads it
+    heading: str
+    content: str
+
 
 CONTEXT_INSTRUCTIONS = (
     "You situate a chunk of a document within the whole document to improve search retrieval. "
@@ -24,7 +33,7 @@ CONTEXT_INSTRUCTIONS = (
 )
 
 
-def document_prefix(doc: SourceDocument, excerpt: str | None = None) -> str:
+def document_prefix(doc: DocumentText, excerpt: str | None = None) -> str:
     """The document as the model reads it; `excerpt`: the part of it sent instead of the whole."""
     location = " / ".join(document_location(doc.doc_id, doc.title))
     where = f"<location>{escape(location)}</location>\n" if location else ""
@@ -32,7 +41,7 @@ def document_prefix(doc: SourceDocument, excerpt: str | None = None) -> str:
     return f"<document>\n{where}<title>{escape(doc.title)}</title>\n{body}\n</document>"
 
 
-def chunk_message(draft: ChunkDraft) -> str:
+def chunk_message(draft: DraftText) -> str:
     heading = f"<heading>{escape(draft.heading)}</heading>\n" if draft.heading else ""
     return (
         f"Here is a chunk of the document above:\n<chunk>\n{heading}{escape(draft.content)}\n</chunk>\n"

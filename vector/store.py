@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
-from vector.ingest.sync import DocumentPlan, StoredChunk, StoredDocument, classify, plan_document
+if TYPE_CHECKING:  # annotations only: the module imports these where a function needs them
+    from vector.ingest.sync import DocumentPlan, StoredChunk, StoredDocument
+
 
 _COPY_COLUMNS = (
     "tenant_id", "doc_id", "chunk_no", "heading", "context", "content",
@@ -25,6 +27,7 @@ _COPY_TYPES = ["text", "text", "int4", "text", "text", "text", "text[]", "text",
 
 def load_state(conn: psycopg.Connection, tenant: str, doc_ids: list[str]) -> dict[str, StoredDocument]:
     """What the index holds for these documents (absent ones are simply missing)."""
+    from vector.ingest.sync import StoredChunk, StoredDocument
     chunks: dict[str, list[StoredChunk]] = defaultdict(list)
     for doc_id, chunk_no, content_hash, model in conn.execute(
         "SELECT doc_id, chunk_no, content_hash, embed_model FROM chunks"
@@ -92,6 +95,7 @@ def _plan_again(conn: psycopg.Connection, tenant: str, plan: DocumentPlan, embed
     """The plan made again, under the document's lock, from what the index holds now. Another ingest
     of the tenant may have written the document since this one read the index (two runs of one
     corpus at once): the old plan would then insert chunk rows that already exist."""
+    from vector.ingest.sync import DocumentPlan, classify, plan_document
     current = load_state(conn, tenant, [plan.doc_id]).get(plan.doc_id)
     doc = plan.document
     action = classify(doc.source, doc.content_hash, doc.index_key, current)

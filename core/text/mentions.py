@@ -1,6 +1,6 @@
 """Mentions of named entities in Russian and English text, found by surface patterns (no model).
 
-Used by the offline graph extractor (graph/build/extract_offline.py), which adds types and
+Used by the offline graph extractor (graph/indexing/extract_offline.py), which adds types and
 co-occurrence edges, and by the router to find bridge entities in a passage.
 
 GraphRAG's "fast" method in spirit: surface patterns, no model; quick and deterministic. No word list

@@ -1,6 +1,6 @@
 """Names across scripts and case endings by their consonants, and two stems of one word: how the
 offline answers match "Yekaterinburg" with "Екатеринбурге" and "directed" with "director" without a
-dictionary (router/answer_units.py, router/comparison_answer.py, router/chain_names.py)."""
+dictionary (answers/units.py, answers/comparison.py, answers/chain/names.py)."""
 from __future__ import annotations
 
 import re

@@ -11,7 +11,7 @@ GraphRAG's global search ideas on Anthropic tool use (no text copied):
   [n] (ranges such as [1-3] included); an answer citing a number that was not sent is retried once,
   then replaced by the extractive answer over the same points (degraded), as is an answer refused or
   cut at max_tokens twice: the paid map phase is never thrown away for the answer's sake.
-Every call goes through the kernel (core.prompting): scores and report ids sent as strings ("7") are
+Every call goes through the kernel (core.llm.prompting): scores and report ids sent as strings ("7") are
 read as numbers, an invalid rating or point is dropped alone, a cut reply is asked again with a
 larger budget. A batch whose reply stays malformed, or is refused, is dropped alone (a rating batch's
 reports count as relevant: the map phase judges them; a map batch's points are lost, the answer is
@@ -25,11 +25,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from core.citations import cited_numbers
-from core.llm import LLM, llm_stage
-from core.llm_usage import Usage
-from core.llm_errors import LLMError, RefusedError
-from core.llm_limiter import concurrency_of, map_ordered
-from core.prompting import MalformedReply, Tool, call_tool, complete_text
+from core.llm.client import LLM, llm_stage
+from core.llm.usage import Usage
+from core.llm.errors import LLMError, RefusedError
+from core.llm.limiter import concurrency_of, map_ordered
+from core.llm.prompting import MalformedReply, Tool, call_tool, complete_text
 from graph.query.answer_text import say
 from graph.query.global_search import (GlobalResult, Point, choose_level, extractive_answer,
                                  global_search)

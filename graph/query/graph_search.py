@@ -165,17 +165,3 @@ class GraphSearcher:
         trace["head"] = list(head)
         trace["links"] = [{"key": link.key, "score": round(link.score, 3), "how": link.how} for link in links]
         return GraphResult(hits, level.name, links, rank_entities(matrix, scores, 5), trace)
-
-
-def ensure_offline_graph(db: Database, tenant: str, embedder: Embedder | None) -> dict | None:
-    """Build the tenant's graph offline (labelled: offline extractor and reporter) when no level has
-    one yet, for evaluating graph retrieval on a dataset; None when a graph exists already."""
-    from graph.build.contracts import BuildSettings, OfflineReporter
-    from graph.build.extract_offline import OfflineExtractor
-    from graph.build.runner import build_graph
-
-    with db.connection() as conn:
-        built = conn.execute("SELECT 1 FROM graph_entities WHERE tenant_id = %s LIMIT 1", (tenant,)).fetchone()
-    if built:
-        return None
-    return build_graph(db, tenant, None, OfflineExtractor(), OfflineReporter(), embedder, BuildSettings())

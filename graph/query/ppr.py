@@ -3,7 +3,7 @@
 HippoRAG 2's recipe (Gutiérrez et al., 2025, "From RAG to Memory"): one graph holds entity nodes and
 passage nodes; a passage links to every entity it mentions (weight 1), entities link by their
 relationships (weight = the relationship's weight, a co-occurrence count offline). Synonym edges are
-not added: resolution (graph/build/resolve.py) already merged the near-duplicate names a synonym edge
+not added: resolution (graph/indexing/resolve.py) already merged the near-duplicate names a synonym edge
 would join, so each is one node here. The walk restarts at the question's linked entities and, with
 a small weight, at every passage by its dense score (HippoRAG 2 scores all passage nodes, so a passage
 near the question keeps a base mass wherever it sits in the graph); passages are ranked by the mass

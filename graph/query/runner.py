@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from core.database import Database
 from core.embeddings import Embedder
-from core.llm import LLM
+from core.llm.client import LLM
 from graph import retrieval_store, store
 from graph.query.global_llm import LLMGlobalSearch
 from graph.query.global_search import GlobalResult, Point, Theme, global_search

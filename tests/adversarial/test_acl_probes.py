@@ -45,7 +45,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 from tests.conftest import crossroads, parse_sse
 
 ROOT = Path(__file__).resolve().parents[2]

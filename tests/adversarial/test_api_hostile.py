@@ -105,7 +105,7 @@ def staff_group(client, tok) -> str:
 @pytest.fixture
 def levels_cli(db, monkeypatch):
     """`crossroads levels set` in-process against the test database."""
-    from api.cli import app
+    from api.cli.main import app
 
     monkeypatch.setenv("CROSSROADS_DATABASE_URL", db.url)
     get_settings.cache_clear()
@@ -268,7 +268,7 @@ def served(cli_env, tmp_path_factory):
     log = tmp_path_factory.mktemp("serve") / "serve.log"
     env = dict(cli_env, CROSSROADS_API_HEADER_TIMEOUT_S=str(HEADER_TIMEOUT_S))
     with open(log, "wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", "--port", str(port),
+        process = subprocess.Popen([sys.executable, "-m", "api.cli.main", "serve", "--port", str(port),
                                     "--log-level", "warning"], cwd=ROOT, env=env, stdout=sink, stderr=sink)
     deadline = time.monotonic() + 60
     while True:

@@ -27,7 +27,7 @@ import pytest
 import uvicorn
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 from core import embedded
 from core.database import open_database
 from tests.conftest import ROOT, TEST_PG_DIR
@@ -63,7 +63,7 @@ def cli_env() -> dict:
 def db_start() -> float:
     """`crossroads db start` as an operator runs it; returns the seconds it took."""
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "api.cli", "db", "start"], cwd=ROOT, env=cli_env(),
+    proc = subprocess.run([sys.executable, "-m", "api.cli.main", "db", "start"], cwd=ROOT, env=cli_env(),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return time.monotonic() - started

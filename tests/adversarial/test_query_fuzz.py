@@ -26,7 +26,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import tokens
-from api.app import create_app
+from api.http.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 4_2025
@@ -129,9 +129,9 @@ def problem_ok(r) -> str | None:
 
 @pytest.fixture(scope="module")
 def fuzz(db, settings, local_embedder, tmp_path_factory):
-    from graph.build.contracts import BuildSettings, OfflineReporter
-    from graph.build.runner import build_graph
-    from graph.build.extract_offline import OfflineExtractor
+    from graph.indexing.contracts import BuildSettings, OfflineReporter
+    from graph.indexing.runner import build_graph
+    from graph.indexing.extract_offline import OfflineExtractor
     from tests.conftest import ingest_corpus
 
     ingest_corpus(db, settings, local_embedder, tmp_path_factory.mktemp("fuzz"), DOCS, TENANT)
@@ -178,7 +178,7 @@ def test_query_side_functions_hold_their_contracts_on_random_text():
     """detect_language, query_pieces, quote_lexeme, build_query and the heuristic classifier on 3,000
     random strings (seeded): no exception, results of the documented shape, deterministic."""
     from router.classify import classify
-    from router.types import ROUTES
+    from answers.types import ROUTES
     from vector.search.fulltext import MAX_QUERY_TOKENS, build_query, query_pieces, quote_lexeme
     from core.text.language import detect_language
 

@@ -185,7 +185,7 @@ def _habit(name: str, healthy: Script) -> Script:
 # Models that answer 400 to sampling parameters, as Sonnet 5, Opus 5 and Opus 4.7+ do.
 NO_SAMPLING_MODELS = ("claude-sonnet-5", "claude-opus-5", "claude-opus-4-7", "claude-opus-4-8")
 # `output_config.effort` levels by model, as the effort documentation lists them; any other model (Haiku 4.5)
-# answers an effort with a 400, as does a model given a level it lacks. Kept apart from core.pricing's table:
+# answers an effort with a 400, as does a model given a level it lacks. Kept apart from core.llm.pricing's table:
 # the fake checks the client, it does not share its assumptions.
 EFFORT_BY_MODEL = {"claude-opus-4-5": ("low", "medium", "high"),
                    "claude-opus-4-6": ("low", "medium", "high", "max"),

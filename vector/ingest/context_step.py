@@ -5,10 +5,10 @@ The contexts themselves are vector.ingest.contextualize's; the runner (vector/in
 """
 from __future__ import annotations
 
-from core.batches import BatchLLM
+from core.llm.batches import BatchLLM
 from core.database import Database
 from core.errors import CrossroadsError
-from core.llm_errors import LLMError
+from core.llm.errors import LLMError
 from core.settings import Settings
 from vector import store
 from vector.ingest.contextualize import ChunkContext, Contextualizer, TitleContextualizer
@@ -35,7 +35,7 @@ def written_contexts(db, tenant, doc, drafts, contextualizer) -> Written:
 
 def contexts_in_batches(db, tenant, changing, drafts, contextualizer, batch: BatchLLM) -> list:
     """`ingest --batch`: the contexts of every changed document, asked in Message Batches before any document
-    is indexed (one batch per pass of `BatchLLM.map`, usually one in all; core.batches), per document its
+    is indexed (one batch per pass of `BatchLLM.map`, usually one in all; core.llm.batches), per document its
     `Written`, or the CrossroadsError it fails with, recorded as the interactive path records it. A batch that
     cannot be sent or collected fails the documents it was for: what was sent is recorded, and the next
     ingest collects it rather than pay again."""

@@ -16,13 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
-from core.batches import BatchLLM, Deferred
-from core.llm import LLM
-from core.llm_errors import LLMError
-from core.llm_limiter import concurrency_of, map_ordered
-from core.prompting import MalformedReply, complete_text
+from core.llm.batches import BatchLLM, Deferred
+from core.llm.client import LLM
+from core.llm.errors import LLMError
+from core.llm.limiter import concurrency_of, map_ordered
+from core.llm.prompting import MalformedReply, complete_text
 from vector.ingest.chunking import ChunkDraft
-from vector.ingest.location import document_location
+from vector.location import document_location
 from vector.prompts import CONTEXT_INSTRUCTIONS, chunk_message, document_prefix
 from vector.ingest.sources import SourceDocument
 
@@ -138,7 +138,7 @@ class LLMContextualizer:
         """Every chunk asked at once (`ingest --batch`): the first chunk alone would cost a whole second batch
         (minutes to hours) for a cache write that a batch applies only best-effort. Each request still marks
         the document prefix cacheable. `Deferred` once every chunk without a collected result is noted, so
-        they all go into the same batch (core.batches.BatchLLM.map runs the document again once it is in)."""
+        they all go into the same batch (core.llm.batches.BatchLLM.map runs the document again once it is in)."""
         out, deferred = [], None
         for draft in drafts:
             try:
@@ -179,7 +179,7 @@ class LLMContextualizer:
                 asked_again = True
 
     def _ask(self, doc: SourceDocument, draft: ChunkDraft, excerpt: int | None) -> str:
-        # a refusal or a context cut twice raises (core.prompting): never indexed as searchable text
+        # a refusal or a context cut twice raises (core.llm.prompting): never indexed as searchable text
         if excerpt is None:  # the whole document, cached: every chunk of it reads it at 0.1x
             prefix, message = document_prefix(doc), chunk_message(draft)
         else:  # an excerpt differs per chunk: caching it would only add the cache-write premium

@@ -3,14 +3,14 @@ tokens and dollars, each with its range.
 
 A context call (vector.ingest.contextualize.LLMContextualizer) sends the whole document as a cacheable prefix,
 then the instructions and one chunk; it answers in 1-2 sentences, at most `max_tokens`. The prefix is cached
-only when it is at least the model's documented minimum (core.pricing.CACHE_MIN_TOKENS): then a document's
+only when it is at least the model's documented minimum (core.llm.pricing.CACHE_MIN_TOKENS): then a document's
 first call writes it (1.25x the input price) and the others read it (0.1x); below the minimum, or for a model
 whose minimum is unknown, every call pays the whole prefix at the input price, and no saving is counted. With
 Message Batches (`--batch`, half the price) cache hits are best-effort: the high end of the range counts every
 request as a cache write, the point and the low end as the interactive order would (one write, then reads).
 
-Tokens are estimated from characters (CHARS_PER_TOKEN by script, as core.llm_stats tells the language), each
-figure a point in BAND: the ingest records no calibration (graph.build.calibration is the graph build's).
+Tokens are estimated from characters (CHARS_PER_TOKEN by script, as core.llm.stats tells the language), each
+figure a point in BAND: the ingest records no calibration (graph.indexing.calibration is the graph build's).
 A document over the model's context window is asked again as excerpts (uncached): not counted here.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from core.llm_stats import language_of
-from core.pricing import cache_min_tokens, price_of
+from core.llm.stats import language_of
+from core.llm.pricing import cache_min_tokens, price_of
 from vector.ingest.chunking import ChunkDraft
 from vector.ingest.sources import SourceDocument
 from vector.prompts import CONTEXT_INSTRUCTIONS, chunk_message, document_prefix

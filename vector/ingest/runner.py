@@ -3,7 +3,7 @@
 A thin runner around pure steps (`prepare`, `sync`): it reads what the index holds, embeds only
 texts that have no vector yet, and writes each document in its own transaction, so a crash leaves
 every document either in its old or its new version and a re-run finishes the job. With `--batch`
-the LLM's chunk contexts of every changed document are asked first, in Message Batches (core.batches):
+the LLM's chunk contexts of every changed document are asked first, in Message Batches (core.llm.batches):
 a re-run after a crash, with `--batch` or without, collects the batches already sent.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Protocol
 
 import psycopg
 
-from core.batches import BatchLLM, Collector
+from core.llm.batches import BatchLLM, Collector
 from core.database import Database
 from core.embeddings import Embedder
 from core.errors import CrossroadsError

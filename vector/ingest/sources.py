@@ -29,12 +29,11 @@ from core.text_safety import CONTROL, SURROGATE, printable
 from vector.ingest.formats import FORMAT_SUFFIXES, convert
 from vector.ingest.front_matter import front_matter_warnings, refuse_acl_lookalikes, split_front_matter, yaml_scalar_hint
 from core.text.language import detect_language
+from vector.document_ids import DOC_ID_MAX_CHARS, doc_id_problem
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 LANGUAGES = ("russian", "english", "simple")
 _LANG_ALIASES = {"ru": "russian", "en": "english", "russian": "russian", "english": "english", "simple": "simple"}
-# The HTTP API addresses documents by id and accepts no longer one (api/schemas.py DOC_ID_MAX).
-DOC_ID_MAX_CHARS = 512
 _SYMLINK_REASON = "symbolic link: not followed (ingest reads only files inside the folder; copy the file in instead)"
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -69,21 +68,6 @@ def _check_text(field: str, value: str) -> None:
             f"{field} contains a lone surrogate (U+{ord(found.group()):04X}) at position {found.start()}, which is not "
             "valid Unicode: fix the source (in JSON, a \\ud800-\\udfff escape needs its pair)"
         )
-
-
-def doc_id_problem(doc_id: str) -> str | None:
-    """Why the HTTP API could not address this id (the rules of api/schemas.py), or None."""
-    if not doc_id.strip():
-        return "is empty"
-    if SURROGATE.search(doc_id):
-        return "is not valid Unicode (a file name in another encoding than UTF-8, or a lone surrogate escape)"
-    if found := CONTROL.search(doc_id):
-        return f"contains a control character ({printable(found.group())})"
-    if doc_id != doc_id.strip():
-        return "starts or ends with whitespace"
-    if len(doc_id) > DOC_ID_MAX_CHARS:
-        return f"is {len(doc_id)} characters, over the {DOC_ID_MAX_CHARS} the HTTP API accepts"
-    return None
 
 
 def parse_acl(value: object, where: str = "acl") -> tuple[str, ...]:

@@ -33,7 +33,7 @@ def make_searcher(db, settings: Settings, reranker: str | None = None, *, embedd
 
 def with_transforms(searcher, settings: Settings):
     """Multi-query / HyDE when switched on and an LLM is configured; otherwise the searcher itself."""
-    from core.llm import make_llm
+    from core.llm.client import make_llm
     from vector.search.transforms import TransformingSearcher
 
     llm = make_llm(settings) if (settings.query_multi_query or settings.query_hyde) else None

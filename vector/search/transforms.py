@@ -24,10 +24,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
-from core.llm import LLM
-from core.llm_usage import Usage
-from core.llm_errors import LLMError
-from core.prompting import MalformedReply, Tool, call_tool
+from core.llm.client import LLM
+from core.llm.usage import Usage
+from core.llm.errors import LLMError
+from core.llm.prompting import MalformedReply, Tool, call_tool
 from vector.search.fusion import rrf
 from core.text.language import detect_language
 from vector.prompts import (HYDE_SCHEMA, HYDE_SYSTEM, PARAPHRASE_SYSTEM, REWRITE_SCHEMA, REWRITE_SYSTEM,
@@ -57,7 +57,7 @@ class Rewrite:
 
 
 def _ask(llm: LLM, tool: Tool, system: str, content: str, max_tokens: int, usage: Usage | None):
-    """The tool's validated input (core.prompting); its cost added to `usage`, failed calls' too."""
+    """The tool's validated input (core.llm.prompting); its cost added to `usage`, failed calls' too."""
     try:
         reply = call_tool(llm, tool, task="fast", system=system, max_tokens=max_tokens,
                           messages=[{"role": "user", "content": content}])

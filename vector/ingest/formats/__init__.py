@@ -18,11 +18,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
-from dataclasses import dataclass
 from pathlib import PurePath
 
 from core.errors import BadDocument
 from core.text_safety import SURROGATE
+from vector.ingest.formats.converted import Converted
 
 # suffix -> the name a user knows the format by (in messages)
 FORMAT_SUFFIXES = {".pdf": "PDF", ".docx": "DOCX", ".html": "HTML", ".htm": "HTML", ".eml": "email",
@@ -33,12 +33,6 @@ CONVERT_TIMEOUT_S = 60.0
 # On top of what the child already maps: a real document needs far less; a decompression bomb
 # inside a PDF stream or a DOCX part would take all of the machine's memory.
 CONVERT_MEMORY_BYTES = 2 << 30
-
-
-@dataclass(frozen=True)
-class Converted:
-    title: str | None  # from the document's own metadata; None: the first heading or the file name
-    text: str
 
 
 def convert(name: str, data: bytes, max_bytes: int, timeout_s: float = CONVERT_TIMEOUT_S) -> Converted:

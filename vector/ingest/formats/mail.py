@@ -18,7 +18,7 @@ _MBOX_QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 
 
 def read_email(data: bytes, max_bytes: int):
-    from vector.ingest.formats import Converted
+    from vector.ingest.formats.converted import Converted
 
     message = _parse(data)
     subject = _header(message, "subject")
@@ -26,7 +26,7 @@ def read_email(data: bytes, max_bytes: int):
 
 
 def read_mbox(data: bytes, max_bytes: int):
-    from vector.ingest.formats import Converted
+    from vector.ingest.formats.converted import Converted
 
     raw_messages = [m for m in _MBOX_SEPARATOR.split(data.replace(b"\r\n", b"\n")) if m.strip()]
     if not raw_messages or not data.startswith(b"From "):

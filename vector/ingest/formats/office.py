@@ -23,7 +23,7 @@ def read_docx(data: bytes, max_bytes: int):
     from docx import Document
     from docx.table import Table
 
-    from vector.ingest.formats import Converted
+    from vector.ingest.formats.converted import Converted
     from vector.ingest.formats.web import markdown_table
 
     _check_archive(data, max_bytes)

@@ -20,7 +20,7 @@ def read_pdf(data: bytes, max_bytes: int):
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError
 
-    from vector.ingest.formats import Converted
+    from vector.ingest.formats.converted import Converted
 
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted and not reader.decrypt(""):  # an empty user password only restricts printing etc.

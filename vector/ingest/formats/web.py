@@ -24,7 +24,7 @@ _DECLARED_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_
 def read_html(data: bytes, max_bytes: int):
     from lxml import html
 
-    from vector.ingest.formats import Converted
+    from vector.ingest.formats.converted import Converted
 
     if b"\x00" in data[:8192] and not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         raise BadDocument("binary file (contains NUL bytes), not an HTML page")

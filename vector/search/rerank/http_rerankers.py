@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import httpx
 
-from vector.search.rerank import DEFAULT_TIMEOUT_S, RerankError, checked_ranking
+from vector.search.rerank.contract import DEFAULT_TIMEOUT_S, RerankError, checked_ranking
 from vector.search.hybrid import Candidate
 
 MAX_DOCUMENT_CHARS = 4000  # about 1k tokens: chunks are ~1k chars; this only guards a pathological one

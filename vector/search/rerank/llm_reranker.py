@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from core.llm import LLM, make_llm
-from core.llm_errors import LLMError
-from core.prompting import call_tool
+from core.llm.client import LLM, make_llm
+from core.llm.errors import LLMError
+from core.llm.prompting import call_tool
 from vector.prompts import RANKING, RANK_SYSTEM, render_prompt
-from vector.search.rerank import RerankError, checked_ranking
+from vector.search.rerank.contract import RerankError, checked_ranking
 from vector.search.hybrid import Candidate
 
 

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.text.language import detect_language
-from vector.search.rerank import RerankError
+from vector.search.rerank.contract import RerankError
 from vector.search.rerank.features import FEATURE_NAMES, extract
 from vector.search.hybrid import Candidate
 

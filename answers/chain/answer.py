@@ -1,0 +1,371 @@
+"""The offline multi-hop answer (`chain_answer`): from the entities the question names, each hop is a unit
+that links the current entity to a new one; a beam search keeps the best few chains, and the one that
+reaches what the question asks for, after as many hops as its form needs (`least_hops`), answers.
+A hop states a relation of the question in its own words or in its section's heading ("Billing team >
+Services owned" over a row naming the service); a relation an earlier hop or its page stated counts
+no more, nor, after the first hop, one only the start's own clause states ("the performer of X"), while
+the question's other names count as relations ("... taken by the British"). A chain starts at a name,
+never at a bare year or at a part of a longer name, and goes on through names a unit writes as names
+(capitalised as in the question, every word of them, consonant skeletons only across scripts), never
+through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a place's
+kind word ("the county of Cumbria") is a place, whatever the mention finder typed, and a name with a
+leading demonym ("the English Lake District") links to the page of the name without it. A hop that
+states a relation word leads to the name nearest that word ("a story written by Dale Brown" for "the
+author of the story"). A question asking no person, place, date or number ("what genre") is answered,
+once its form has had its hops, by a sentence stating a relation word of its own about the last entity
+or by a sentence of that entity's own page. A question of two parts ("Who leads X, and in which office
+does he work?") is two chains, the second from the first one's answer (`question_parts`); so is a
+question whose chain from its names reaches nothing it asks and that describes an entity by a clause
+("the engineer who commanded X ..."): the clause first, the rest from the entity it finds
+(`nested_question`); a clause naming a kind of place ("the city where X is located") goes first even
+when the direct chain reached something, since only the clause checks the kind. Near-equal last hops
+written in the other language than the question are told apart by meaning (`_closest_in_meaning`).
+Which name a hop leads to: answers/chain/links.py. The rules in answers/extractive.py's docstring.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from core.text.language import detect_language
+from core.text.script import CYRILLIC
+from core.text.terms import content_stems, normalise
+from answers.expected_type import NAME_TYPE, VALUE_KINDS, asked_kind_words
+from answers.units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
+from answers.chain.names import names_in, place_in_name, without_demonym
+from answers.chain.question import (extended_names, least_hops, nested_question, other_name_stems, question_parts,
+                                   start_clause)
+from answers.chain.links import BRIDGE_TYPES, bridge, is_alias, is_type_word, related
+from answers.chain.targets import ASKS_REGION, is_wanted, order_in, value_in, with_region
+from answers.local import local_answer
+from answers.question_text import title_core
+from answers.types import Passage
+from answers.unit_scoring import Focus, Scorer
+from answers.unit_similarity import UnitSimilarity
+
+MAX_HOPS = 4
+
+_LETTER = re.compile(r"[^\W\d_]")  # a name has a letter: "1989" is a value
+
+BEAM = 3  # candidate hops kept at each step: a plausible first hop may lead nowhere
+
+
+@dataclass
+class _Chain:
+    hops: list[tuple[Unit, tuple[str, str, str], float]]
+    start: str
+    known: frozenset[str]
+    used: frozenset[str]
+    reached: bool = False
+
+    @property
+    def score(self) -> float:
+        return sum(s for _, _, s in self.hops)
+
+
+def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_HOPS,
+                 similarity: UnitSimilarity | None = None) -> Extracted:
+    """The chain from the question's named entities to the asked one, one cited unit per hop; the
+    local answer when the question names nothing or no unit links its names to anything new.
+
+    A beam search: each chain grows by its BEAM best next hops; the answer is the chain that reached
+    what the question asks for (a place, a person, a date) in the fewest hops the question's form
+    allows, else the best-scoring one. Ties are broken by passage and unit order.
+
+    A question of two parts ("Who leads X, and in which office does he work?") is two chains, the
+    second from the entity the first reached; it has reached its answer only when both have. So is a
+    question whose chain does not reach what it asks and that describes an entity by a clause ("the
+    engineer who commanded X is based in which office?": who commanded X, then where that one is based);
+    while only the clause is answered, the chain ends at its entity with what is still to be asked of it
+    (`Extracted.still_open`), the planner's next search."""
+    return _chain(question, passages, max_hops, 0, similarity)
+
+
+def _chain(question: str, passages: list[Passage], max_hops: int, depth: int,
+           similarity: UnitSimilarity | None = None) -> Extracted:
+    """`chain_answer`; `depth`: how many questions this one is a step of (each step is a hop at least,
+    so past MAX_HOPS a question is asked as it stands)."""
+    parts = question_parts(question) if depth < MAX_HOPS else None
+    if parts is not None:
+        return _through(parts[0], lambda entity: parts[1], question, passages, max_hops, depth, similarity)[0]
+    nested = nested_question(question) if depth < MAX_HOPS else None
+    if nested is not None and nested.place:
+        # the clause types the entity it describes as a kind of place, which the direct chain does not
+        # check ("the city where X is" is no country): the clause first, whatever the direct chain reaches
+        through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth, similarity)
+        if found:
+            return through
+    direct = _answer(question, passages, max_hops, similarity=similarity)
+    from_year = bool(direct.chain) and not _LETTER.search(direct.chain[0])
+    if nested is not None and not nested.place and (not direct.reached or from_year):
+        # the chain from the question's names did not reach what it asks, or started at a bare year for
+        # want of a name: the entity the clause describes ("the engineer who commanded X") is found by
+        # asking the clause, and the rest is asked of it
+        through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth, similarity)
+        if found:  # the clause's entity is the chain's next bridge even where nothing yet leads on from it
+            return through
+    return direct
+
+
+def _through(first_question: str, then: Callable[[str], str], question: str, passages: list[Passage],
+             max_hops: int, depth: int, similarity: UnitSimilarity | None = None) -> tuple[Extracted, bool]:
+    """The answer of a question asked in two steps: `first_question` finds an entity, and `then(entity)`
+    is asked from it (the second part of a two-part question, or the question around a clause that
+    describes the entity); reached only when both steps have, and with whether the first step found its
+    entity. The first step may itself describe what it asks by a clause."""
+    first = _chain(first_question, passages, max_hops, depth + 1, similarity)
+    by_place = {(u.passage, u.position): u for u in units(passages)}  # read once for both steps
+    entity = _found_entity(first_question, first, passages, by_place)
+    if entity is None:
+        return Extracted(first.text, first.picked, first.confidence, first.chain, False), False
+    known = first.chain or [entity]
+    asks = then(entity)
+    second = _answer(asks, passages, max_hops, names=[entity], known=known, similarity=similarity)
+    if len(second.chain) < 2:
+        # nothing in the passages takes the first answer to what the second step asks: that step is
+        # still open, and the first answer is the next bridge to search from
+        return Extracted(first.text, first.picked, first.confidence, known, False, asks), True
+    # the second step reached its answer, or went part of the way: its last entity is the next bridge
+    chain = known + second.chain[1:]
+    seen = {(p.passage, p.position) for p in first.picked}
+    picked = first.picked + [p for p in second.picked if (p.passage, p.position) not in seen]
+    steps = " ".join(f"{display(by_place[(p.passage, p.position)])} [{p.passage}]" for p in picked)
+    text = f"{entity}; {chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps}"
+    return Extracted(text, picked, min(first.confidence, second.confidence), chain, second.reached), True
+
+
+def _found_entity(question: str, found: Extracted, passages: list[Passage],
+                  by_place: dict[tuple[int, int], Unit]) -> str | None:
+    """The entity a step's answer found: its chain's end when the chain reached it; for an answer
+    that is a passage's sentence (a question naming nothing to start a chain from), the name of the
+    asked kind, or else of a team, service, person or place, that its first sentence holds and the
+    question does not (the first such). `by_place`: the passages' units by (passage, position)."""
+    focus = Focus.of(question)
+    if found.chain:
+        if not found.reached:
+            return None
+        if focus.kind in NAME_TYPE:  # the chain's end was checked to be of the asked type
+            return found.chain[-1]
+        # what a step finds to ask on from is a person, a team, a service or a place, never a page's topic
+        end = entity_key(found.chain[-1])
+        kinds = {t for u in by_place.values() for k, _, t in u.names if k == end} or {
+            s[2] for s in map(_subject, passages) if s and s[0] == end and s[2] == "location"}
+        return found.chain[-1] if kinds & set(BRIDGE_TYPES) else None
+    if not found.answered:
+        return None
+    first = by_place.get((found.picked[0].passage, found.picked[0].position))
+    if first is None:
+        return None
+    wanted = NAME_TYPE.get(focus.kind, set(BRIDGE_TYPES))
+    asked = {entity_key(n) for n in focus.names}
+    names = [n for n in first.names if n[2] in wanted and n[0] not in asked and _LETTER.search(n[1])]
+    return names[0][1] if names else None
+
+
+def _answer(question: str, passages: list[Passage], max_hops: int, names: list[str] | None = None,
+            known: list[str] = (), similarity: UnitSimilarity | None = None) -> Extracted:
+    """One chain's answer; `names`: where it starts, when not at the question's own names (the second
+    part of a two-part question starts at what the first part reached, and `known`, the entities the
+    first part passed, lead nowhere new); `similarity`: to choose, by meaning, among near-equal last
+    hops written in the other language (`_closest_in_meaning`)."""
+    focus = Focus.of(question)
+    every = units(passages)
+    # a bare number or year the question holds is a value a hop must state, not an entity to start
+    # from: "1989" links every passage that mentions the year
+    names = names or extended_names(question, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
+    if not names or not every:
+        return local_answer(question, passages)
+    scorer = Scorer(focus, passages, every)
+    typed = asked_kind_words(question)  # "what mountain range": a name holding "Range" is of the asked type
+    relation = [s for s in focus.terms.stems if s not in focus.name_stems]
+    subjects = [_subject(p) for p in passages]
+    least = min(max_hops, least_hops(question))
+    seed = _Chain([], names[0], frozenset(entity_key(n) for n in [*names, *known]), frozenset())
+    finished: list[_Chain] = []
+    beam = [seed]
+    for _ in range(max_hops):
+        grown: list[_Chain] = []
+        for chain in beam:
+            frontier = ([(e[0], e[1]) for _, e, _ in chain.hops[-1:]] or [(entity_key(n), n) for n in names])
+            steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names, typed,
+                               onward=bool(known))
+            for score, u, entity, linked, answers in _distinct(steps)[:BEAM]:
+                start = chain.start if chain.hops else linked
+                asked = relation + other_name_stems(names, start)
+                hop = _Chain(chain.hops + [(u, entity, score)], start,
+                             chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
+                             chain.used | related(asked, u.stems | scorer.title_stems[u.passage - 1])
+                             | (set() if chain.hops else start_clause(question, linked, relation)))
+                hop.reached = len(hop.hops) >= least and (answers or entity[2] == "value"
+                                                          or is_wanted(entity, focus.kind, u.text, typed))
+                (finished if hop.reached else grown).append(hop)
+        finished += [c for c in beam if c.hops and c not in finished]
+        beam = sorted(grown, key=lambda c: -c.score)[:BEAM]
+        if not beam:
+            break
+    finished += beam
+    if not finished:
+        return local_answer(question, passages)
+    ranked = sorted(finished, key=lambda c: (not c.reached, -c.score / len(c.hops) if c.reached else -c.score,
+                                             [(u.passage, u.position) for u, _, _ in c.hops]))
+    best = _closest_in_meaning(question, ranked, similarity) if similarity is not None else ranked[0]
+    hops = best.hops
+    chain = [best.start, *(e[1] for _, e, _ in hops)]
+    # a chain that reached the asked type through as many hops as the question's form needs was
+    # checked link by link; otherwise it is as sure as the share of the question its hops cover
+    confidence = 1.0 if best.reached and len(hops) >= least else scorer.confidence([u for u, _, _ in hops])
+    steps_text = " ".join(f"{display(u)} [{u.passage}]" for u, _, _ in hops)
+    text = f"{chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps_text}"
+    scores = {id(u): s for u, _, s in hops}
+    return Extracted(text, cite([u for u, _, _ in hops], scores), round(confidence, 4), chain,
+                     best.reached or focus.kind not in NAME_TYPE and focus.kind not in VALUE_KINDS)
+
+
+MEANING_MARGIN = 0.1  # per hop: chains this close are equal on the words they state
+MEANING_CANDIDATES = 6  # last hops embedded at most (a sentence costs tens of milliseconds offline)
+
+
+def _closest_in_meaning(question: str, ranked: list[_Chain], similarity: UnitSimilarity) -> _Chain:
+    """The best chain, or, among the reached ones within MEANING_MARGIN of it per hop, the one whose last
+    unit is closest in meaning to the question, when some of those last units are written in the other
+    language: no word of "США (Остин) — 20 рабочих дней" states "days of paid vacation", so the words
+    alone would rank "The Austin office opened in 2019" level with it."""
+    best = ranked[0]
+    if not best.reached:
+        return best
+    near = [c for c in ranked if c.reached and c.score / len(c.hops) >= best.score / len(best.hops) - MEANING_MARGIN]
+    near = near[:MEANING_CANDIDATES]
+    russian = bool(CYRILLIC.search(question))
+    if len(near) < 2 or all(bool(CYRILLIC.search(c.hops[-1][0].text)) == russian for c in near):
+        return best
+    # what is asked of the last entity, without the names that started the chain: they would pull the
+    # question towards any sentence that repeats them ("Head of Customer Support" towards "customer support")
+    asked = question
+    for name in {c.start for c in near}:
+        asked = re.sub(re.escape(name), " ", asked, flags=re.IGNORECASE)
+    closeness = similarity(" ".join(asked.split()), [display(c.hops[-1][0]) for c in near])
+    return max(zip(closeness, range(len(near)), near), key=lambda x: (x[0], -x[1]))[2]
+
+
+def _distinct(steps: list) -> list:
+    """The best hop to each entity: two units leading to one entity would fill the beam with one chain."""
+    best: dict[str, tuple] = {}
+    for step in steps:  # best first
+        best.setdefault(step[2][0], step)
+    return list(best.values())
+
+
+def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Scorer, relation: list[str],
+               focus: Focus, least: int, names: list[str],
+               typed: frozenset[str] = frozenset(),
+               onward: bool = False) -> list[tuple[float, Unit, tuple[str, str, str], str, bool]]:
+    """(score, unit, entity it leads to, the frontier name it links, whether the unit answers) for
+    every unit that links the chain's last entity to a new one, best first. The question's names
+    other than the chain's start count as its relations: "When was the country that produced X taken
+    by the British?" asks for the hop that names the British."""
+    taken = {id(u) for u, _, _ in chain.hops}
+    region = bool(ASKS_REGION.search(focus.question))
+    described = frozenset(w for w in WORD.findall(focus.question) if w.islower())
+    out = []
+    for u in every:
+        if id(u) in taken:
+            continue
+        subject = subjects[u.passage - 1]
+        link = _links(u, subject, frontier)
+        if not link:
+            continue
+        # the asked type ends the chain only once the question's relations have had their hops
+        final = len(chain.hops) + 1 >= least
+        # each hop states a relation of its own: words an earlier hop stated count no more
+        asked = relation + other_name_stems(names, chain.start if chain.hops else link[1])
+        # the words of the current entity's own name state no relation ("team" of "Platform team")
+        own = related(asked, u.stems - frozenset(content_stems(link[1]))) - chain.used
+        # a question's own name is no answer, so its first hop none; a step that goes on from an entity an
+        # earlier step found (`onward`) may answer on its first
+        passed = bool(chain.hops) or onward
+        value = passed and focus.kind in VALUE_KINDS and scorer.typed(u)
+        # a question that asks no person, place, date or number ("What genre is the author of X
+        # associated with?") is answered, once its form has had its hops and never on the first, by a
+        # sentence about the last entity that states a relation word of its own (a word of the
+        # question's, not another of its names) or stands on that entity's own page: the sentence is
+        # the answer, whatever names it holds
+        answers = final and (value or passed and focus.kind is None
+                            and (bool(own & set(relation)) or bool(subject) and subject[0] == entity_key(link[1])))
+        # "Young, New South Wales" is Young, placed
+        fresh = [e for e in _entities(u, subject, link[1]) if e[0] not in chain.known and not scorer.in_question(e[1])
+                 and entity_key(e[1].split(",")[0]) not in chain.known
+                 and not is_alias(u.text, e[1]) and not is_type_word(e[1])]
+        if not fresh and not answers:
+            continue
+        heading = related(asked, scorer.title_stems[u.passage - 1]) - chain.used - own
+        # a section heading over the unit states how the page's subject relates to what the section
+        # lists ("Billing team > Services owned" over a row naming the Payments Gateway: Billing owns
+        # it); the words of the subject's own name ("team" of "Billing team") state no relation
+        listed = link[0] == "text" and subject in fresh and bool(
+            heading - set(content_stems(subject[1])) - related(asked, frozenset(content_stems(subject[1]))))
+        # what the unit itself states counts fully, what its title or heading says half
+        rel = sum(scorer.weight(s) for s in own) + 0.5 * sum(scorer.weight(s) for s in heading)
+        rel /= sum(scorer.weight(s) for s in asked) or 1.0
+        # the page's own subject first (the Berlin office page answers "Berlin"), then the first place
+        # the unit names ("headquartered in Harlow, Essex": Harlow), or the last for a question asking a
+        # region, which a text names after the town in it ("from what state": Essex)
+        wanted = sorted((e for e in fresh if is_wanted(e, focus.kind, u.text, typed)),
+                        key=lambda e: (e is not subject, order_in(u.text, e[1], region))) if final else []
+        if value and final:  # a date or a number ends the chain; never on the first hop
+            wanted = [(f"value:{u.passage}:{u.position}", value_in(u, scorer), "value")]
+        elif wanted and focus.kind == "place" and not region:
+            wanted[0] = with_region(wanted[0], u.text)
+        if not own and not wanted and not answers and not listed and not (
+                link[0] == "text" and any(e[2] in BRIDGE_TYPES for e in fresh)):
+            # a bridge states one of the question's relations (in its own words or its section's
+            # heading), or at least names the current entity next to a person, team, service or
+            # place ("led by" is no stem of "lead")
+            continue
+        # a unit that names the current entity, and one on its own page, each speak of it
+        own_page = bool(subject) and subject[0] == entity_key(link[1])
+        score = rel + (0.3 if wanted else 0.0) + (0.05 if link[0] == "text" else 0.0) + (0.05 if own_page else 0.0) \
+            + 0.05 / u.passage
+        entity = wanted[0] if wanted else (bridge(fresh, subject, link, u.text, own, described) if fresh
+                                           else (f"value:{u.passage}:{u.position}", display(u), "value"))
+        out.append((score, u, entity, link[1], answers))
+    out.sort(key=lambda x: (-x[0], x[1].passage, x[1].position))
+    return out
+
+
+def _chain_label(question: str) -> str:
+    return "Цепочка" if detect_language(question) == "russian" else "Chain"
+
+
+def _subject(p: Passage) -> tuple[str, str, str] | None:
+    """The entity a passage is about: its title, typed as the passage's own names type it."""
+    title = title_core(p.title)
+    if not title:
+        return None
+    key = entity_key(title)
+    typed = {k: t for k, _, t in typed_names(p)}
+    kind = typed.get(key) or next((t for k, t in typed.items() if k and (k in key or key in k)), "concept")
+    if any(w in normalise(title) for w in ("office", "офис")):
+        kind = "location"  # an office page is about a place
+    return key, title, kind
+
+
+def _entities(u: Unit, subject, current: str = "") -> list[tuple[str, str, str]]:
+    """The unit's names, its passage's subject, and a place a longer name of the `current` entity ends with."""
+    out = list(u.names)
+    out += [p for _, n, _ in u.names if current and (p := place_in_name(n, current))]
+    if subject and subject[0] not in {k for k, _, _ in out}:
+        out.append(subject)
+    return out
+
+
+def _links(u: Unit, subject, frontier) -> tuple[str, str] | None:
+    """("text", name) when the unit names a frontier entity, ("subject", name) when its passage is about one."""
+    for key, name in frontier:
+        if names_in(name, u.text, u.stems):
+            return "text", name
+        if subject and (subject[0] == key or names_in(name, subject[1], frozenset(content_stems(subject[1])))
+                        or subject[0] == entity_key(without_demonym(name))):
+            return "subject", name
+    return None

@@ -1,0 +1,173 @@
+"""The offline answer to a comparison: each side answered from the passages about it, each cited.
+
+"How does A differ from B on X?", "Which is older, A or B?", "Are A and B both X?": the reader needs
+what the corpus says of each side, side by side, and never one side's fact presented as the other's.
+So each side is answered (`local_answer`, its own query: the side's name with the compared
+attribute) only from the passages about that side (their title or last heading holds most words of
+its name, or their document names it and no other side; when none does, those whose text holds all of
+them), and a side no passage is about says so instead of borrowing the other side's passages. A side
+is answered with the whole question's answer type: "how long" wants a duration on each side. A yes/no question ("Are A and B both film directors?",
+"Являются ли A и B ...") is answered "Yes" when every side's answer states the compared attribute;
+otherwise no verdict is given (a passage that does not state X is no evidence that A is not X), and
+the sides' statements are left for the reader. A question asking whether the sides share something
+("Are A and B in the same province?") is answered by the names each side's answer gives it: "Yes"
+when they are one, "No" when they differ (two stated names are evidence), none when a side names none.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Sequence
+
+from core.text.script import CYRILLIC
+from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
+from answers.expected_type import VALUE_KINDS, holds_value, question_kind
+from answers.units import Extracted
+from answers.local import local_answer
+from answers.question_text import AUX_START, fold, is_function_word, stem_of, stems_of, title_core, words_of
+from answers.types import Passage
+from answers.unit_similarity import UnitSimilarity
+
+NOT_SAID = {"en": "the passages do not say.", "ru": "в найденных фрагментах об этом не сказано."}
+YES = {"en": "Yes: the passages about each say so.", "ru": "Да: это сказано во фрагментах о каждом."}
+SAME = {"en": "Yes: {}.", "ru": "Да: {}."}
+DIFFERENT = {"en": "No: {}.", "ru": "Нет: {}."}
+# "Are A and B in the same province?": what both are asked to share
+_SAME = re.compile(r"\bthe same (\w+)|\bв (?:одном и том же|одной и той же|одном|одной) (\w+)", re.IGNORECASE)
+
+
+def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tuple[str, str]],
+                      attribute: str = "", similarity: UnitSimilarity | None = None) -> Extracted:
+    """`sides`: (name, query) per compared entity; `attribute`: what is compared ("film directors");
+    `similarity`: for a side whose passages are in the other language (answers/local.py)."""
+    language = "ru" if CYRILLIC.search(question) else "en"
+    lines, picked, confidences, stated = [], [], [], []
+    seen: set[tuple[int, int]] = set()
+    # the side's query ("<side> <attribute>") has lost "how long", "when"; a yes/no question wants no value
+    kind = None if is_yes_no(question) else question_kind(question)
+    names = [name for name, _ in sides]
+    for name, query in sides:
+        answer = local_answer(query, about(passages, name, [n for n in names if n != name]), max_units=2, kind=kind,
+                              similarity=similarity)
+        if not answer.text or (kind in VALUE_KINDS and not holds_value(kind, " ".join(p.text for p in answer.picked))):
+            lines.append(f"{name}: {NOT_SAID[language]}")
+            confidences.append(0.0)
+            stated.append(False)
+            continue
+        lines.append(f"{name}: {answer.text}")
+        confidences.append(answer.confidence)
+        stated.append(states(answer.text, attribute))
+        for p in answer.picked:
+            if (p.passage, p.position) not in seen:
+                seen.add((p.passage, p.position))
+                picked.append(p)
+    shared = same_what(question) if is_yes_no(question) else None
+    values = [named_value(line, shared) for line in lines] if shared else []
+    if values and all(values):
+        # "the same province": each side names its own, so differing names answer "no" on evidence
+        same = len({v.casefold() for v in values}) == 1
+        told = "; ".join(f"{name} — {value} {shared}" for name, value in zip(names, values))
+        lines.insert(0, (SAME if same else DIFFERENT)[language].format(told))
+    elif is_yes_no(question) and sides and all(stated):
+        lines.insert(0, YES[language])
+    # a side the passages do not state leaves half an answer, still worth reading: the mean, not the least
+    return Extracted(" ".join(lines), picked, sum(confidences) / len(confidences) if confidences else 0.0)
+
+
+def about(passages: list[Passage], name: str, others: Sequence[str] = ()) -> list[Passage]:
+    """The passages with only those about `name` readable (the others blanked, so citation numbers stay
+    the positions in `passages`); see `about_indices`."""
+    chosen, _ = about_indices(passages, name, others)
+    return [p if i in chosen else dataclasses.replace(p, title="", heading="", text="")
+            for i, p in enumerate(passages)]
+
+
+def about_indices(passages: list[Passage], name: str, others: Sequence[str] = ()) -> tuple[set[int], bool]:
+    """Which passages are about `name`, one of the compared sides (`others`: the other sides), and
+    whether that is known from the passages' documents (True) or only guessed from their words (False):
+    - those whose title or last heading holds most of the name's words ("birth of Robert Young" /
+      "Robert Young (musician)");
+    - every passage of a document that mentions `name` and no other side: a Russian page on "офисы в
+      Москве и Екатеринбурге" is about Moscow in a Berlin-Moscow comparison, its pay section too, though
+      that section never repeats the city (an overview naming both sides is about neither);
+    - when neither finds one, those whose text holds all of the name's words (a passage about the
+      other side that mentions this one is about the other side, so it counts only then).
+    A name's word matches across scripts and case endings by its consonant skeleton ("Moscow", "Москве")."""
+    want = name_marks(name)
+    if not want:
+        return set(), False
+    rivals = [marks for other in others if (marks := name_marks(other))]
+
+    def names_it(label: str, marks: list[tuple[str, str]]) -> bool:
+        return held(marks, label) >= math.ceil(0.6 * len(marks))
+
+    def labels(p: Passage) -> tuple[str, str]:
+        return title_core(p.title), p.heading.split(">")[-1] if p.heading else ""
+
+    chosen = {i for i, p in enumerate(passages) if any(names_it(label, want) for label in labels(p))}
+    documents: dict[str, str] = {}
+    for p in passages:
+        documents[p.doc_id] = f"{documents.get(p.doc_id, '')} {p.title} {p.heading} {p.text}"
+    exclusive = {doc for doc, text in documents.items() if held(want, text) == len(want)
+                 and not any(held(marks, text) == len(marks) for marks in rivals)}
+    chosen |= {i for i, p in enumerate(passages) if p.doc_id in exclusive
+               and not any(names_it(label, marks) for label in labels(p) for marks in rivals)}
+    if chosen:
+        return chosen, True
+    return {i for i, p in enumerate(passages) if held(want, f"{p.title} {p.heading} {p.text}") == len(want)}, False
+
+
+def name_marks(name: str) -> list[tuple[str, str]]:
+    """Each content word of a name as (stem, consonant skeleton or "" when too short to trust)."""
+    return [(stem_of(w), sk if len(sk := skeleton(w)) >= 3 else "") for w in words_of(name) if not is_function_word(w)]
+
+
+def held(marks: list[tuple[str, str]], text: str) -> int:
+    """How many of a name's words `text` holds: the same stem, or a capitalised word of the same skeleton."""
+    stems = name_words(text)
+    found = skeletons(text)
+    return sum(1 for stem, sk in marks if stem in stems or (sk and any(skeleton_match(sk, f) for f in found)))
+
+
+def name_words(text: str) -> set[str]:
+    """The stems of a name's words: function words left out, abbreviations kept ("US region" is not
+    "us region")."""
+    return {stem_of(w) for w in words_of(text) if not is_function_word(w)}
+
+
+def same_what(question: str) -> str | None:
+    """What a yes/no question asks both sides to share: "province" of "in the same province"."""
+    m = _SAME.search(question)
+    return (m.group(1) or m.group(2)) if m else None
+
+
+# a kind a text may name by another word: "the same band" is answered by "the group Alphaville"
+_KIND_SYNONYMS = {"band": ("band", "group"), "group": ("group", "band"), "company": ("company", "firm"),
+                  "firm": ("firm", "company")}
+
+
+def named_value(text: str, kind: str) -> str | None:
+    """The name a side's answer gives its `kind` (or a word for the same kind): the capitalised words
+    written before it ("Jiangsu province"), after "<kind> of" ("the province of Jiangsu") or right
+    after it ("the synthpop group Alphaville"); the first such, None when none."""
+    word = "|".join(re.escape(k) for k in _KIND_SYNONYMS.get(kind.casefold(), (kind,)))
+    name = r"((?:[A-ZА-ЯЁ][\w'-]*\s?){1,3})"
+    m = re.search(rf"((?:[A-ZА-ЯЁ][\w'-]*\s){{1,3}})(?:{word})\b|\b(?:{word}) of {name}|\b(?:{word})\s+{name}", text)
+    if not m:
+        return None
+    return " ".join(next(g for g in m.groups() if g).split()).rstrip(".,;")
+
+
+def is_yes_no(question: str) -> bool:
+    """A question answered yes or no: it opens with an auxiliary ("Are ...", "Является ли ...") or asks
+    with the Russian particle "ли"."""
+    words = [fold(w).casefold() for w in words_of(question)]
+    return bool(words) and (words[0] in AUX_START or "ли" in words)
+
+
+def states(text: str, attribute: str) -> bool:
+    """Whether `text` says every content word of `attribute` (two stems of one word count as one)."""
+    want = stems_of(attribute)
+    have = stems_of(text)
+    return bool(want) and all(any(w == h or same_word(w, h) for h in have) for w in want)

@@ -1,0 +1,123 @@
+"""The offline local answer (`local_answer`): the unit that best answers the question, its block's
+follow-ups, and units answering what it left open. The rules in answers/extractive.py's docstring.
+"""
+from __future__ import annotations
+
+from core.text.language import detect_language
+from answers.expected_type import VALUE_KINDS
+from answers.units import Extracted, Unit, cite, display, units
+from answers.unit_scoring import Focus, Scorer
+from answers.unit_similarity import UnitSimilarity
+from answers.types import Passage
+
+# Another unit joins the answer when it scores at least half the best one's and its own words cover
+# a tenth of the question the answer did not yet cover (paraphrased questions spread over sentences).
+EXTRA_SHARE = 0.5
+EXTRA_GAIN = 0.1
+# units of passages in the other language compared in meaning per question (about a second offline)
+MAX_EMBEDDED_UNITS = 32
+
+def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700,
+                 kind: str | None = None, similarity: UnitSimilarity | None = None) -> Extracted:
+    """The best unit for the question, its block's follow-ups, and units answering what it left open.
+    `kind`: the answer type, when the caller knows it better than `question` says; `similarity`: how
+    close in meaning units are to the question, for passages in the other language (`_across_languages`)."""
+    focus = Focus.of(question, kind)
+    every = units(passages)
+    if not focus.terms.stems or not every:
+        return Extracted("", [], 0.0)
+    scorer = Scorer(focus, passages, every)
+    # the search's best passages are in the other language: the one among their units closest in meaning
+    # answers, one of the asked type when the question asks one (none such: they do not answer it)
+    lead = [u for u in every if u.passage in _other_language_lead(passages, detect_language(question) == "russian")]
+    if focus.kind:
+        lead = [u for u in lead if scorer.typed(u)]
+    if similarity is not None and lead:
+        # embedding a unit costs about 30 ms on the offline model: the best by their words, at most so many
+        lead = sorted(lead, key=lambda u: (-scorer.score(u), u.passage, u.position))[:MAX_EMBEDDED_UNITS]
+        return _across_languages(question, scorer, lead, every, similarity, max_chars)
+    candidates = [u for u in every if scorer.covered(u) or (focus.kind and scorer.typed(u))]
+    if not candidates:
+        return Extracted("", [], 0.0)
+    scores = {id(u): scorer.score(u) for u in candidates}
+    # A date, a number or an amount is answered by a unit that holds one, when one on the question's
+    # topic does: "what is the on-call compensation" by "€40 per night", not by the sentence repeating
+    # the question's words ("This policy applies to on-call ..."): the answer-type filter of factoid QA.
+    # On the topic means in a document that says something the question asks about: a pay list under
+    # "Standby allowance" never repeats "on-call", a Russian page never an English question's words.
+    topical = {passages[u.passage - 1].doc_id for u in candidates if scorer.covered(u)}
+    valued = [u for u in candidates if focus.kind in VALUE_KINDS and scorer.typed(u)
+              and passages[u.passage - 1].doc_id in topical]
+    # of two equal units, a whole sentence before one the chunk cut
+    first = min(valued or candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
+    chosen = _with_block(first, every, max_chars)
+    covered = set().union(*(scorer.covered(u) for u in chosen))
+    used = sum(len(u.text) for u in chosen)
+    for u in sorted(candidates, key=lambda u: (-scores[id(u)], u.passage, u.position)):
+        if len(chosen) >= max_units:
+            break
+        new = scorer.covered(u, with_title=False) - covered  # its own words must add to the answer
+        if (u in chosen or u.anaphoric or used + len(u.text) > max_chars or not new
+                or scores[id(u)] < EXTRA_SHARE * scores[id(first)] or scorer.coverage(new) < EXTRA_GAIN
+                or (focus.kind and not scorer.typed(u))  # a "when" question's extra fact is a date too
+                or (focus.name_stems and not scorer.covered(u) & focus.name_stems)):  # and about what it names
+            continue
+        chosen.append(u)
+        covered |= scorer.covered(u)
+        used += len(u.text)
+    chosen.sort(key=lambda u: (u.passage, u.position))
+    confidence = scorer.confidence(chosen)
+    text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
+    return Extracted(text, cite(chosen, scores), round(confidence, 4))
+
+
+def _with_block(first: Unit, every: list[Unit], max_chars: int) -> list[Unit]:
+    """The unit with what its block says around it: the sentence it refers back to, then the next
+    ones of its list item (an item's sentences all describe its subject) or paragraph (the sentence
+    after the one matching the question's words often holds the answer) within half the budget,
+    and past that the ones that refer back."""
+    same = [u for u in every if u.passage == first.passage and u.block == first.block]
+    i = same.index(first)
+    chosen = [first]
+    if first.anaphoric and i > 0:
+        chosen.insert(0, same[i - 1])
+    for u in same[i + 1:]:
+        length = sum(len(c.text) for c in chosen) + len(u.text)
+        if length > max_chars or not (length <= max_chars // 2 or u.anaphoric):
+            break
+        chosen.append(u)
+    return chosen
+
+
+def _other_language_lead(passages: list[Passage], asked_cyrillic: bool) -> set[int]:
+    """The numbers of the passages the search ranked above every passage written in the question's
+    language (none when the best passage is in it). A passage is Russian as the index and the
+    reranker read it (core/text/language.py: a third of its letters Cyrillic): a Russian page full of
+    English setting names is still a Russian page to an English question's words."""
+    lead = set()
+    for number, p in enumerate(passages, start=1):
+        if not p.text.strip():
+            continue  # a passage blanked out (a comparison's other side) says nothing either way
+        if (detect_language(p.text) == "russian") == asked_cyrillic:
+            break
+        lead.add(number)
+    return lead
+
+
+def _across_languages(question: str, scorer: Scorer, pool: list[Unit], every: list[Unit],
+                      similarity: UnitSimilarity, max_chars: int) -> Extracted:
+    """The answer when the search's best passages are written in the other language: no word of theirs
+    can match the question's, so the unit closest to it in meaning answers (`pool`: those of the asked
+    type, when the question asks one), with its block. Its words cannot be checked against the
+    question's, so it is as sure as the search is that its passage is relevant (the calibrated
+    probability the reranker gave it, vector/search/rerank/offline.py), or as the names it shares say."""
+    closeness = dict(zip(map(id, pool), similarity(question, [display(u) for u in pool])))
+    # the words still count where they can (names and codes are written alike in both languages, the
+    # asked type is a pattern); one model's cosines to one question span a narrow band, so meaning
+    # decides among the units the words hardly tell apart
+    first = max(pool, key=lambda u: (scorer.score(u) + closeness[id(u)], -u.passage, -u.position))
+    chosen = _with_block(first, every, max_chars)
+    text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
+    relevance = scorer.passages[first.passage - 1].relevance or 0.0
+    return Extracted(text, cite(chosen, {id(u): closeness.get(id(u), 0.0) for u in chosen}),
+                     round(max(scorer.confidence(chosen), relevance), 4))

@@ -1,0 +1,218 @@
+"""Reading a question and passages without a model: words, stems, named mentions, coverage.
+
+Both languages, no corpus-specific words; used by the agentic loop and its offline planner.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from answers.expected_type import ENGLISH_MONTHS
+from answers.types import Passage
+
+
+WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*")
+_QUOTED = re.compile(r"«([^«»\n]{1,80})»|„([^„“\n]{1,80})“|“([^“”\n]{1,80})”|\"([^\"\n]{1,80})\"")
+_PAREN = re.compile(r"\s*\([^)]*\)")
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[\"'«(\[]?[A-ZА-ЯЁ0-9])")
+
+# Function words: never a query's content, never a name's first word. Question words, auxiliaries,
+# articles, prepositions, pronouns, quantifiers - grammar, not topics.
+FUNCTION_WORDS = frozenset("""
+a an the this that these those it its is are was were be been being am do does did done has have had having
+can could will would shall should may might must of in on at to for from by with without into onto about over
+under between through during before after above below up down out off as than then so such and or nor but if
+because while though although also too very just only not no yes both either neither each every all any some
+what which who whom whose when where why how whats there here their them they he she his her him hers i me my
+we our us you your one ones someone something anyone anything other another same own more most less least
+much many few several name named called known located part considered along besides
+в во на для это этот эта эти этого этой этом и а но или не ни по с со к ко у о об от до из за при после перед если
+когда где как что чтобы так также все всё весь вся каждый каждая каждое мы наш наша наши вы ваш ваша ваши они он
+она оно их его её я там здесь тогда теперь сейчас без над под между через кто какой какая какое какие каком
+какого который которая которое которые которого ещё уже только да нет же ли бы то тот та те раз был была было
+были быть есть является являются чем чего кого кому кем
+""".split())
+# Words that ask for a comparison: cues that a question compares two things.
+COMPARE_WORDS = frozenset("""
+compare compared comparing comparison versus vs difference differences differ different between respective
+respectively similar both which whether same older younger earlier later first last larger smaller bigger
+longer shorter higher lower better worse more less greater
+сравни сравните сравнить сравнение сопоставь сопоставьте отличается отличаются отличие отличия разница различие
+различия различаются чем лучше хуже больше меньше старше младше раньше позже оба обе одинаковый одинаковые
+""".split())
+# Comparison words that say nothing about the compared attribute ("older" does: it stays).
+ATTRIBUTE_NOISE = frozenset("""
+compare compared comparing comparison versus vs difference differences differ different between respective
+respectively similar both which whether same each either also too
+сравни сравните сравнить сравнение сопоставь сопоставьте отличается отличаются отличие отличия разница различие
+различия различаются чем оба обе одинаковый одинаковые тоже также
+""".split())
+# Imperatives that open a request ("Compare ...", "Сравни ..."): never the start of a name.
+IMPERATIVES = frozenset("""
+compare contrast tell list find explain describe show give name summarize summarise
+сравни сравните сопоставь сопоставьте расскажи расскажите объясни объясните опиши опишите найди найдите покажи
+покажите перечисли перечислите назови назовите
+""".split())
+# Cues that two names joined by "and"/"or" are compared or both asked about ("which" and "first"
+# alone are not: "by which rapper", "the first president").
+PAIR_CUES = (COMPARE_WORDS - frozenset("which first last".split())) | frozenset(
+    "each either also too тоже также".split())
+AUX_START = frozenset("are were is was do does did have has had can could will would "
+                       "является являются был была были".split())  # a yes/no question
+CONJUNCTIONS = frozenset("and or & vs vs. versus и или".split())
+# Lower-case words allowed inside a name ("Bank of America", "Jump for Glory", "Bastien und Bastienne").
+_CONNECTORS = frozenset("of the a to from de du des la le les von van der den da del di al bin und y for with &".split())
+DEMONYM = re.compile(r"(?:an|ian|ese|ish|ic|i)$")
+
+
+def fold(text: str) -> str:
+    """Accents off, so "Aschenbrödel" matches "Aschenbrodel" (Cyrillic й/ё kept: they are letters)."""
+    out = []
+    for ch in unicodedata.normalize("NFD", text):
+        if unicodedata.combining(ch):
+            if out and out[-1] in "иИеЕ" and ch in "\u0306\u0308":  # й, ё
+                out[-1] = unicodedata.normalize("NFC", out[-1] + ch)
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+def stem_of(word: str) -> str:
+    """A crude cross-language stem: casefold, no possessive, no plural -s, first 5 letters."""
+    w = fold(word).casefold().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    w = w.strip("'-")
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    return w[:5]
+
+
+def words_of(text: str) -> list[str]:
+    return WORD.findall(text)
+
+
+def is_function_word(word: str) -> bool:
+    """A function word, unless written as an abbreviation: "US" in "US region" is no pronoun "us"."""
+    return fold(word).casefold() in FUNCTION_WORDS and not (len(word) > 1 and word.isupper())
+
+
+def content_words(text: str) -> list[str]:
+    """Words of `text` that carry meaning (no function words), in order, deduplicated by stem."""
+    out, stems = [], set()
+    for w in words_of(text):
+        low = fold(w).casefold()
+        if low in FUNCTION_WORDS or (low.endswith("'s") and low[:-2] in FUNCTION_WORDS) or len(low) < 2 and not low.isdigit():
+            continue
+        s = stem_of(w)
+        if s not in stems:
+            stems.add(s)
+            out.append(w)
+    return out
+
+
+def stems_of(text: str) -> set[str]:
+    return {stem_of(w) for w in content_words(text)}
+
+
+# an English month is capitalised, and a date beside it ("November 2024", "9 April") is no name's part
+_MONTHS = frozenset(ENGLISH_MONTHS)
+
+
+def _is_date_word(tokens: list, i: int) -> bool:
+    """Whether the token at i is a month written with a day or a year beside it, or that number."""
+    def month_at(k: int) -> bool:
+        return 0 <= k < len(tokens) and tokens[k][0].casefold() in _MONTHS
+    def number_at(k: int) -> bool:
+        return 0 <= k < len(tokens) and tokens[k][0].isdigit()
+    if month_at(i):
+        return number_at(i - 1) or number_at(i + 1)
+    return number_at(i) and (month_at(i - 1) or month_at(i + 1))
+
+
+def _is_name_word(word: str) -> bool:
+    return bool(word) and (word[0].isupper() or (any(c.isdigit() for c in word) and any(c.isalpha() for c in word)))
+
+
+@dataclass(frozen=True)
+class Mention:
+    text: str
+    start: int
+    end: int
+
+
+def question_mentions(question: str) -> list[Mention]:
+    """Names a question mentions: quoted titles and runs of capitalised words (with "of", "de", "und"...
+    inside). A capitalised function word that starts the question ("Who", "Are", "Какой") is not a name."""
+    found: list[Mention] = []
+    taken: list[tuple[int, int]] = []
+    for m in _QUOTED.finditer(question):
+        g = next(i for i in range(1, 5) if m.group(i))
+        text = m.group(g).strip()
+        if text and content_words(text):
+            found.append(Mention(text, m.start(g), m.end(g)))
+            taken.append((m.start(), m.end()))
+    tokens = [(m.group(), m.start(), m.end()) for m in WORD.finditer(question)
+              if not any(a <= m.start() < b for a, b in taken)]
+    i = 0
+    while i < len(tokens):
+        word, start, end = tokens[i]
+        low = word.casefold()
+        base = low[:-2] if low.endswith(("'s", "’s")) else low
+        if (not _is_name_word(word) or base in FUNCTION_WORDS or (i == 0 and base in IMPERATIVES)
+                or _is_date_word(tokens, i)):
+            i += 1
+            continue
+        j, last = i + 1, i
+        while j < len(tokens):
+            w = tokens[j][0]
+            gap = question[tokens[j - 1][2]:tokens[j][1]]
+            if any(c in gap for c in ",;:?!()\"«»") or _is_date_word(tokens, j):
+                break
+            if tokens[j - 1][0].casefold().endswith(("'s", "’s")) and not _is_name_word(w):
+                break  # "Izgoy's performer" ends the name; "Homer's Odyssey" goes on
+            if _is_name_word(w) or (w.isdigit() and j == last + 1):  # "Big Hero 6", "Songs I Wrote with Amy"
+                last = j
+                j += 1
+            elif w.casefold() in _CONNECTORS and _connects(tokens, j):
+                j += 1
+            else:
+                break
+        text = question[start:tokens[last][2]]
+        if text.endswith(("'s", "’s")):
+            text = text[:-2]
+        found.append(Mention(text, start, start + len(text)))
+        i = last + 1
+    found.sort(key=lambda m: m.start)
+    return found
+
+
+def _connects(tokens: list, j: int) -> bool:
+    """Connector words at j (at most two: "to the") followed by a name word continue the name."""
+    for n in (j + 1, j + 2):
+        if n >= len(tokens):
+            return False
+        if _is_name_word(tokens[n][0]):
+            return True
+        if tokens[n][0].casefold() not in _CONNECTORS:
+            return False
+    return False
+
+
+def title_core(title: str) -> str:
+    return _PAREN.sub("", title or "").strip()
+
+
+def covers(passage: Passage, name: str) -> bool:
+    """Whether `passage` is about `name`: its title or heading names it, or its text opens with it."""
+    want = stems_of(name)
+    if not want:
+        return False
+    for label in (title_core(passage.title), passage.heading.split(">")[-1] if passage.heading else ""):
+        have = stems_of(label)
+        if have and len(want & have) >= math.ceil(0.6 * len(want)) and len(want & have) >= 0.5 * len(have):
+            return True
+    folded = fold(passage.text[:200]).casefold()
+    return fold(name).casefold() in folded

@@ -1,0 +1,190 @@
+"""The question against the units of the passages (answers/units.py): its focus (what it asks
+for: its type from answers/expected_type.py, its names, whether it asks what a code means) and the
+scoring of each unit and of a set of units (the confidence an answer is shown with)."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from core.text.script import mostly_cyrillic
+from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
+from core.text.terms import QueryTerms, content_stems, normalise
+from answers.expected_type import (ERA, MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counted, counts,
+                                 question_kind)
+from answers.units import LIST_MARK, WORD, Unit
+from answers.question_text import question_mentions, title_core
+from answers.types import Passage
+
+# A number counting what a "how many X" question counts adds as much again as holding a number at all
+# (the typed weight of a value, 0.25): it is the answer's form, not a word the question shares.
+COUNTED = 0.25
+_MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signify|означает|означают|значит|"
+                      r"обозначает|указывает)\b", re.IGNORECASE)
+_LETTER = re.compile(r"[^\W\d_]")  # an identifier has a letter: a bare number or year is a value, not a name
+
+
+def _script(text: str) -> str:
+    return "cyrillic" if mostly_cyrillic(text) else "latin"
+
+
+@dataclass
+class Focus:
+    question: str
+    terms: QueryTerms
+    kind: str | None
+    names: list[str]  # the names the question spells
+    name_stems: frozenset[str]
+    name_skeletons: dict[str, str]  # name stem -> its skeleton
+    question_tokens: frozenset[str]  # lower-cased words of the question: what an answer must add to
+    script: str = "latin"
+    defines: bool = False  # "what does X mean": the unit that defines X answers
+    counted: frozenset[str] = frozenset()  # what a "how many" question counts (answer_types.counted)
+
+    @property
+    def identifiers(self) -> list[re.Pattern]:
+        """The question's rare tokens (core.text.terms.QueryTerms.rare) that hold a letter: codes and
+        identifiers, not bare numbers. Each pattern is the escaped token between two word boundaries."""
+        return [p for p in self.terms.rare if _LETTER.search(p.pattern[len(r"(?<!\w)"):-len(r"(?!\w)")])]
+
+    @classmethod
+    def of(cls, question: str, kind: str | None = None) -> "Focus":
+        """`kind`: the answer type when the caller knows it better than `question` says (a comparison's
+        side is asked as "<side> <attribute>", which has lost the question's "how long")."""
+        terms = QueryTerms.of(question)
+        kind = kind or question_kind(question)
+        defines = kind is None and bool(_MEANING.search(question))
+        if defines:  # "what does X mean": the form, not the topic
+            terms = QueryTerms.of(_MEANING.sub(" ", question))
+        # codes and identifiers (ERR_2043, notify_batch_size) are names however they are written
+        codes = [s for s in terms.stems if any(c.isdigit() or c == "_" for c in s)]
+        names = list(dict.fromkeys([m.text for m in question_mentions(question) if content_stems(m.text)] + codes))
+        words = [w for name in names for w in WORD.findall(name)]
+        skeletons = {content_stems(w)[0]: skeleton(w) for w in words if content_stems(w) and len(skeleton(w)) >= 3}
+        stems = frozenset(s for name in names for s in content_stems(name))
+        return cls(question, terms, kind, names, stems, skeletons,
+                   frozenset(normalise(w) for w in WORD.findall(question)), _script(question), defines,
+                   counted(question) if kind == "number" else frozenset())
+
+
+@dataclass
+class Scorer:
+    """Scores units for one question over one candidate set (idf is over the candidates)."""
+    focus: Focus
+    passages: list[Passage]
+    all_units: list[Unit]
+    idf: dict[str, float] = field(default_factory=dict)
+    title_stems: list[frozenset[str]] = field(default_factory=list)
+    title_skeletons: list[frozenset[str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.title_stems = [frozenset(content_stems(f"{title_core(p.title)} {p.heading}")) for p in self.passages]
+        self.title_skeletons = [skeletons(f"{title_core(p.title)} {p.heading}") for p in self.passages]
+        n = len(self.all_units) or 1
+        for s in self.focus.terms.stems:
+            df = sum(1 for u in self.all_units if self.matches(s, u.stems, u.skeletons))
+            self.idf[s] = math.log(1 + n / (1 + df))
+
+    def weight(self, stem: str) -> float:
+        return self.idf.get(stem, 0.0) * (2.0 if stem in self.focus.name_stems else 1.0)
+
+    @property
+    def total(self) -> float:
+        return sum(self.weight(s) for s in self.focus.terms.stems) or 1.0
+
+    def matches(self, stem: str, stems: frozenset[str], skeletons: frozenset[str]) -> bool:
+        if stem in stems or any(same_word(stem, other) for other in stems):
+            return True
+        sk = self.focus.name_skeletons.get(stem)
+        return bool(sk) and any(skeleton_match(sk, other) for other in skeletons)
+
+    def covered(self, u: Unit, with_title: bool = True) -> set[str]:
+        stems, skeletons = u.stems, u.skeletons
+        if with_title:
+            stems, skeletons = stems | self.title_stems[u.passage - 1], skeletons | self.title_skeletons[u.passage - 1]
+        return {s for s in self.focus.terms.stems if self.matches(s, stems, skeletons)}
+
+    def coverage(self, stems: set[str]) -> float:
+        return sum(self.weight(s) for s in stems) / self.total
+
+    def confidence(self, chosen: list[Unit]) -> float:
+        """The share of the question the units (and their passages' titles) cover. The names the question
+        spells count as covered when the units' own documents name them elsewhere among the passages: a
+        document about `RouteOptimizerClient.plan()` answers its limits in a sentence that does not repeat
+        the name. An identifier the question spells (L4, ERR_2043, v4.3) that those documents never hold
+        means they are about something else: no confidence. A unit in the other script can match only
+        the question's names (only names survive translation), so there the share is of the names."""
+        if not chosen:
+            return 0.0
+        documents = {self.passages[u.passage - 1].doc_id for u in chosen}
+        around = [u for u in self.all_units if self.passages[u.passage - 1].doc_id in documents]
+        text = normalise(" ".join(f"{p.title or ''} {p.heading or ''} {p.text or ''}" for p in self.passages
+                                  if p.doc_id in documents))
+        if any(not pattern.search(text) for pattern in self.focus.identifiers):
+            return 0.0
+        covered = set().union(*(self.covered(u) for u in chosen), *(
+            self.covered(u) & self.focus.name_stems for u in around))
+        share = self.coverage(covered)
+        if self.focus.name_stems and any(_script(u.text) != self.focus.script for u in chosen):
+            names = sum(self.weight(s) for s in self.focus.name_stems if s in self.idf)
+            share = max(share, sum(self.weight(s) for s in covered & self.focus.name_stems) / (names or 1.0))
+        return share
+
+    def typed(self, u: Unit) -> bool:
+        """Whether the unit holds a value of the asked type that the question does not already hold."""
+        kind = self.focus.kind
+        if kind == "date":
+            return (any(y not in self.focus.question_tokens for y in YEAR.findall(u.text)) or bool(MONTH.search(u.text))
+                    or bool(ERA.search(u.text)))
+        if kind == "money":
+            return bool(MONEY.search(u.text))
+        if kind == "number":  # a numbered list's marker ("1. ...") is no value
+            return any(normalise(m.group()).strip(".,") not in self.focus.question_tokens
+                       for pattern in (NUMBER, NUMERAL) for m in pattern.finditer(LIST_MARK.sub("", u.text)))
+        if kind in NAME_TYPE:
+            return any(t in NAME_TYPE[kind] and not self.in_question(s) for _, s, t in u.names)
+        return False
+
+    def in_question(self, surface: str) -> bool:
+        """Whether the question already names `surface`: each of its words is a question word or, across
+        scripts, a question name's skeleton ("Екатеринбурге" for "Yekaterinburg"); a word of the
+        question's own script that it lacks makes another name ("Iron Maiden" is not "Maiden Japan")."""
+        stems = set(content_stems(surface))
+        if not stems:
+            return False
+        if stems <= self.focus.terms.wanted:
+            return True
+        matched = False
+        for w in WORD.findall(surface):
+            word_stems = set(content_stems(w))
+            if not word_stems or word_stems <= self.focus.terms.wanted:
+                matched = matched or bool(word_stems)
+            elif len(skeleton(w)) >= 3 and any(skeleton_match(sk, skeleton(w))
+                                               for sk in self.focus.name_skeletons.values()):
+                matched = True
+            elif _script(w) == self.focus.script:
+                return False
+        return matched
+
+    def score(self, u: Unit) -> float:
+        own = self.covered(u, with_title=False)
+        lex = self.coverage(own)
+        context = self.coverage(self.covered(u))
+        terms = self.focus.terms
+        pairs = set(zip(u.sequence, u.sequence[1:]))
+        bigram = len(terms.bigrams & pairs) / len(terms.bigrams) if terms.bigrams else 0.0
+        # a date or a number is found by pattern; a person or a place by the mention finder's vote,
+        # which often misses or mistypes one, so it counts less
+        typed = (0.25 if self.focus.kind in VALUE_KINDS else 0.1) if self.focus.kind and self.typed(u) else 0.0
+        # "how many countries": a number right before "countries" is the count asked for, not any number
+        typed += COUNTED * counts(u.text, self.focus.counted, self.focus.question_tokens)
+        return 0.5 * lex + 0.15 * context + 0.1 * bigram + typed + 0.2 * self.about(u) + 0.1 / u.passage
+
+    def about(self, u: Unit) -> bool:
+        """For a "what does X mean" question, whether the unit opens with the code X: "`ERR_2043` — the carrier API
+        rate limit was hit" defines ERR_2043; "... which the connector reports as `ERR_2043`" does not.
+        Only codes: a person or a place opens most sentences of its own article, defining nothing."""
+        if not self.focus.defines:
+            return False
+        opening = set(content_stems(" ".join(WORD.findall(LIST_MARK.sub("", u.text))[:4])))
+        return any(s in opening for s in self.focus.name_stems if any(c.isdigit() or c == "_" for c in s))

@@ -1,0 +1,36 @@
+"""How close in meaning a passage's units are to the question, across languages: the search's own
+multilingual embedding model, question as a query and units as passages (e5's two sides).
+
+The extractive scorer matches words (answers/unit_scoring.py), and no word of a Russian sentence is
+a word of an English question: when the search's best passages are written in the other language,
+only meaning can say which of their sentences answers (answers/local.py). Embedding a few
+sentences costs tens of milliseconds each on the offline model, so only those passages' units are
+embedded, only then.
+"""
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from core.embeddings import Embedder
+
+
+class UnitSimilarity(Protocol):
+    def __call__(self, question: str, texts: Sequence[str]) -> list[float]:
+        """The cosine of each text to the question, in order."""
+        ...
+
+
+class EmbeddingSimilarity:
+    """`UnitSimilarity` through an `Embedder` (L2-normalised vectors: a dot product is the cosine)."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+
+    def __call__(self, question: str, texts: Sequence[str]) -> list[float]:
+        if not texts:
+            return []
+        asked = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
+        said = np.asarray(self.embedder.embed_documents(list(texts)), dtype=np.float32)
+        return [float(v) for v in said @ asked]

@@ -1,0 +1,1 @@
+"""The command line (`crossroads`): parses, authorises and renders; the work is in api.usecases."""

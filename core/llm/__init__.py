@@ -1,0 +1,1 @@
+"""The LLM client and everything around its calls: limiter, usage, pricing, batches, checks."""

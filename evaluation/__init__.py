@@ -1,0 +1,1 @@
+"""Evaluation of retrieval on datasets (`crossroads eval`, bench/): outside the serving path."""

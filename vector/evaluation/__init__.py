@@ -1,1 +1,0 @@
-"""Retrieval evaluation: datasets, document-level metrics, and the docs/benchmarks.md report (pure parts)."""
