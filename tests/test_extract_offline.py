@@ -6,7 +6,6 @@ merge keys, whatever inflected form the text uses.
 """
 from __future__ import annotations
 
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -57,19 +56,16 @@ def _chunks() -> list[ChunkInput]:
 
 @pytest.fixture(scope="module")
 def corpus():
-    """Every chunk of the demo corpus with its extraction, and the time it took."""
+    """Every chunk of the demo corpus with its extraction."""
     chunks = _chunks()
     extractor = OfflineExtractor()
-    started = time.perf_counter()
-    extractions = [extractor.extract(chunk) for chunk in chunks]
-    elapsed = time.perf_counter() - started
-    return chunks, extractions, elapsed
+    return chunks, [extractor.extract(chunk) for chunk in chunks]
 
 
 @pytest.fixture(scope="module")
 def by_key(corpus):
     """Merge key -> (surface forms, type counts, doc ids) across the corpus."""
-    chunks, extractions, _ = corpus
+    chunks, extractions = corpus
     found = defaultdict(lambda: (Counter(), Counter(), set()))
     for chunk, extraction in zip(chunks, extractions):
         for entity in extraction.entities:
@@ -119,7 +115,7 @@ def test_types_follow_the_cast(by_key):
 
 
 def test_markdown_and_function_words_never_become_names(corpus):
-    chunks, extractions, _ = corpus
+    chunks, extractions = corpus
     names = [entity.name for extraction in extractions for entity in extraction.entities]
     assert names
     for name in names:
@@ -155,7 +151,7 @@ def test_codes_identifiers_and_routes_are_kept_verbatim(by_key):
 
 
 def test_service_and_owning_team_are_related_when_they_share_a_sentence(corpus):
-    chunks, extractions, _ = corpus
+    chunks, extractions = corpus
     pairs = {}
     for chunk, extraction in zip(chunks, extractions):
         for rel in extraction.relationships:
@@ -182,7 +178,7 @@ def test_relationship_strength_and_description():
 
 
 def test_descriptions_are_the_sentences_that_mention_the_entity(corpus):
-    chunks, extractions, _ = corpus
+    chunks, extractions = corpus
     for chunk, extraction in zip(chunks, extractions):
         for entity in extraction.entities:
             assert entity.description and len(entity.description) <= 3 * 241 + 2
@@ -192,7 +188,7 @@ def test_descriptions_are_the_sentences_that_mention_the_entity(corpus):
 
 
 def test_extraction_is_deterministic_and_sorted(corpus):
-    chunks, extractions, _ = corpus
+    chunks, extractions = corpus
     again = [OfflineExtractor().extract(chunk) for chunk in chunks]
     assert again == extractions
     for extraction in extractions:
@@ -205,12 +201,6 @@ def test_extraction_is_deterministic_and_sorted(corpus):
 def test_extractor_identity_for_the_cache():
     extractor = OfflineExtractor()
     assert (extractor.name, extractor.version, extractor.model) == ("offline-ner", "1", "")
-
-
-def test_speed_over_the_fixture_corpus(corpus):
-    chunks, _, elapsed = corpus
-    print(f"\noffline extraction: {len(chunks)} chunks in {elapsed * 1000:.0f} ms, "
-          f"{elapsed * 1000 / len(chunks):.2f} ms per chunk")
 
 
 # --- normalisation ---------------------------------------------------------------------------------

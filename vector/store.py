@@ -10,7 +10,7 @@ import psycopg
 from psycopg import sql
 
 if TYPE_CHECKING:  # annotations only: the module imports these where a function needs them
-    from vector.ingest.sync import DocumentPlan, StoredChunk, StoredDocument
+    from vector.ingest.sync import DocumentPlan, StoredDocument
 
 
 _COPY_COLUMNS = (

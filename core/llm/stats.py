@@ -73,6 +73,16 @@ _CYRILLIC = re.compile("[\u0400-\u04ff]")
 _LATIN = re.compile("[A-Za-z]")
 
 
+# Characters per token by the language of the text, before any call measured them (graph.indexing.calibration
+# replaces these with what the API's `usage` counted): the one rough conversion every budget and estimate uses.
+CHARS_PER_TOKEN = {"english": 4.0, "russian": 3.0, "simple": 3.5}
+
+
+def estimated_tokens(text: str) -> float:
+    """Tokens of `text` at the uncalibrated ratio of its language."""
+    return len(text) / CHARS_PER_TOKEN[language_of(text)]
+
+
 def language_of(text: str) -> str:
     """The language an estimate prices text of, by script as chunks are tagged: mostly Cyrillic letters ->
     "russian", else "english" (Latin letters, and any other script: priced as the defaults' "english")."""

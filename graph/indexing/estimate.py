@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from core.database import Database
+from core.llm.stats import CHARS_PER_TOKEN
 from graph import store
 from graph.indexing.assemble import assemble_with_descriptions, drop_entities
 from graph.indexing.calibration import Calibration, Measured
@@ -25,9 +26,8 @@ from graph.types import Extractor
 # Rough per-call sizes for the estimate printed before any LLM work (measured prompts, see docs/benchmarks.md).
 EXTRACT_PROMPT_TOKENS = 1500
 EXTRACT_OUTPUT_TOKENS = 600
-# Characters per token of chunk text by language: Cyrillic text takes more tokens per character.
-# Replaced by what the API's `usage` measured once calls were recorded (graph.indexing.calibration).
-CHARS_PER_TOKEN = {"english": 4.0, "russian": 3.0, "simple": 3.5}
+# Characters per token of chunk text by language (core.llm.stats.CHARS_PER_TOKEN) are replaced by what
+# the API's `usage` measured once calls were recorded (graph.indexing.calibration).
 # An uncalibrated figure is a point in this range: replies run shorter than their budget and prompts
 # vary. A measured one gets one spread of single calls either side (calibration.Measured.band).
 DEFAULT_BAND = (0.6, 1.5)

@@ -29,6 +29,7 @@ from typing import Sequence
 from core.llm.client import LLM
 from core.llm.errors import LLMError, RefusedError
 from core.llm.prompting import MalformedReply, call_tool
+from core.llm.stats import CHARS_PER_TOKEN
 from graph.types import Community
 from graph.prompts import (CLAIMS_CLOSE, CLAIMS_OPEN, MAX_FINDINGS, REPORT, REPORT_SYSTEM, REPORT_TOOL, ReportInput,
                            report_block, report_row)
@@ -40,11 +41,10 @@ log = logging.getLogger(__name__)
 
 MAX_TOKENS = 4096  # a 10-finding report is ~1.5-2.5k tokens of JSON; a reply cut short is asked again with 2x
 CHUNKS_PER_FINDING = 10
-CHARS_PER_TOKEN = 4
 
 
 def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+    return math.ceil(len(text) / CHARS_PER_TOKEN["english"])  # language-blind: English's ratio bounds every text
 
 
 @dataclass
@@ -81,7 +81,7 @@ def build_context(community: Community, ents: Sequence[GraphEntity], rels: Seque
     head = (f'<community level="{community.level}" entities="{len(ents)}">\n<reports>\n', "</reports>\n<entities>\n"
             "id,name,type,degree,description\n", "</entities>\n<relationships>\nid,source,target,weight,description\n",
             "</relationships>\n", f"</community>\nCall {REPORT_TOOL} with the report on this community.")
-    budget = max_tokens * CHARS_PER_TOKEN - sum(map(len, head))
+    budget = max_tokens * CHARS_PER_TOKEN["english"] - sum(map(len, head))
 
     def render(bs: list, es: list, rs: list) -> Context:
         # Claims last and lowest: they take only what the other rows left (their table's header

@@ -13,13 +13,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from core.llm.stats import CHARS_PER_TOKEN
 from graph import browse_store, retrieval_store, store
 from graph.query.graph_search import GraphHit, GraphSearcher
 
 MAX_ENTITIES = 5  # linked entities kept, best linked first
 MAX_RELATIONSHIPS = 20  # relationships read per question, strongest first
 MAX_PASSAGES = 8  # passages handed to the answer
-CHARS_PER_TOKEN = 4  # the budget is in tokens; a rough, language-blind conversion keeps it cheap
 
 
 @dataclass
@@ -71,7 +71,7 @@ def local_context(graph: GraphSearcher, tenant: str, groups: Sequence[str], ques
     linked = [link.key for link in links[:MAX_ENTITIES]]
     if not linked:
         return LocalContext(level.name, trace={"empty_reason": "the question names no entity of the graph"})
-    budget = budget_tokens * CHARS_PER_TOKEN
+    budget = budget_tokens * CHARS_PER_TOKEN["english"]  # a rough, language-blind conversion keeps it cheap
     db = graph.db
     with db.connection() as conn:
         entities = browse_store.entities_by_key(conn, tenant, level.name, linked)

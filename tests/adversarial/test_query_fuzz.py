@@ -141,22 +141,17 @@ def fuzz(db, settings, local_embedder, tmp_path_factory):
     app = create_app(settings, db, embedder=local_embedder)
     with TestClient(app, raise_server_exceptions=False) as client, ThreadPoolExecutor(1) as pool:
         yield {"client": client, "headers": {"Authorization": f"Bearer {token}"}, "pool": pool,
-               "svc": app.state.services, "latency": {}}
+               "svc": app.state.services}
 
 
 def call(fuzz, method: str, path: str, label: str, **kwargs):
     """One request within REQUEST_DEADLINE_S (a hang fails the test, naming the input)."""
     headers = {**fuzz["headers"], **kwargs.pop("headers", {})}
-    started = time.perf_counter()
     future = fuzz["pool"].submit(getattr(fuzz["client"], method), path, headers=headers, **kwargs)
     try:
         r = future.result(timeout=REQUEST_DEADLINE_S)
     except FutureTimeout:
         pytest.fail(f"{method.upper()} {path} {label}: no answer within {REQUEST_DEADLINE_S} s")
-    elapsed = time.perf_counter() - started
-    slowest = fuzz["latency"].get(path)
-    if slowest is None or elapsed > slowest[0]:
-        fuzz["latency"][path] = (round(elapsed, 2), label)
     return r
 
 
@@ -396,7 +391,3 @@ def test_fdfa_thirty_times_does_not_crash_the_embedder_then_the_api_answers(fuzz
         r = call(fuzz, "post", path, "U+FDFA x 30", json=payload)
         assert r.status_code == 200 and not problem_ok(r), r.text[:300]
 
-
-def test_report_latency(fuzz):
-    """Not a check: the slowest request per path, for the log (pytest -s)."""
-    print(f"\nquery fuzz, slowest request per path: {json.dumps(fuzz['latency'], ensure_ascii=True)}")

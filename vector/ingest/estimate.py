@@ -18,13 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from core.llm.stats import language_of
+from core.llm.stats import estimated_tokens
 from core.llm.pricing import cache_min_tokens, price_of
 from vector.ingest.chunking import ChunkDraft
 from vector.ingest.sources import SourceDocument
 from vector.prompts import CONTEXT_INSTRUCTIONS, chunk_message, document_prefix
 
-CHARS_PER_TOKEN = {"english": 4.0, "russian": 3.0}  # the graph build's uncalibrated defaults
 BAND = (0.6, 1.5)  # low and high factors of an uncalibrated figure
 CONTEXT_OUTPUT_TOKENS = 60  # a reply of 1-2 sentences; its high end is the call's max_tokens
 OTHER_END = {"low": "high", "point": "point", "high": "low"}
@@ -40,10 +39,6 @@ class ContextRequests:
 def context_requests(doc: SourceDocument, drafts: Sequence[ChunkDraft]) -> ContextRequests:
     """The texts LLMContextualizer sends for these chunks of `doc` (the whole document as the prefix)."""
     return ContextRequests(document_prefix(doc), tuple(f"{CONTEXT_INSTRUCTIONS}\n{chunk_message(d)}" for d in drafts))
-
-
-def _tokens(text: str) -> float:
-    return len(text) / CHARS_PER_TOKEN[language_of(text)]
 
 
 def estimate_contexts(documents: Sequence[ContextRequests], model: str, *, batch: bool = False,
@@ -64,11 +59,11 @@ def estimate_contexts(documents: Sequence[ContextRequests], model: str, *, batch
             n = len(doc.messages)
             if not n:
                 continue
-            prefix = _tokens(doc.prefix) * factor
-            fresh += sum(_tokens(m) for m in doc.messages) * factor
+            prefix = estimated_tokens(doc.prefix) * factor
+            fresh += sum(estimated_tokens(m) for m in doc.messages) * factor
             # whether the prefix reaches the minimum, judged at the other end of the range, so that the low end
             # is the cheapest case and the high end the dearest (a longer prefix alone must not turn caching on)
-            judged = _tokens(doc.prefix) * bounds[OTHER_END[bound]]
+            judged = estimated_tokens(doc.prefix) * bounds[OTHER_END[bound]]
             if minimum is None or judged < minimum:  # sent uncached: every call pays the whole document
                 fresh += n * prefix
                 continue

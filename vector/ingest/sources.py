@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 from typing import Callable, Iterable, Iterator
 
 from core.errors import BadDocument
-from core.text_safety import CONTROL, SURROGATE, printable
+from core.text_safety import SURROGATE, printable
 from vector.ingest.formats import FORMAT_SUFFIXES, convert
 from vector.ingest.front_matter import front_matter_warnings, refuse_acl_lookalikes, split_front_matter, yaml_scalar_hint
 from core.text.language import detect_language
