@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from core.passages import ChunkText
+from core.text.markdown import ReadingBlock, reading_blocks
 
 Route = Literal["local", "global", "multihop"]
 ROUTES: tuple[Route, ...] = ("local", "global", "multihop")
@@ -32,12 +33,17 @@ class Passage:
     # the search's calibrated probability that the passage is relevant (a reranker with a calibrated
     # threshold ranked it), None when nothing calibrated ranked it
     relevance: float | None = None
+    # the chunk's paragraphs, list items and table rows as ingest read them; None: read from `text`
+    blocks: tuple[ReadingBlock, ...] | None = None
+
+    def reading_blocks(self) -> tuple[ReadingBlock, ...]:
+        return self.blocks if self.blocks is not None else reading_blocks(self.text or "")
 
     @classmethod
     def of_chunk(cls, chunk: ChunkText, relevance: float | None = None) -> "Passage":
         """A search candidate's or a graph hit's chunk, as the answer sees it."""
         return cls(id=chunk.id, doc_id=chunk.doc_id, title=chunk.title, heading=chunk.heading, text=chunk.text,
-                   relevance=relevance)
+                   relevance=relevance, blocks=chunk.blocks)
 
 
 @dataclass

@@ -32,10 +32,6 @@ WORD = re.compile(r"\w+")
 
 # --- units -------------------------------------------------------------------------------------------
 
-_BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>)")
-_TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_HEADING = re.compile(r"^\s*#{1,6}\s")
 LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ANAPHORA = re.compile(r"^\W*(this|that|these|those|it|its|they|their|such|here|there|he|she|his|her|"
                        r"это|этот|эта|эти|он|она|оно|они|его|её|ее|их|там|здесь|такой|такая|такие)\b",
@@ -65,54 +61,14 @@ class Unit:
         return self.position == 0 and self.text[:1].islower()
 
 
-def _blocks(text: str) -> list[tuple[str, str]]:
-    """The passage's blocks as (exact slice, table header): paragraphs, list items and table rows,
-    never a heading, a table's header or rule, or a fenced code block (code is quoted by search, not
-    read as sentences). A table row carries its header row, which says what its cells are."""
-    blocks: list[tuple[list, str]] = []
-    current: list = []
-    header, fenced, pos = "", False, 0
-
-    def close() -> None:
-        nonlocal current
-        if current:
-            blocks.append((current, header))
-        current = []
-
-    for line in text.splitlines(keepends=True):
-        start, pos = pos, pos + len(line)
-        stripped = line.strip()
-        if _FENCE.match(line):
-            fenced = not fenced
-            close()
-            continue
-        if _TABLE_RULE.match(line) and "-" in line and stripped.startswith("|"):
-            close()
-            if blocks and text[blocks[-1][0][0][0]:blocks[-1][0][-1][1]].lstrip().startswith("|"):
-                rows, _ = blocks.pop()  # the row above a rule is the header, not data
-                header = text[rows[0][0]:rows[-1][1]]
-            continue
-        if fenced or not stripped or _HEADING.match(line):
-            close()
-            header = ""
-            continue
-        if _BLOCK_START.match(line) and current:
-            close()
-        if not stripped.startswith("|"):
-            header = ""
-        current.append((start, start + len(line.rstrip())))
-        if stripped.startswith("|"):  # a table row is a block of its own
-            close()
-    close()
-    return [(text[b[0][0]:b[-1][1]], h) for b, h in blocks]
-
-
 def units(passages: list[Passage]) -> list[Unit]:
     out = []
     for n, p in enumerate(passages, start=1):
         typed = typed_names(p)
         position = 0
-        for b, (block, header) in enumerate(_blocks(p.text or "")):
+        text = p.text or ""
+        for b, read in enumerate(p.reading_blocks()):
+            block, header = text[read.start:read.end], text[read.header[0]:read.header[1]]
             parts = [block.strip()] if block.lstrip().startswith("|") else split_sentences(block)
             for part in parts:
                 part = part.strip()

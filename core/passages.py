@@ -6,7 +6,9 @@ same thing on every side of a package border and one conversion serves them all.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from core.text.markdown import ReadingBlock, reading_blocks
 
 
 @dataclass
@@ -16,3 +18,13 @@ class ChunkText:
     title: str  # the document's title
     heading: str  # the heading path above the chunk ("Guide > Install"), "" at the top
     text: str  # the chunk's content as indexed
+    # its paragraphs, list items and table rows as ingest read them (chunks.blocks); None: read them from `text`
+    blocks: tuple[ReadingBlock, ...] | None = field(default=None, kw_only=True)
+
+    @staticmethod
+    def stored_blocks(value: list | None) -> tuple[ReadingBlock, ...] | None:
+        """chunks.blocks as read from the database (NULL: written before blocks were stored)."""
+        return None if value is None else tuple(ReadingBlock.from_json(b) for b in value)
+
+    def reading_blocks(self) -> tuple[ReadingBlock, ...]:
+        return self.blocks if self.blocks is not None else reading_blocks(self.text or "")

@@ -90,10 +90,10 @@ def graph_version(conn: psycopg.Connection, tenant: str, level: str) -> int:
 
 
 def readable_chunks(conn: psycopg.Connection, tenant: str, groups: list[str], chunk_ids: list[int]) -> list[tuple]:
-    """(id, doc id, title, heading, content) of these chunks that the groups may read, ACL in SQL as
+    """(id, doc id, title, heading, content, blocks) of these chunks that the groups may read, ACL in SQL as
     every search does (a graph may cite a chunk whose ACL changed since)."""
     return conn.execute(
-        "SELECT c.id, c.doc_id, d.title, c.heading, c.content FROM chunks c"
+        "SELECT c.id, c.doc_id, d.title, c.heading, c.content, c.blocks FROM chunks c"
         " JOIN documents d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id"
         " WHERE c.tenant_id = %s AND c.id = ANY(%s) AND c.acl && %s",
         (tenant, list(chunk_ids), list(groups)),

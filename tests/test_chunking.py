@@ -6,7 +6,7 @@ import random
 import pytest
 
 from vector.ingest.chunking import ChunkDraft, chunk_markdown
-from vector.ingest.markdown import Block, Section, split_sections
+from core.text.markdown import Block, Section, split_sections
 from core.sentences import split_sentences
 
 # --- sentences ---------------------------------------------------------------------------------

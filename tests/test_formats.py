@@ -15,7 +15,7 @@ from core.errors import BadDocument
 from tests import format_faults
 from tests.conftest import FIXTURES
 from vector.ingest.formats import convert, run_bounded
-from vector.ingest.markdown import split_sections
+from core.text.markdown import split_sections
 from vector.ingest.sources import load_file, load_source
 
 MB = 1_000_000

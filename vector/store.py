@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from core.text.markdown import reading_blocks
 
 if TYPE_CHECKING:  # annotations only: the module imports these where a function needs them
     from vector.ingest.sync import DocumentPlan, StoredDocument
@@ -15,14 +18,14 @@ if TYPE_CHECKING:  # annotations only: the module imports these where a function
 
 _COPY_COLUMNS = (
     "tenant_id", "doc_id", "chunk_no", "heading", "context", "content",
-    "acl", "content_hash", "lang", "embedding", "embed_model",
+    "acl", "content_hash", "lang", "embedding", "embed_model", "blocks",
 )
 # Each written statement adds a statistics delta row per (lexeme, ACL) of its chunks (migration 008);
 # readers sum them, so they are folded once this many have piled up in a tenant (about 100
 # documents; a fold rewrites the tenant's statistics, a few seconds at 1M chunks).
 STATS_COMPACT_MIN_PENDING = 20_000
 
-_COPY_TYPES = ["text", "text", "int4", "text", "text", "text", "text[]", "text", "text", "vector", "text"]
+_COPY_TYPES = ["text", "text", "int4", "text", "text", "text", "text[]", "text", "text", "vector", "text", "jsonb"]
 
 
 def load_state(conn: psycopg.Connection, tenant: str, doc_ids: list[str]) -> dict[str, StoredDocument]:
@@ -135,6 +138,7 @@ def write_document(
                     copy.write_row((
                         tenant, doc.doc_id, chunk.chunk_no, chunk.heading, chunk.context, chunk.content,
                         list(doc.acl), chunk.content_hash, doc.lang, vectors[chunk.content_hash], embed_model,
+                        Jsonb([b.to_json() for b in reading_blocks(chunk.content)]),  # read once, here
                     ))
         if plan.contexts is not None:
             _save_contexts(conn, tenant, plan)

@@ -81,7 +81,7 @@ def build_context(community: Community, ents: Sequence[GraphEntity], rels: Seque
     head = (f'<community level="{community.level}" entities="{len(ents)}">\n<reports>\n', "</reports>\n<entities>\n"
             "id,name,type,degree,description\n", "</entities>\n<relationships>\nid,source,target,weight,description\n",
             "</relationships>\n", f"</community>\nCall {REPORT_TOOL} with the report on this community.")
-    budget = max_tokens * CHARS_PER_TOKEN["english"] - sum(map(len, head))
+    budget = int(max_tokens * CHARS_PER_TOKEN["english"]) - sum(map(len, head))
 
     def render(bs: list, es: list, rs: list) -> Context:
         # Claims last and lowest: they take only what the other rows left (their table's header

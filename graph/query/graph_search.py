@@ -39,6 +39,11 @@ class GraphHit(ChunkText):
     score: float  # PPR mass
 
 
+def hit_of(row: tuple, score: float) -> GraphHit:
+    """A readable_chunks row as a hit."""
+    return GraphHit(*row[:5], score=score, blocks=ChunkText.stored_blocks(row[5]))
+
+
 @dataclass
 class GraphResult:
     hits: list[GraphHit]
@@ -160,7 +165,7 @@ class GraphSearcher:
         ranked = rank_passages(matrix, scores, 3 * k)
         with self.db.connection() as conn:
             rows = {r[0]: r for r in retrieval_store.readable_chunks(conn, tenant, groups, [c for c, _ in ranked])}
-        hits = [GraphHit(*rows[c], score=mass) for c, mass in ranked if c in rows][:k]
+        hits = [hit_of(rows[c], mass) for c, mass in ranked if c in rows][:k]
         trace["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
         trace["head"] = list(head)
         trace["links"] = [{"key": link.key, "score": round(link.score, 3), "how": link.how} for link in links]

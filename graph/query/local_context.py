@@ -15,7 +15,7 @@ from typing import Sequence
 
 from core.llm.stats import CHARS_PER_TOKEN
 from graph import browse_store, retrieval_store, store
-from graph.query.graph_search import GraphHit, GraphSearcher
+from graph.query.graph_search import GraphHit, GraphSearcher, hit_of
 
 MAX_ENTITIES = 5  # linked entities kept, best linked first
 MAX_RELATIONSHIPS = 20  # relationships read per question, strongest first
@@ -71,7 +71,7 @@ def local_context(graph: GraphSearcher, tenant: str, groups: Sequence[str], ques
     linked = [link.key for link in links[:MAX_ENTITIES]]
     if not linked:
         return LocalContext(level.name, trace={"empty_reason": "the question names no entity of the graph"})
-    budget = budget_tokens * CHARS_PER_TOKEN["english"]  # a rough, language-blind conversion keeps it cheap
+    budget = int(budget_tokens * CHARS_PER_TOKEN["english"])  # a rough, language-blind conversion keeps it cheap
     db = graph.db
     with db.connection() as conn:
         entities = browse_store.entities_by_key(conn, tenant, level.name, linked)
@@ -103,7 +103,7 @@ def local_context(graph: GraphSearcher, tenant: str, groups: Sequence[str], ques
         if context.passages and budget - len(text) < 0:
             break
         budget -= len(text)
-        context.passages.append(GraphHit(*rows[c], score=0.0))
+        context.passages.append(hit_of(rows[c], 0.0))
     context.trace |= {"relationships": len(context.relationships), "passages": [p.id for p in context.passages],
                       "report": context.report["id"] if context.report else None}
     return context

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vector.ingest.markdown import Section, split_sections
+from core.text.markdown import Section, split_sections
 from core.sentences import split_sentences
 
 

@@ -306,11 +306,11 @@ class HybridSearcher:
         for chunk_id, score in fused:
             if chunk_id not in details:  # deleted or re-permissioned since the legs ran
                 continue
-            doc_id, title, heading, text, lang = details[chunk_id]
+            doc_id, title, heading, text, lang, blocks = details[chunk_id]
             vr, vs = ranks.get("vector", {}).get(chunk_id, (None, None))
             fr, fs = ranks.get("fts", {}).get(chunk_id, (None, None))
             candidates.append(Candidate(chunk_id, doc_id, title, heading, text, lang, vr, vs, fr, fs,
-                                        len(candidates) + 1, score, score))
+                                        len(candidates) + 1, score, score, blocks=ChunkText.stored_blocks(blocks)))
         for c in candidates:
             c.score = {"dense": c.vector_score, "bm25": c.fts_score}.get(mode, c.rrf_score)
         # the fused list, under its historical stage name whatever the fusion

@@ -361,7 +361,7 @@ def fetch_candidates(
     conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], ids: Sequence[int],
     settings: Mapping[str, str] | None = None,
 ) -> dict[int, tuple]:
-    """id -> (doc_id, title, heading, content, lang) for the fused ids, filtered again by tenant/ACL.
+    """id -> (doc_id, title, heading, content, lang, blocks) for the fused ids, filtered again by tenant/ACL.
 
     The second filter closes the window between the legs and this read: a chunk whose ACL changed
     or which was deleted meanwhile is simply not returned.
@@ -370,7 +370,7 @@ def fetch_candidates(
         return {}
     with read_only(conn, settings):
         rows = conn.execute(
-            "SELECT c.id, c.doc_id, d.title, c.heading, c.content, c.lang"
+            "SELECT c.id, c.doc_id, d.title, c.heading, c.content, c.lang, c.blocks"
             " FROM chunks c JOIN documents d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id"
             " WHERE c.id = ANY(%s) AND c.tenant_id = %s AND c.acl && %s",
             (list(ids), tenant, list(groups)),

@@ -1,4 +1,8 @@
-"""Markdown split into heading sections made of prose, code and table blocks.
+"""The one reader of Markdown structure: heading sections for the chunker, and the reading blocks of a
+chunk (paragraphs, list items, table rows with their header) that ingest stores beside it
+(chunks.blocks) so the answer side reads them instead of parsing the text again.
+
+Sections: Markdown split into heading sections made of prose, code and table blocks.
 
 The chunker needs two things from Markdown: the heading path of every piece of text (a cheap,
 precise context for embedding and full-text search: "Limits > Retries"), and the places it must
@@ -42,6 +46,9 @@ _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
 _TABLE_ROW = re.compile(r" {0,3}\|")
 _TABLE_DELIMITER = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
 _LIST_ITEM = re.compile(r"\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+_ATX_START = re.compile(r"^\s*#{1,6}\s")  # a heading line, however indented (a reader skips it)
+# the reading blocks' line starts: a list item, a table row, a heading or a quote opens a block
+_BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>)")
 
 
 def split_sections(text: str) -> list[Section]:
@@ -148,3 +155,65 @@ def _table_end(lines: list[str], i: int) -> int | None:
     while j < len(lines) and lines[j].strip() and "|" in lines[j]:
         j += 1
     return j
+
+
+# --- reading blocks -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReadingBlock:
+    """A span of a chunk's text a reader reads as one piece: a paragraph, a list item or a table row.
+    `header`: a table row's header row (the span of it), which says what its cells are; (0, 0) for none."""
+
+    start: int
+    end: int
+    header: tuple[int, int] = (0, 0)
+
+    def to_json(self) -> list[int]:
+        return [self.start, self.end, *self.header]
+
+    @classmethod
+    def from_json(cls, value: list[int]) -> "ReadingBlock":
+        return cls(value[0], value[1], (value[2], value[3]))
+
+
+def reading_blocks(text: str) -> tuple[ReadingBlock, ...]:
+    """The text's reading blocks, in order: paragraphs, list items and table rows, never a heading, a
+    table's header or rule, or a fenced code block (code is quoted by search, not read as sentences).
+    A table row is a block of its own and carries the span of its header row."""
+    blocks: list[tuple[list[tuple[int, int]], tuple[int, int]]] = []
+    current: list[tuple[int, int]] = []
+    header, fenced, pos = (0, 0), False, 0
+
+    def close() -> None:
+        nonlocal current
+        if current:
+            blocks.append((current, header))
+        current = []
+
+    for line in text.splitlines(keepends=True):
+        start, pos = pos, pos + len(line)
+        stripped = line.strip()
+        if _FENCE.fullmatch(line.rstrip("\r\n")):
+            fenced = not fenced
+            close()
+            continue
+        if _TABLE_DELIMITER.fullmatch(line.rstrip("\r\n")) and stripped.startswith("|"):
+            close()
+            if blocks and text[blocks[-1][0][0][0]:blocks[-1][0][-1][1]].lstrip().startswith("|"):
+                rows, _ = blocks.pop()  # the row above a rule is the header, not data
+                header = (rows[0][0], rows[-1][1])
+            continue
+        if fenced or not stripped or _ATX_START.match(line):
+            close()
+            header = (0, 0)
+            continue
+        if _BLOCK_START.match(line) and current:
+            close()
+        if not stripped.startswith("|"):
+            header = (0, 0)
+        current.append((start, start + len(line.rstrip())))
+        if stripped.startswith("|"):  # a table row is a block of its own
+            close()
+    close()
+    return tuple(ReadingBlock(spans[0][0], spans[-1][1], h) for spans, h in blocks)
