@@ -41,6 +41,13 @@ def _thinking_budget(tokens: int) -> int:
     return tokens
 
 
+def _standard_env(name: str, description: str):
+    """A field read from a provider's own variable (DATABASE_URL, ANTHROPIC_API_KEY) as well as from
+    CROSSROADS_<name> and the settings file's key."""
+    key = name.lower()
+    return Field(None, validation_alias=AliasChoices(name, f"CROSSROADS_{name}", key), description=description)
+
+
 def _toml_path() -> Path:
     return Path(os.environ.get("CROSSROADS_CONFIG", "crossroads.toml"))
 
@@ -59,11 +66,8 @@ class Settings(BaseSettings):
         Path(".crossroads"),
         description="Folder for local state: the embedded database's data dir lives in `STATE_DIR/pg`.",
     )
-    database_url: str | None = Field(
-        None,
-        validation_alias=AliasChoices("DATABASE_URL", "CROSSROADS_DATABASE_URL", "database_url"),
-        description="External PostgreSQL (>= 15 with pgvector >= 0.7). Unset: the embedded server.",
-    )
+    database_url: str | None = _standard_env(
+        "DATABASE_URL", "External PostgreSQL (>= 15 with pgvector >= 0.7). Unset: the embedded server.")
     pg_shared_buffers: str = Field(
         "",
         description="The embedded server's shared_buffers, e.g. 2GB (default: a quarter of memory, 128MB-4GB). "
@@ -96,11 +100,7 @@ class Settings(BaseSettings):
     embed_threads: int | None = Field(
         None, ge=1, description="Threads for the local model (default: all cores)."
     )
-    voyage_api_key: SecretStr | None = Field(
-        None,
-        validation_alias=AliasChoices("VOYAGE_API_KEY", "CROSSROADS_VOYAGE_API_KEY", "voyage_api_key"),
-        description="Key for `embed_provider = voyage`.",
-    )
+    voyage_api_key: SecretStr | None = _standard_env("VOYAGE_API_KEY", "Key for `embed_provider = voyage`.")
     voyage_base_url: str = Field("https://api.voyageai.com/v1", description="Voyage API root.")
     voyage_model: str = Field("voyage-3.5", description="Voyage embedding model.")
     voyage_dimension: int = Field(1024, description="Dimension the Voyage model returns (checked).")
@@ -109,11 +109,8 @@ class Settings(BaseSettings):
     voyage_concurrency: int = Field(4, ge=1, le=16, description="Voyage batches in flight at once.")
 
     # --- LLM -----------------------------------------------------------------------------
-    anthropic_api_key: SecretStr | None = Field(
-        None,
-        validation_alias=AliasChoices("ANTHROPIC_API_KEY", "CROSSROADS_ANTHROPIC_API_KEY", "anthropic_api_key"),
-        description="Set it to use the Anthropic API; unset, every LLM step runs an offline algorithm.",
-    )
+    anthropic_api_key: SecretStr | None = _standard_env(
+        "ANTHROPIC_API_KEY", "Set it to use the Anthropic API; unset, every LLM step runs an offline algorithm.")
     anthropic_base_url: str | None = Field(None, description="Override the API root (proxies, tests).")
     llm_model_fast: str = Field(
         "claude-haiku-4-5", description="Model for classify / plan / extract / contextualise."
@@ -202,11 +199,7 @@ class Settings(BaseSettings):
     query_paraphrases: int = Field(3, ge=1, le=8, description="Paraphrases for multi-query.")
     query_hyde: bool = Field(False, description="HyDE: search the vector leg with an LLM-written hypothetical answer.")
     voyage_rerank_model: str = Field("rerank-2.5", description="Voyage rerank model.")
-    cohere_api_key: SecretStr | None = Field(
-        None,
-        validation_alias=AliasChoices("COHERE_API_KEY", "CROSSROADS_COHERE_API_KEY", "cohere_api_key"),
-        description="Key for `reranker = cohere`.",
-    )
+    cohere_api_key: SecretStr | None = _standard_env("COHERE_API_KEY", "Key for `reranker = cohere`.")
     cohere_base_url: str = Field("https://api.cohere.com", description="Cohere API root.")
     cohere_rerank_model: str = Field("rerank-v3.5", description="Cohere rerank model.")
 

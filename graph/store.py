@@ -167,23 +167,21 @@ def replace_graph(
         conn.execute("SELECT withdraw_unreadable_graph_text(%s, %s, %s::bigint[])", (tenant, level, cited))
 
 
+def _served(conn: psycopg.Connection, tenant: str, level: str, columns: str, table: str, order: str) -> list[tuple]:
+    """The level's served rows of a graph table (withdrawn ones are not)."""
+    return conn.execute(
+        f"SELECT {columns} FROM {table} WHERE tenant_id = %s AND access_level = %s AND withdrawn_at IS NULL"
+        f" ORDER BY {order}", (tenant, level)).fetchall()
+
+
 def load_entities(conn: psycopg.Connection, tenant: str, level: str) -> list[GraphEntity]:
-    """The level's served entities (withdrawn ones are not)."""
-    rows = conn.execute(
-        "SELECT key, name, type, description, chunk_ids, degree FROM graph_entities"
-        " WHERE tenant_id = %s AND access_level = %s AND withdrawn_at IS NULL ORDER BY key",
-        (tenant, level),
-    ).fetchall()
+    rows = _served(conn, tenant, level, "key, name, type, description, chunk_ids, degree", "graph_entities", "key")
     return [GraphEntity(r[0], r[1], r[2], r[3], tuple(r[4]), r[5]) for r in rows]
 
 
 def load_relationships(conn: psycopg.Connection, tenant: str, level: str) -> list[GraphRelationship]:
-    """The level's served relationships (withdrawn ones are not)."""
-    rows = conn.execute(
-        "SELECT source_key, target_key, description, weight, chunk_ids FROM graph_relationships"
-        " WHERE tenant_id = %s AND access_level = %s AND withdrawn_at IS NULL ORDER BY source_key, target_key",
-        (tenant, level),
-    ).fetchall()
+    rows = _served(conn, tenant, level, "source_key, target_key, description, weight, chunk_ids",
+                   "graph_relationships", "source_key, target_key")
     return [GraphRelationship(r[0], r[1], r[2], r[3], tuple(r[4])) for r in rows]
 
 

@@ -13,7 +13,7 @@ from tests.fakes.rerank_servers import FakeRerank
 from vector.search.rerank import make_reranker
 from vector.search.rerank.contract import RerankError
 from vector.search.rerank.features import FEATURE_NAMES, FEATURES, extract
-from vector.search.rerank.http_rerankers import CohereReranker, VoyageReranker
+from vector.search.rerank.http_rerankers import COHERE, VOYAGE, HttpReranker
 from vector.prompts import RANK_TOOL
 from vector.search.rerank.llm_reranker import LLMReranker
 from vector.search.rerank.offline import (CROSS_SCRIPT_FEATURES, LinearModel, OfflineReranker, fit_weights,
@@ -47,8 +47,8 @@ def _close_clients():
 
 
 def make_http(fake: FakeRerank, **kw):
-    cls = VoyageReranker if fake.flavour == "voyage" else CohereReranker
-    _open.append(cls(**{"api_key": "secret-1", "model": "m-1", "base_url": fake.base_url, "timeout_s": 2.0, **kw}))
+    api = VOYAGE if fake.flavour == "voyage" else COHERE
+    _open.append(HttpReranker(api, **{"api_key": "secret-1", "model": "m-1", "base_url": fake.base_url, "timeout_s": 2.0, **kw}))
     return _open[-1]
 
 
@@ -89,7 +89,7 @@ def test_http_slow_server_raises_within_the_timeout(flavour):
 
 def test_http_needs_a_key_and_sends_nothing_for_no_candidates():
     with pytest.raises(RerankError, match="COHERE_API_KEY"):
-        CohereReranker(api_key=None, model="m", base_url="http://127.0.0.1:9")
+        HttpReranker(COHERE, api_key=None, model="m", base_url="http://127.0.0.1:9")
     with FakeRerank("voyage") as fake:
         assert make_http(fake).rerank(QUERY, [], top_k=5) == []
     assert fake.requests == []

@@ -230,8 +230,10 @@ def list_documents(conn: psycopg.Connection, tenant: str, limit: int = 1000, off
 HNSW_BUILD = "m = 16, ef_construction = 200"
 
 
-def create_hnsw_index(conn: psycopg.Connection, table: str, name: str, model: str, dimension: int) -> None:
-    """A partial HNSW index over one model's vectors, cast to its dimension (cosine)."""
+def create_hnsw_index(conn: psycopg.Connection, table: str, registry: str, name: str, model: str,
+                      dimension: int) -> None:
+    """A partial HNSW index over one model's vectors in `table`, cast to its dimension (cosine), and its
+    row in `registry` (embedding_models for the served vectors, staged_embedding_models for staged ones)."""
     conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
     conn.execute(
         sql.SQL(
@@ -240,6 +242,9 @@ def create_hnsw_index(conn: psycopg.Connection, table: str, name: str, model: st
         ).format(name=sql.Identifier(name), table=sql.Identifier(table), dim=sql.Literal(dimension),
                  model=sql.Literal(model))
     )
+    conn.execute(sql.SQL("INSERT INTO {} (embed_model, dimension, index_name) VALUES (%s, %s, %s)"
+                         " ON CONFLICT (embed_model) DO NOTHING").format(sql.Identifier(registry)),
+                 (model, dimension, name))
 
 
 def vector_index_name(model: str) -> str:
@@ -262,12 +267,7 @@ def ensure_vector_index(conn: psycopg.Connection, model: str, dimension: int) ->
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"crossroads.vector_index.{model}",))
         if conn.execute(registered, (model,)).fetchone():
             return False
-        create_hnsw_index(conn, "chunks", name, model, dimension)
-        conn.execute(
-            "INSERT INTO embedding_models (embed_model, dimension, index_name) VALUES (%s, %s, %s)"
-            " ON CONFLICT (embed_model) DO NOTHING",
-            (model, dimension, name),
-        )
+        create_hnsw_index(conn, "chunks", "embedding_models", name, model, dimension)
     return True
 
 

@@ -5,7 +5,7 @@ must come first), answer best first in the provider's own wire format, and can b
 misbehave. Every request is recorded for assertions on bodies and headers.
 
     with FakeRerank("voyage") as api:
-        reranker = VoyageReranker(api_key="k", model="rerank-2.5", base_url=api.base_url)
+        reranker = HttpReranker(VOYAGE, api_key="k", model="rerank-2.5", base_url=api.base_url)
 """
 from __future__ import annotations
 

@@ -68,12 +68,7 @@ def ensure_staged_index(conn: psycopg.Connection, model: str, dimension: int) ->
         return False
     name = staged_index_name(model)
     with conn.transaction():
-        create_hnsw_index(conn, "chunk_vectors_staged", name, model, dimension)
-        conn.execute(
-            "INSERT INTO staged_embedding_models (embed_model, dimension, index_name) VALUES (%s, %s, %s)"
-            " ON CONFLICT (embed_model) DO NOTHING",
-            (model, dimension, name),
-        )
+        create_hnsw_index(conn, "chunk_vectors_staged", "staged_embedding_models", name, model, dimension)
     return True
 
 

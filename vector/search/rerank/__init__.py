@@ -35,24 +35,17 @@ def make_reranker(settings, name: str | None = None) -> Reranker | None:
             log.warning("offline reranker weights were fitted with %s vectors, search uses %s: "
                         "retrain with `python -m bench.train_reranker`", trained_with, provider)
         return reranker
-    if name == "voyage":
-        from vector.search.rerank.http_rerankers import VoyageReranker
+    if name in ("voyage", "cohere"):
+        from vector.search.rerank.http_rerankers import COHERE, VOYAGE, HttpReranker
 
-        return VoyageReranker(
-            api_key=_secret(settings.voyage_api_key),
-            model=getattr(settings, "voyage_rerank_model", "rerank-2.5"),
-            base_url=settings.voyage_base_url,
-            timeout_s=timeout_s,
-        )
-    if name == "cohere":
-        from vector.search.rerank.http_rerankers import CohereReranker
-
-        return CohereReranker(
-            api_key=_secret(getattr(settings, "cohere_api_key", None)),
-            model=getattr(settings, "cohere_rerank_model", "rerank-v3.5"),
-            base_url=getattr(settings, "cohere_base_url", "https://api.cohere.com"),
-            timeout_s=timeout_s,
-        )
+        if name == "voyage":
+            api, key, base = VOYAGE, settings.voyage_api_key, settings.voyage_base_url
+            model = getattr(settings, "voyage_rerank_model", "rerank-2.5")
+        else:
+            api, key = COHERE, getattr(settings, "cohere_api_key", None)
+            base = getattr(settings, "cohere_base_url", "https://api.cohere.com")
+            model = getattr(settings, "cohere_rerank_model", "rerank-v3.5")
+        return HttpReranker(api, api_key=_secret(key), model=model, base_url=base, timeout_s=timeout_s)
     if name == "llm":
         from vector.search.rerank.llm_reranker import LLMReranker
 

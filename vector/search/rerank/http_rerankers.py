@@ -8,8 +8,7 @@ every index and score is checked by `checked_ranking`.
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import httpx
@@ -27,29 +26,42 @@ def document_text(c: Candidate) -> str:
     return text[:MAX_DOCUMENT_CHARS]
 
 
-class _HttpReranker(ABC):
-    name = "http"
-    key_hint = ""
-    results_key = ""
-    count_field = ""
+@dataclass(frozen=True)
+class RerankAPI:
+    """What differs between the rerank APIs: their name, key, URL, answer list and count field."""
 
-    def __init__(self, api_key: str | None, model: str, base_url: str, timeout_s: float = DEFAULT_TIMEOUT_S):
+    name: str
+    key_hint: str  # the variable that holds its key
+    path: str  # under the configured base URL
+    results_key: str  # the answer's list of {"index", "relevance_score"}
+    count_field: str  # how many results the request asks for
+    extra: tuple[tuple[str, Any], ...] = ()  # fixed request fields
+
+
+# Voyage: its base already ends in /v1, as for embeddings; truncation cuts an over-long chunk rather than
+# failing the whole request. Cohere rerank v2.
+VOYAGE = RerankAPI("voyage", "VOYAGE_API_KEY", "/rerank", "data", "top_k", (("truncation", True),))
+COHERE = RerankAPI("cohere", "COHERE_API_KEY", "/v2/rerank", "results", "top_n")
+
+
+class HttpReranker:
+    """A hosted reranker: {"model", "query", "documents", count} -> {results: [{"index", "relevance_score"}]}."""
+
+    def __init__(self, api: RerankAPI, api_key: str | None, model: str, base_url: str,
+                 timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.api, self.name, self.results_key, self.count_field = api, api.name, api.results_key, api.count_field
         if not api_key:
-            raise RerankError(f"reranker {self.name!r} needs an API key: set {self.key_hint}, "
+            raise RerankError(f"reranker {self.name!r} needs an API key: set {api.key_hint}, "
                               "or choose CROSSROADS_RERANKER=offline")
         self.model = model
-        self.url = self._endpoint(base_url.rstrip("/"))
+        self.url = base_url.rstrip("/") + api.path
         self.timeout_s = timeout_s
         # One pooled client: a TLS handshake per query would eat a good part of the budget.
         self._client = httpx.Client(headers={"Authorization": f"Bearer {api_key}"}, timeout=httpx.Timeout(timeout_s))
 
-    @abstractmethod
-    def _endpoint(self, base: str) -> str:
-        """The provider's rerank URL under `base`."""
-
-    @abstractmethod
     def _payload(self, query: str, documents: list[str], top_k: int) -> dict[str, Any]:
-        """The provider's request body."""
+        return {"model": self.model, "query": query, "documents": documents, self.count_field: top_k,
+                **dict(self.api.extra)}
 
     def close(self) -> None:
         self._client.close()
@@ -85,34 +97,3 @@ class _HttpReranker(ABC):
                 raise RerankError(f"{self.name} rerank result {item!r} is not an object")
             pairs.append((item.get("index"), item.get("relevance_score")))
         return checked_ranking(pairs, len(candidates), top_k, f"{self.name} rerank")
-
-
-class VoyageReranker(_HttpReranker):
-    """Voyage rerank: {"query", "documents", "model", "top_k"} -> {"data": [{"index", "relevance_score"}]}."""
-
-    name = "voyage"
-    key_hint = "VOYAGE_API_KEY"
-    results_key = "data"
-    count_field = "top_k"
-
-    def _endpoint(self, base: str) -> str:
-        return base + "/rerank"  # the base already ends in /v1, as for embeddings
-
-    def _payload(self, query: str, documents: list[str], top_k: int) -> dict[str, Any]:
-        # truncation: an over-long chunk is cut rather than failing the whole request
-        return {"query": query, "documents": documents, "model": self.model, "top_k": top_k, "truncation": True}
-
-
-class CohereReranker(_HttpReranker):
-    """Cohere rerank v2: {"model", "query", "documents", "top_n"} -> {"results": [{"index", "relevance_score"}]}."""
-
-    name = "cohere"
-    key_hint = "COHERE_API_KEY"
-    results_key = "results"
-    count_field = "top_n"
-
-    def _endpoint(self, base: str) -> str:
-        return base + "/v2/rerank"
-
-    def _payload(self, query: str, documents: list[str], top_k: int) -> dict[str, Any]:
-        return {"model": self.model, "query": query, "documents": documents, "top_n": top_k}
