@@ -12,7 +12,8 @@ from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from core.text.terms import QueryTerms, content_stems, normalise
 from answers.expected_type import (ERA, MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counted, counts,
                                  question_kind)
-from answers.units import LIST_MARK, WORD, Unit
+from answers.units import WORD, Unit
+from core.text.markdown import LIST_MARK
 from answers.question_text import question_mentions, title_core
 from answers.types import Passage
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from core.sentences import split_sentences
+from core.text.markdown import LIST_MARK
 from core.text.mentions import find_mentions
 from core.text.names import entity_key as _entity_key
 from core.text.skeletons import skeletons
@@ -32,7 +33,6 @@ WORD = re.compile(r"\w+")
 
 # --- units -------------------------------------------------------------------------------------------
 
-LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ANAPHORA = re.compile(r"^\W*(this|that|these|those|it|its|they|their|such|here|there|he|she|his|her|"
                        r"это|этот|эта|эти|он|она|оно|они|его|её|ее|их|там|здесь|такой|такая|такие)\b",
                        re.IGNORECASE)

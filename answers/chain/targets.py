@@ -9,7 +9,8 @@ import re
 
 from core.text.terms import content_stems, normalise, stem
 from answers.expected_type import FULL_DATE, MONEY, NAME_TYPE, NUMBER, YEAR, counting
-from answers.units import LIST_MARK, WORD, Unit, display
+from answers.units import WORD, Unit, display
+from core.text.markdown import LIST_MARK
 from answers.chain.names import placed
 from answers.question_text import is_function_word
 from answers.unit_scoring import Scorer

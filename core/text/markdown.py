@@ -46,6 +46,8 @@ _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
 _TABLE_ROW = re.compile(r" {0,3}\|")
 _TABLE_DELIMITER = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
 _LIST_ITEM = re.compile(r"\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+# a list item's marker, as a reader takes it off ("- ", "2) "); a year opening a sentence ("1957. ") is none
+LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ATX_START = re.compile(r"^\s*#{1,6}\s")  # a heading line, however indented (a reader skips it)
 # the reading blocks' line starts: a list item, a table row, a heading or a quote opens a block
 _BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>)")
@@ -155,6 +157,20 @@ def _table_end(lines: list[str], i: int) -> int | None:
     while j < len(lines) and lines[j].strip() and "|" in lines[j]:
         j += 1
     return j
+
+
+def without_fenced_code(text: str) -> str:
+    """The text with each fenced code block replaced by a paragraph break (code is not prose)."""
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        end = _fence_end(lines, i)
+        if end is None:
+            out.append(lines[i])
+            i += 1
+        else:
+            out += ["", ""]
+            i = end
+    return "\n".join(out)
 
 
 # --- reading blocks -----------------------------------------------------------------------------------

@@ -13,19 +13,18 @@ from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass
 
 from core.sentences import split_sentences
+from core.text.markdown import LIST_MARK, without_fenced_code
 from core.text.terms import CLOSED_CLASS, normalise, stem
 from graph.query.gaps import GAP_TERM, Gap, gaps
 
 WORD = re.compile(r"\w+", re.UNICODE)
 # a term's word: a hyphenated compound is one word ("on-call engineer", not "call engineer")
 TERM_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
-_FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1\s*$", re.MULTILINE | re.DOTALL)
 # closed-class words (grammar and counts: "three", "because", "которых") by their stems: a list names
 # one form ("которые"), the text uses others ("которых")
 _STOP_STEMS = frozenset(stem(normalise(w)) for w in CLOSED_CLASS)
 _FIELD_SEPARATOR = re.compile(r":|\s[—–]\s")
 _ASIDE = re.compile(r"\([^()]*\)")
-_LIST_ITEM = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 _DASH = re.compile(r"\s[—–]\s")
 _CLAUSE = re.compile(r"[,;]")
 _MARKUP = re.compile(r"^(?:[-*+>]|\d+[.)])\s+|\*\*|__|`")
@@ -51,12 +50,12 @@ def units(content: str) -> list[str]:
 def _prose(content: str) -> list[tuple[str, bool]]:
     """`units`, each with whether it is a list item (its marker is what `units` takes off)."""
     out = []
-    for sentence in split_sentences(_FENCE.sub("\n\n", content)):
+    for sentence in split_sentences(without_fenced_code(content)):
         if sentence.startswith(("#", "|")) or "{" in sentence or "}" in sentence:
             continue  # headings, table rows, and code that lost its fence (prose has no braces)
         text = " ".join(_MARKUP.sub("", sentence).split())  # a hard-wrapped sentence on one line
         if len(text) > 20 and not _is_field(text):
-            out.append((text, _LIST_ITEM.match(sentence) is not None))
+            out.append((text, LIST_MARK.match(sentence) is not None))
     return out
 
 
