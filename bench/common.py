@@ -1,6 +1,7 @@
 """Shared set-up for benchmarks: a throw-away database on the configured server."""
 from __future__ import annotations
 
+import os
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +13,9 @@ from core.database import Database, open_database, resolve_url
 from core.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# The labelled evaluation sets (one folder per dataset: corpus.jsonl, queries.jsonl); benchmarks that need
+# them skip when the folder is absent.
+SHARED_DATA = Path(os.environ.get("CROSSROADS_EVAL_DATA") or ROOT.parent / "shared" / "data")
 
 
 @contextmanager
