@@ -29,10 +29,10 @@ from answers.question_text import AUX_START, fold, is_function_word, stem_of, st
 from answers.types import Passage
 from answers.unit_similarity import UnitSimilarity
 
-NOT_SAID = {"en": "the passages do not say.", "ru": "в найденных фрагментах об этом не сказано."}
-YES = {"en": "Yes: the passages about each say so.", "ru": "Да: это сказано во фрагментах о каждом."}
-SAME = {"en": "Yes: {}.", "ru": "Да: {}."}
-DIFFERENT = {"en": "No: {}.", "ru": "Нет: {}."}
+NOT_SAID = {"english": "the passages do not say.", "russian": "в найденных фрагментах об этом не сказано."}
+YES = {"english": "Yes: the passages about each say so.", "russian": "Да: это сказано во фрагментах о каждом."}
+SAME = {"english": "Yes: {}.", "russian": "Да: {}."}
+DIFFERENT = {"english": "No: {}.", "russian": "Нет: {}."}
 # "Are A and B in the same province?": what both are asked to share
 _SAME = re.compile(r"\bthe same (\w+)|\bв (?:одном и том же|одной и той же|одном|одной) (\w+)", re.IGNORECASE)
 
@@ -41,7 +41,7 @@ def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tu
                       attribute: str = "", similarity: UnitSimilarity | None = None) -> Extracted:
     """`sides`: (name, query) per compared entity; `attribute`: what is compared ("film directors");
     `similarity`: for a side whose passages are in the other language (answers/local.py)."""
-    language = "ru" if CYRILLIC.search(question) else "en"
+    language = "russian" if CYRILLIC.search(question) else "english"
     lines, picked, confidences, stated = [], [], [], []
     seen: set[tuple[int, int]] = set()
     # the side's query ("<side> <attribute>") has lost "how long", "when"; a yes/no question wants no value
