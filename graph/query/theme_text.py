@@ -23,10 +23,6 @@ TERM_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
 # closed-class words (grammar and counts: "three", "because", "которых") by their stems: a list names
 # one form ("которые"), the text uses others ("которых")
 _STOP_STEMS = frozenset(stem(normalise(w)) for w in CLOSED_CLASS)
-_FIELD_SEPARATOR = re.compile(r":|\s[—–]\s")
-_ASIDE = re.compile(r"\([^()]*\)")
-_DASH = re.compile(r"\s[—–]\s")
-_CLAUSE = re.compile(r"[,;]")
 _MARKUP = re.compile(r"^(?:[-*+>]|\d+[.)])\s+|\*\*|__|`")
 
 
@@ -59,6 +55,10 @@ def _prose(content: str) -> list[tuple[str, bool]]:
     return out
 
 
+_DASH = re.compile(r"\s[—–]\s")
+_CLAUSE = re.compile(r"[,;]")
+
+
 def field_values(item: str) -> set[str]:
     """The stems a list item holds as the values of its fields: an action item or a task is written
     "<what> — <owner>, <status>" ("Таймаут снижен до 10 с — выполнено", "Write the runbook — Platform
@@ -74,6 +74,10 @@ def field_values(item: str) -> set[str]:
         if first:
             out.add(stem(first))
     return out
+
+
+_FIELD_SEPARATOR = re.compile(r":|\s[—–]\s")
+_ASIDE = re.compile(r"\([^()]*\)")
 
 
 def _is_field(text: str) -> bool:
