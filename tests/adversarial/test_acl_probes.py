@@ -97,7 +97,7 @@ def _stem(word: str) -> str:
 def code_vocabulary() -> set[str]:
     """Every word of the source and web page: the system's own messages, field names, labels."""
     vocab: set[str] = set()
-    for folder in ("api", "core", "graph", "router", "vector"):
+    for folder in ("api", "answers", "core", "evaluation", "graph", "router", "vector"):
         for path in (ROOT / folder).rglob("*"):
             if path.suffix in (".py", ".js", ".html", ".sql", ".css"):
                 vocab |= words(path.read_text(encoding="utf-8", errors="replace"))
