@@ -85,6 +85,12 @@ def streaming_to(sink: Callable[[str], None]) -> Iterator[None]:
         _token_sink.reset(token)
 
 
+def token_sink() -> Callable[[str], None] | None:
+    """Where an answer being streamed goes (`streaming_to`), or None: for routes that write their answer
+    below the router (the global reduce)."""
+    return _token_sink.get()
+
+
 @dataclass
 class Generated:
     text: str

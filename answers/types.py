@@ -9,6 +9,9 @@ from core.text.markdown import ReadingBlock, reading_blocks
 
 Route = Literal["local", "global", "multihop"]
 ROUTES: tuple[Route, ...] = ("local", "global", "multihop")
+# Routes a caller may force beyond those the classifiers choose: drift (router/drift.py: a global question
+# from community reports down to local searches), also taken for global questions with CROSSROADS_GLOBAL_MODE=drift.
+FORCED_ROUTES: tuple[str, ...] = (*ROUTES, "drift")
 
 
 @dataclass

@@ -27,18 +27,21 @@ from core.llm.errors import LLMError
 from core.settings import Settings
 from graph.query.graph_search import GraphSearcher
 from graph.query.local_context import local_context
+from graph.query.drift_primer import primer as drift_primer
+from graph.query.global_budget import GlobalBudget
 from graph.query.runner import ask_global
 from router.agentic import Limits, agentic_search
 from router.classify import classify
 from router.graph_leg import HybridGraphSearcher, merge_passages
 from router.question_cues import asks_relation
 from answers.extractive import offline_answer
-from answers.generate import (CitationError, citations_for, is_no_answer, llm_answer, no_answer_sentence,
-                             streaming_to)
+from router.drift import DriftLimits, drift_search, first_follow_ups, offline_answer as drift_offline_answer
+from answers.generate import (CitationError, check_citations, citations_for, is_no_answer, llm_answer,
+                              no_answer_sentence, streaming_to, token_sink)
 from router.planner_llm import LLMPlanner
 from router.planner_offline import OfflinePlanner, parse_comparison
 from router.route_model import offline_classifier
-from answers.types import ROUTES, Answer, Citation, Passage, RouteDecision
+from answers.types import FORCED_ROUTES, Answer, Citation, Passage, RouteDecision
 from answers.unit_similarity import EmbeddingSimilarity
 from core.text.language import detect_language
 from vector.search.factory import make_searcher, with_transforms
@@ -86,20 +89,26 @@ class QuestionRouter:
     def classify(self, question: str, route: str = "auto", llm: LLM | None = None) -> RouteDecision:
         question = _check_question(question)
         forced = None if route in (None, "auto") else route
-        if forced is not None and forced not in ROUTES:
-            raise ValueError(f"route must be auto, {', '.join(ROUTES)}; got {route!r}")
+        if forced is not None and forced not in FORCED_ROUTES:
+            raise ValueError(f"route must be auto, {', '.join(FORCED_ROUTES)}; got {route!r}")
+        if forced == "drift":  # no classifier chooses it: forced, or a global route's mode (settings.global_mode)
+            return RouteDecision(route="drift", confidence=1.0, reason="route forced to drift by the caller.",
+                                 classifier="forced")
         use = llm if llm is not None else (self.llm if self.settings.router_llm_classifier else None)
         return classify(question, llm=use, forced=forced, offline=self.offline_classifier)
 
     # --- answering
-    def ask(self, tenant: str, groups: list[str], question: str, route: str = "auto") -> Answer:
+    def ask(self, tenant: str, groups: list[str], question: str, route: str = "auto",
+            budget: GlobalBudget | None = None) -> Answer:
+        """`budget`: the global route's cost dial for this question (graph/query/global_budget.py)."""
         started = time.perf_counter()
         # one meter for every LLM call of the question: classifier, transforms, reranker, planner, answer
         with UsageMeter().metering() as meter:
             decision = self.classify(question, route, llm=self.llm)
-            return self._answer_route(tenant, groups, question, decision, meter, started)
+            return self._answer_route(tenant, groups, question, decision, meter, started, budget)
 
-    def ask_events(self, tenant: str, groups: list[str], question: str, route: str = "auto") -> Iterator[tuple[str, dict]]:
+    def ask_events(self, tenant: str, groups: list[str], question: str, route: str = "auto",
+                   budget: GlobalBudget | None = None) -> Iterator[tuple[str, dict]]:
         """Events for streaming: route, token..., [withdraw, token...], verdict, citations, usage, done (or error).
 
         An LLM answer's tokens are sent as they arrive; `verdict` then says whether the whole answer
@@ -122,7 +131,8 @@ class QuestionRouter:
         def work() -> None:
             try:
                 with meter.metering(), streaming_to(lambda text: pieces.put(text)):
-                    outcome["answer"] = self._answer_route(tenant, groups, question, decision, meter, started)
+                    outcome["answer"] = self._answer_route(tenant, groups, question, decision, meter, started,
+                                                           budget)
             except Exception as exc:  # noqa: BLE001 - a stream cannot turn into an HTTP error any more
                 outcome["error"] = exc
             finally:
@@ -156,10 +166,16 @@ class QuestionRouter:
         yield "usage", {**answer.usage, "latency_ms": answer.latency_ms}
         yield "done", answer.to_dict()
 
-    def _answer_route(self, tenant, groups, question, decision, meter: UsageMeter, started) -> Answer:
+    def _answer_route(self, tenant, groups, question, decision, meter: UsageMeter, started,
+                      budget: GlobalBudget | None = None) -> Answer:
         groups = sorted({g for g in groups if g})
-        if decision.route == "global":
-            answer = self._global(tenant, groups, question, decision, self.llm)
+        if decision.route == "global" and self.settings.global_mode == "drift":
+            decision.reason += " Answered by DRIFT (CROSSROADS_GLOBAL_MODE=drift)."
+            decision.route = "drift"
+        if decision.route == "drift":
+            answer = self._drift(tenant, groups, question, decision, self.llm)
+        elif decision.route == "global":
+            answer = self._global(tenant, groups, question, decision, self.llm, budget)
         elif decision.route == "multihop":
             answer = self._multihop(tenant, groups, question, decision, self.llm)
         else:
@@ -221,10 +237,54 @@ class QuestionRouter:
             answer.degraded_reasons[:0] = [f"search: {r}" for r in evidence_searcher.degraded_reasons]
         return answer
 
-    def _global(self, tenant, groups, question, decision, llm) -> Answer:
+    def _drift(self, tenant, groups, question, decision, llm) -> Answer:
+        """DRIFT (router/drift.py): the reader's best community reports, follow-up local searches from them
+        (with the reader's groups: ACL in SQL), one answer citing reports and passages, citations checked."""
+        s = self.settings
+        limits = DriftLimits(max_follow_ups=s.drift_max_follow_ups, max_depth=s.drift_max_depth, k=s.agentic_k,
+                             primer_reports=s.drift_primer_reports, max_context=s.agentic_max_context)
+        primer = drift_primer(self.db, self.embedder, tenant, groups, question, k=limits.primer_reports)
+        first, source = first_follow_ups(llm, question, primer, limits)
+        if not first:  # no level or no report: the question itself is the one local search
+            first = [question]
+        planner = (LLMPlanner(llm) if llm is not None else OfflinePlanner()) if limits.max_depth > 1 else None
+
+        def search(query: str) -> list[Passage]:
+            result = self.searcher.search(tenant, groups, query, k=limits.k, mode="hybrid+rerank",
+                                          apply_threshold=False)
+            return [Passage.of_chunk(h) for h in result.hits]
+
+        result = drift_search(search, planner, question, primer, first, limits)
+        trace = {"level": primer.level, "drift": {**result.trace, "first_follow_ups": source},
+                 "queries": [f.query for f in result.follow_ups]}
+        reasons, errors = ([f"DRIFT primer: {source['error']}"] if source.get("error") else []), []
+        if not result.passages:
+            return Answer(question, no_answer_sentence(detect_language(question)), [], decision, offline=llm is None,
+                          no_answer=True, partial=result.partial, trace=trace)
+        if llm is not None:
+            try:
+                generated = llm_answer(llm, question, result.passages, detect_language(question),
+                                       partial=result.partial)
+                return Answer(question, generated.text, citations_for(generated.numbers, result.passages), decision,
+                              offline=False, no_answer=generated.no_answer, partial=result.partial,
+                              degraded=bool(reasons), degraded_reasons=reasons,
+                              trace={**trace, "prompt_chars": generated.prompt_chars})
+            except CitationError as exc:
+                errors.append(f"LLM answer withheld: {exc}")
+                reasons.append("the LLM answer failed its citation check; extractive answer instead")
+                trace["withheld_answer"] = exc.answer
+            except LLMError as exc:
+                reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
+        text, quotes = drift_offline_answer(question, result)
+        numbers = check_citations(text, len(result.passages))
+        return Answer(question, text, citations_for(numbers, result.passages, quotes), decision, offline=True,
+                      degraded=bool(reasons), degraded_reasons=reasons, partial=result.partial, errors=errors,
+                      trace=trace)
+
+    def _global(self, tenant, groups, question, decision, llm, budget: GlobalBudget | None = None) -> Answer:
         result = ask_global(self.db, self.embedder, tenant, groups, question, llm=llm,
                             max_map_calls=self.settings.global_max_map_calls,
-                            max_cost_usd=self.settings.global_max_cost_usd)
+                            max_cost_usd=self.settings.global_max_cost_usd, budget=budget, on_text=token_sink())
         quotes: dict[int, list[str]] = {}
         for theme in result.themes:  # a theme's citation quotes the sentence the answer shows
             quotes.setdefault(theme.report_id, []).append(theme.summary)

@@ -15,7 +15,8 @@ from api.cli.common import (JsonOption, TenantOption, app, database, err, fail, 
 from core.errors import CrossroadsError
 from core.settings import get_settings
 
-RouteOption = typer.Option("auto", "--route", "-r", help="auto (classify) | local | global | multihop.")
+RouteOption = typer.Option("auto", "--route", "-r", help="auto (classify) | local | global | multihop | drift "
+                           "(global to local: community reports, then follow-up local searches).")
 
 
 @app.command()
@@ -25,6 +26,9 @@ def ask(
     groups: str = typer.Option(..., "--groups", "-g", help="The asker's groups (comma-separated); ACLs are applied in SQL."),
     route: str = RouteOption,
     offline: bool = typer.Option(False, "--offline", metavar="", help="Answer without the LLM even when a key is set."),
+    budget: Optional[str] = typer.Option(
+        None, "--budget", help="The global route's cost dial: LLM calls for the question (6: one for the answer, the "
+        "rest split between rating and mapping community reports) or dollars ($0.05). No effect offline."),
     json_out: bool = JsonOption,
 ) -> None:
     """Answer a question by its route, with checked citations.
@@ -32,18 +36,20 @@ def ask(
     local: hybrid search + rerank; global: map-reduce over the graph's community reports;
     multihop: an agentic search loop. Without ANTHROPIC_API_KEY answers are extractive (labelled offline).
     """
+    from graph.query.global_budget import parse_budget
     from router.service import QuestionRouter
 
     settings = get_settings()
     try:
+        dial = parse_budget(budget)
         with database(settings) as db:
             require_tenant(db, tenant)
             require_groups(db, tenant, parse_groups(groups))
             with QuestionRouter(db, settings, use_llm=False if offline else None) as router:
                 if json_out:
-                    print_json(router.ask(tenant, parse_groups(groups), question, route).to_dict())
+                    print_json(router.ask(tenant, parse_groups(groups), question, route, budget=dial).to_dict())
                     return
-                answer = _stream_answer(router.ask_events(tenant, parse_groups(groups), question, route))
+                answer = _stream_answer(router.ask_events(tenant, parse_groups(groups), question, route, budget=dial))
     except (CrossroadsError, ValueError) as exc:
         fail(exc)
     _print_sources(answer)

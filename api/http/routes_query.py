@@ -14,6 +14,7 @@ from api import usecases
 from api.http.services import Services, services
 from api.http.auth import Principal, reader
 from api.http.problems import validation_problem
+from graph.query.global_budget import BudgetError, parse_budget
 from api.http.schemas import AskRequest, RouteRequest, RouteResponse, SearchRequest, SearchResponse, check_text
 
 log = logging.getLogger("crossroads.api")
@@ -107,24 +108,30 @@ def route(body: RouteRequest, principal: Principal = Depends(reader), svc: Servi
                                         "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
 def ask(body: AskRequest, principal: Principal = Depends(reader), svc: Services = Depends(services)):
     check_text("question", body.question, svc.settings.api_max_question_chars)
+    try:
+        budget = parse_budget(body.budget)
+    except BudgetError as exc:
+        raise validation_problem([{"loc": ("body", "budget"), "msg": str(exc), "type": "value_error"}]) from None
     router_ = svc.router()
     groups = list(principal.groups)
     history = [turn.model_dump() for turn in body.history]
     if body.stream:
-        return StreamingResponse(_events(svc, router_, principal.tenant, groups, body.question, body.route, history),
+        return StreamingResponse(_events(svc, router_, principal.tenant, groups, body.question, body.route, history,
+                                         budget),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     return JSONResponse(json.loads(to_json(answer_question(svc, router_, principal.tenant, groups, body.question,
-                                                           body.route, history))))
+                                                           body.route, history, budget=budget))))
 
 
 def answer_question(svc: Services, router_, tenant: str, groups: list[str], question: str, route: str,
-                    history: list[dict], field: str = "question") -> dict:
+                    history: list[dict], field: str = "question", budget=None) -> dict:
     """The answer as /v1/ask returns it (and /v1/chat/completions wraps it); a 422 naming `field` (where the
     question came from) for a question the router refuses."""
     conversation = usecases.standalone_question(getattr(router_, "llm", None), question, history)
     try:
-        answer = router_.ask(tenant, groups, conversation.question, route=route)
+        answer = router_.ask(tenant, groups, conversation.question, route=route,
+                             **({"budget": budget} if budget is not None else {}))
     except ValueError as exc:
         raise validation_problem([{"loc": ("body", *field.split(".")), "msg": str(exc), "type": "value_error"}]) from None
     answered = usecases.with_conversation(answer.to_dict(), conversation)
@@ -142,11 +149,12 @@ def _frame(name: str, data) -> str:
 
 
 def answer_events(svc: Services, router_, tenant: str, groups: list[str], question: str, route: str,
-                  history: list[dict]):
+                  history: list[dict], budget=None):
     """The router's answer events (router.service.QuestionRouter.ask_events), asked as the standalone question
     when there is history; `usage` and `done` count the rewrite, and `done` says what was asked."""
     conversation = usecases.standalone_question(getattr(router_, "llm", None), question, history)
-    for name, data in router_.ask_events(tenant, groups, conversation.question, route=route):
+    for name, data in router_.ask_events(tenant, groups, conversation.question, route=route,
+                                         **({"budget": budget} if budget is not None else {})):
         if name == "done":
             data = usecases.with_conversation(data, conversation)
             _record(svc, data)
@@ -155,9 +163,10 @@ def answer_events(svc: Services, router_, tenant: str, groups: list[str], questi
         yield name, data
 
 
-def _events(svc: Services, router_, tenant: str, groups: list[str], question: str, route: str, history: list[dict]):
+def _events(svc: Services, router_, tenant: str, groups: list[str], question: str, route: str, history: list[dict],
+            budget=None):
     try:
-        for name, data in answer_events(svc, router_, tenant, groups, question, route, history):
+        for name, data in answer_events(svc, router_, tenant, groups, question, route, history, budget):
             yield _frame(name, data)
     except Exception:  # noqa: BLE001 - the status line is sent: report the failure as an event
         log.exception("streaming answer failed")

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from api.http.problems import validation_problem
 from vector.document_ids import DOC_ID_MAX_CHARS, doc_id_problem
 
-Route = Literal["auto", "local", "global", "multihop"]
+Route = Literal["auto", "local", "global", "multihop", "drift"]
 
 
 def _storable(value: str) -> str:
@@ -73,6 +73,10 @@ class AskRequest(Query):
     question: Text = Field(..., min_length=1, description="The question, in Russian or English.")
     route: Route = Field("auto", description="`auto` lets the router classify; the others force a route.")
     stream: bool = Field(False, description="Answer as server-sent events: route, token..., citations, usage, done.")
+    budget: int | str | None = Field(
+        None, description="The global route's cost dial for this question: LLM calls (`6`: the answer's one, the "
+        "rest split between rating and mapping community reports) or dollars (`\"$0.05\"`); absent: the server's "
+        "caps. No effect offline.")
     history: History = Field(
         default_factory=list, description="Earlier turns, oldest first (at most 50, 100,000 characters in all). With an "
         "LLM configured, a follow-up (\"and what about its price?\") is rewritten into a standalone question from "

@@ -29,16 +29,21 @@ from core.llm.client import LLM, llm_stage
 from core.llm.usage import Usage
 from core.llm.errors import LLMError, RefusedError
 from core.llm.limiter import concurrency_of, map_ordered
-from core.llm.prompting import MalformedReply, Tool, call_tool, complete_text
+from core.llm.prompting import MalformedReply, Tool, call_tool, complete_text, stream_text
 from graph.query.answer_text import say
+from graph.query.global_budget import GlobalBudget, spread
 from graph.query.global_search import (GlobalResult, Point, choose_level, extractive_answer,
-                                 global_search)
+                                 global_search, relevance, stems)
 from graph.levels import AccessLevel
 from graph.prompts import (ANSWER_SYSTEM, MAPPING_TOOL, MAP_SYSTEM, MAP_TOOL, RATE_SYSTEM, RATE_TOOL, RATING_TOOL,
                            brief_report, full_report, points_message, reports_message)
 
 
 DROPPABLE = (MalformedReply, RefusedError)  # a batch failing so is dropped alone; any other LLMError: the API is down
+# A level's reports are spread over as many calls as the LLM takes at once (core.llm_limiter), so a question's
+# rating and map calls are in flight together instead of one batch after another; never fewer reports than
+# this per call (a call carries its system prompt and tool: one report per call would mostly pay for those).
+MIN_REPORTS_PER_CALL = 2
 
 
 def _tokens(text: str) -> int:
@@ -59,18 +64,39 @@ def _batches(items: list[dict], render: Callable[[dict], str], budget: int) -> l
     return out
 
 
+def _split(items: list[dict], render: Callable[[dict], str], budget: int, calls: int,
+           min_per_call: int) -> list[list[tuple[dict, str]]]:
+    """`items` spread over up to `calls` consecutive batches (graph.query.global_budget.spread), each batch
+    further cut where it passes the token budget."""
+    out, start = [], 0
+    for size in spread(len(items), calls, min_per_call):
+        out += _batches(items[start:start + size], render, budget)
+        start += size
+    return out
+
+
 class LLMGlobalSearch:
     def __init__(self, llm: LLM, *, rate_threshold: float = 30, map_budget_tokens: int = 6000,
                  reduce_budget_tokens: int = 6000, max_map_calls: int | None = None,
-                 max_cost_usd: float | None = None):
+                 max_cost_usd: float | None = None, budget: GlobalBudget | None = None,
+                 on_text: Callable[[str], None] | None = None):
         """`max_map_calls`, `max_cost_usd`: the question's cap on map calls and on its cost so far (rating
         included), checked before each map call; the highest-rated reports are mapped first, so a cap
-        leaves out the least relevant ones, and the trace says so (`map_capped`)."""
+        leaves out the least relevant ones, and the trace says so (`map_capped`). `budget`: the question's
+        cost dial (graph/query/global_budget.py): a call budget decides how many reports are rated and
+        mapped, a dollar budget lowers the cost cap (and stops the selection's rating too). `on_text`: the
+        reduce's first answer attempt is streamed to it as it arrives (the caller withdraws it when the
+        answer returned is another)."""
         self.llm, self.rate_threshold = llm, rate_threshold
         self.map_budget, self.reduce_budget = map_budget_tokens, reduce_budget_tokens
+        self.budget, self.on_text = budget, on_text
+        if budget is not None and budget.usd is not None:
+            max_cost_usd = budget.usd if max_cost_usd is None else min(max_cost_usd, budget.usd)
         self.max_map_calls, self.max_cost_usd = max_map_calls, max_cost_usd
 
-    def search(self, levels: list[AccessLevel], user_groups: set[str], load_reports, question: str) -> GlobalResult:
+    def search(self, levels: list[AccessLevel], user_groups: set[str], load_reports, question: str,
+               query_vec=None) -> GlobalResult:
+        """`query_vec`: the question's vector, for the offline ranking a call budget spends itself on."""
         level = choose_level(levels, user_groups)
         if level is None:  # no LLM call can help a user who fits no level
             return GlobalResult(say("no_level", question), None, offline=False,
@@ -80,7 +106,7 @@ class LLMGlobalSearch:
         try:
             reports = load_reports(level.name)
             trace["reports"] = len(reports)
-            return self._search(level.name, reports, question, usage, trace)
+            return self._search(level.name, reports, question, usage, trace, query_vec)
         except LLMError as err:
             result = global_search(levels, user_groups, load_reports, question, None)
             result.degraded = True
@@ -112,9 +138,11 @@ class LLMGlobalSearch:
             out.append(reply.value)
         return out
 
-    def _rate(self, reports: list[dict], question: str, usage: Usage, trace: dict) -> dict[int, float]:
+    def _rate(self, reports: list[dict], question: str, usage: Usage, trace: dict,
+              batches: list | None = None) -> dict[int, float]:
         scores: dict[int, float] = {}
-        batches = _batches(reports, brief_report, self.map_budget)
+        if batches is None:
+            batches = _split(reports, brief_report, self.map_budget, concurrency_of(self.llm), MIN_REPORTS_PER_CALL)
         messages = [reports_message(question, [t for _, t in batch], RATE_TOOL) for batch in batches]
         for batch, reply in zip(batches, self._ask_all(usage, trace, "rating_calls", RATE_SYSTEM, RATING_TOOL,
                                                         messages)):
@@ -135,6 +163,12 @@ class LLMGlobalSearch:
             children.setdefault(r["parent"], []).append(r)
         selected, ratings, frontier = [], {}, children.get(None, [])
         while frontier:
+            # a dollar budget stops the descent too (the server's cost cap only the map phase); the roots are
+            # always rated: the map phase needs something to read
+            cap = self._cost_cap_reached(usage) if self.budget is not None and self.budget.usd else None
+            if cap and ratings:
+                trace["rating_capped"] = f"{cap}: {len(frontier)} reports deeper down were not rated"
+                break
             scores = self._rate(sorted(frontier, key=lambda r: r["id"]), question, usage, trace)
             ratings.update(scores)
             relevant = [rid for rid in sorted(scores) if scores[rid] >= self.rate_threshold]
@@ -142,9 +176,38 @@ class LLMGlobalSearch:
             frontier = [c for rid in relevant for c in children.get(rid, [])]
         return selected, ratings
 
+    def _select_within(self, reports: list[dict], question: str, usage: Usage, trace: dict,
+                       query_vec) -> tuple[list[int], dict]:
+        """A call budget's selection: every report of the level ranked offline (words + vector, no call),
+        the best that fit `rating` calls rated, the relevant kept (best rated first); without a rating
+        call, the offline ranking's order stands."""
+        rating_calls, _ = self.budget.split()
+        q = set(stems(question))
+        offline = {r["id"]: relevance(q, query_vec, r) for r in reports}
+        ranked = sorted(reports, key=lambda r: (-offline[r["id"]], r["id"]))
+        if not rating_calls:
+            trace["budget_ranked"] = [r["id"] for r in ranked]
+            return [r["id"] for r in ranked], {rid: round(100 * s, 1) for rid, s in offline.items()}
+        batches = _batches(ranked, brief_report, self.map_budget)[:rating_calls]
+        rated = [r for batch in batches for r, _ in batch]
+        trace["budget_unrated"] = len(reports) - len(rated)
+        scores = self._rate(rated, question, usage, trace, batches)
+        relevant = [rid for rid in scores if scores[rid] >= self.rate_threshold]
+        return sorted(relevant, key=lambda rid: (-scores[rid], -offline[rid], rid)), scores
+
     def _map(self, reports: list[dict], question: str, usage: Usage, trace: dict) -> list[tuple[str, float, list[int]]]:
-        points, dropped, batches = [], 0, _batches(reports, full_report, self.map_budget)
+        points, dropped = [], 0
         wave = concurrency_of(self.llm)
+        if self.budget is not None and self.budget.calls is not None:
+            calls = self.budget.split()[1]  # the budget's map calls, one report each at the least
+            batches = _split(reports, full_report, self.map_budget, calls, 1)
+            if len(batches) > calls:
+                left = batches[calls:]
+                trace["budget_left_out"] = (f"the budget of {self.budget.calls} calls maps {calls} batches: "
+                                            f"{sum(len(b) for b in left)} reports (the lowest rated) were not read")
+                batches = batches[:calls]
+        else:
+            batches = _split(reports, full_report, self.map_budget, wave, MIN_REPORTS_PER_CALL)
         n = 0
         # In waves of as many calls as the LLM takes at once: the caps are checked before each wave (the
         # cost cap can be passed by at most one wave), and the calls cap is never passed.
@@ -177,16 +240,30 @@ class LLMGlobalSearch:
     def _cap_reached(self, usage: Usage, trace: dict) -> str | None:
         if self.max_map_calls is not None and trace["map_calls"] >= self.max_map_calls:
             return f"the cap of {self.max_map_calls} map calls per question (CROSSROADS_GLOBAL_MAX_MAP_CALLS) was reached"
+        return self._cost_cap_reached(usage)
+
+    def _cost_cap_reached(self, usage: Usage) -> str | None:
         if self.max_cost_usd is not None and usage.cost_usd is not None and usage.cost_usd >= self.max_cost_usd:
             return (f"the cap of ${self.max_cost_usd:g} per question (CROSSROADS_GLOBAL_MAX_COST_USD) was reached "
                     f"(${usage.cost_usd:.4f} spent)")
         return None
 
-    def _search(self, level: str, reports: list[dict], question: str, usage: Usage, trace: dict) -> GlobalResult:
+    def _search(self, level: str, reports: list[dict], question: str, usage: Usage, trace: dict,
+                query_vec=None) -> GlobalResult:
         by_id = {r["id"]: r for r in reports}
-        selected, ratings = self._select(reports, question, usage, trace)
+        if self.budget is not None:
+            trace["budget"] = self.budget.as_dict()
+            if self.budget.calls is not None:
+                rating, mapping = self.budget.split()
+                trace["budget"].update(rating_calls=rating, map_calls=mapping, answer_calls=1)
+        if self.budget is not None and self.budget.calls is not None:
+            selected, ratings = self._select_within(reports, question, usage, trace, query_vec)
+        else:
+            selected, ratings = self._select(reports, question, usage, trace)
         trace.update(selected=selected, ratings={rid: ratings[rid] for rid in sorted(ratings)})
-        by_rating = sorted(selected, key=lambda rid: (-ratings[rid], rid))  # a cap leaves out the least relevant
+        # a cap leaves out the least relevant; a call budget's selection comes ranked already
+        by_rating = selected if "budget_ranked" in trace or "budget_unrated" in trace else \
+            sorted(selected, key=lambda rid: (-ratings[rid], rid))
         mapped = self._map([by_id[rid] for rid in by_rating], question, usage, trace)
         # reduce: zeros say "does not help"; ties broken by text so the order is reproducible
         packed, used, seen = [], 0, set()
@@ -226,7 +303,13 @@ class LLMGlobalSearch:
         for attempt in range(2):
             trace["answer_calls"] += 1
             try:
-                reply = complete_text(self.llm, task="answer", system=ANSWER_SYSTEM, messages=messages, max_tokens=4096)
+                if attempt == 0 and self.on_text is not None:  # the first token reaches the reader at once
+                    reply = stream_text(self.llm, task="answer", system=ANSWER_SYSTEM, messages=messages,
+                                        max_tokens=4096, on_text=self.on_text)
+                    trace["answer_streamed"] = True
+                else:
+                    reply = complete_text(self.llm, task="answer", system=ANSWER_SYSTEM, messages=messages,
+                                          max_tokens=4096)
             except LLMError as err:  # refused, cut twice, the API down: the paid points stand, answered extractively
                 trace["degraded"] = f"the answer failed ({err}): extractive answer instead"
                 return "", set(), True

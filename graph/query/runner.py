@@ -10,6 +10,7 @@ from core.database import Database
 from core.embeddings import Embedder
 from core.llm.client import LLM
 from graph import retrieval_store, store
+from graph.query.global_budget import GlobalBudget
 from graph.query.global_llm import LLMGlobalSearch
 from graph.query.global_search import GlobalResult, Point, Theme, global_search
 from graph.query.theme_text import ScopePassage
@@ -46,10 +47,13 @@ class GlobalAnswer:
 
 def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: list[str], question: str,
                llm: LLM | None = None, *, max_map_calls: int | None = None,
-               max_cost_usd: float | None = None) -> GlobalAnswer:
+               max_cost_usd: float | None = None, budget: GlobalBudget | None = None,
+               on_text=None) -> GlobalAnswer:
     """The answer, cited reports with the documents behind them, and a trace. Groups come from auth.
     With an `llm` the LLM map-reduce answers (falling back offline itself, `degraded`), its map phase
-    capped per question by `max_map_calls` and `max_cost_usd`; else offline."""
+    capped per question by `max_map_calls` and `max_cost_usd`, its calls set by `budget` (a call budget
+    ranks the reports offline first, by the question's vector too), its answer streamed to `on_text`;
+    else offline (no call: the budget changes nothing)."""
     with db.connection() as conn:
         levels = store.list_levels(conn, tenant)
 
@@ -57,9 +61,11 @@ def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: lis
         with db.connection() as conn:
             return store.list_reports(conn, tenant, level)
 
-    if llm is not None:  # the LLM rates reports itself: no question embedding needed
-        result: GlobalResult = LLMGlobalSearch(llm, max_map_calls=max_map_calls,
-                                                  max_cost_usd=max_cost_usd).search(levels, set(groups), load, question)
+    if llm is not None:  # the LLM rates reports itself: no question embedding needed, but for a call budget's ranking
+        vector = embedder.embed_query(question) if embedder and budget is not None and budget.calls else None
+        result: GlobalResult = LLMGlobalSearch(llm, max_map_calls=max_map_calls, max_cost_usd=max_cost_usd,
+                                               budget=budget, on_text=on_text).search(levels, set(groups), load,
+                                                                                      question, vector)
     else:
         vector = embedder.embed_query(question) if embedder else None
 
