@@ -188,7 +188,9 @@ class LLMGlobalSearch:
         if not rating_calls:
             trace["budget_ranked"] = [r["id"] for r in ranked]
             return [r["id"] for r in ranked], {rid: round(100 * s, 1) for rid, s in offline.items()}
-        batches = _batches(ranked, brief_report, self.map_budget)[:rating_calls]
+        # the best-ranked reports that fit the rating calls, spread over all of them (in flight together)
+        fit = [r for batch in _batches(ranked, brief_report, self.map_budget)[:rating_calls] for r, _ in batch]
+        batches = _split(fit, brief_report, self.map_budget, rating_calls, 1)[:rating_calls]
         rated = [r for batch in batches for r, _ in batch]
         trace["budget_unrated"] = len(reports) - len(rated)
         scores = self._rate(rated, question, usage, trace, batches)
