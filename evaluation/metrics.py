@@ -14,7 +14,11 @@ Definitions (seed formulas; the seed's search already cut the list to k, here `k
                   the k best grades among ALL known relevant documents, retrieved or not, so a missed
                   relevant document lowers the score; 0.0 when there is nothing relevant (as the seed);
 - evidence recall@k = 1.0 when every gold document is in the top k, else 0.0 (multi-hop questions
-                  need all their evidence; one of two paragraphs is not half an answer).
+                  need all their evidence; one of two paragraphs is not half an answer);
+- recall@5 as HippoRAG reports it (Gutiérrez et al. 2024, and HippoRAG 2): per question the share of its
+                  gold passages among the top 5, averaged over the questions; always at 5 whatever the run's
+                  k, so the number compares with published tables (their passages are this harness's
+                  documents: one corpus line each).
 """
 from __future__ import annotations
 
@@ -83,6 +87,18 @@ def evidence_recall_at_k(ranked_doc_ids: Sequence[str], gold: set[str], k: int) 
     return 1.0 if set(gold) <= set(ranked_doc_ids[:k]) else 0.0
 
 
+HIPPORAG_K = 5
+
+
+def hipporag_recall_at_k(ranked_doc_ids: Sequence[str], gold: set[str], k: int = HIPPORAG_K) -> float:
+    """HippoRAG's recall@k: the share of the question's gold passages in the top k (partial credit, unlike
+    evidence recall's all-or-nothing)."""
+    _check_k(k)
+    if not gold:
+        raise ValueError("recall@k is undefined for a question with no gold passages")
+    return len(set(ranked_doc_ids[:k]) & set(gold)) / len(gold)
+
+
 def percentile(values: Iterable[float], p: float) -> float:
     """The p-th percentile (0-100), linear interpolation between closest ranks (numpy's default)."""
     data = sorted(values)
@@ -107,6 +123,7 @@ class QueryScores:
     rr: float
     ndcg: float
     evidence_recall: float | None = None  # only for multi-gold questions
+    recall_at_5: float | None = None  # HippoRAG's recall@5, at 5 whatever k
     latency_ms: float | None = None
     found: tuple[str, ...] = field(default=())
     missing: tuple[str, ...] = field(default=())
@@ -133,6 +150,7 @@ def score_query(
         rr=reciprocal_rank(ranked, relevant, k),
         ndcg=ndcg_at_k(ranked, grades, k),
         evidence_recall=evidence_recall_at_k(ranked, relevant, k) if multi_gold else None,
+        recall_at_5=hipporag_recall_at_k(ranked, relevant, HIPPORAG_K),
         latency_ms=latency_ms,
         found=tuple(top),
         missing=tuple(missing),
@@ -147,7 +165,7 @@ def summarise(per_query: Sequence[QueryScores]) -> dict:
     """Means over the questions (None where nothing was measured) and latency percentiles.
 
     `mrr` is the mean reciprocal rank; `evidence_recall` averages multi-gold questions only
-    (`n_multi_gold` of them); `misses` lists the questions with nothing relevant in the top k
+    (`n_multi_gold` of them), `recall_at_5` (HippoRAG's) every question; `misses` lists the questions with nothing relevant in the top k
     (the seed's MISS lines)."""
     multi = [q.evidence_recall for q in per_query if q.evidence_recall is not None]
     latencies = [q.latency_ms for q in per_query if q.latency_ms is not None]
@@ -158,6 +176,7 @@ def summarise(per_query: Sequence[QueryScores]) -> dict:
         "mrr": _mean([q.rr for q in per_query]),
         "ndcg": _mean([q.ndcg for q in per_query]),
         "evidence_recall": _mean(multi),
+        "recall_at_5": _mean([q.recall_at_5 for q in per_query if q.recall_at_5 is not None]),
         "n_multi_gold": len(multi),
         "p50_ms": percentile(latencies, 50) if latencies else None,
         "p95_ms": percentile(latencies, 95) if latencies else None,

@@ -190,12 +190,14 @@ def _print_eval(payload: dict, json_out: bool) -> None:
         print_json(payload)
         return
     table = Table(title=f"{payload['dataset']}: {payload['queries']} questions, k={payload['k']}")
-    for col in ("config", "recall", "precision", "MRR", "nDCG", "evidence", "p50 ms", "p95 ms", "misses"):
+    for col in ("config", "recall", "precision", "MRR", "nDCG", "evidence", "R@5 (HippoRAG)", "p50 ms", "p95 ms",
+                "misses"):
         table.add_column(col, justify="right")
     for name, s in payload["results"].items():
         ev = f"{s['evidence_recall']:.3f}" if s["evidence_recall"] is not None else "—"
+        r5 = f"{s['recall_at_5']:.3f}" if s.get("recall_at_5") is not None else "—"
         table.add_row(name, f"{s['recall']:.3f}", f"{s['precision']:.3f}", f"{s['mrr']:.3f}", f"{s['ndcg']:.3f}",
-                      ev, f"{s['p50_ms']:.0f}", f"{s['p95_ms']:.0f}", str(len(s["misses"])))
+                      ev, r5, f"{s['p50_ms']:.0f}", f"{s['p95_ms']:.0f}", str(len(s["misses"])))
     out.print(table)
     for line in settings_lines(payload["settings"], payload["k"]):
         out.print(Text(line))
