@@ -20,6 +20,7 @@ from api import usecases
 import api.cli.ask  # noqa: F401
 import api.cli.embeddings  # noqa: F401
 import api.cli.graph  # noqa: F401
+import api.cli.judge  # noqa: F401
 import api.cli.levels  # noqa: F401
 import api.cli.llm  # noqa: F401
 import api.cli.search  # noqa: F401
