@@ -16,7 +16,7 @@ from core.llm.client import make_llm
 from core.settings import Settings
 from tests.conftest import ROOT, crossroads
 from tests.fakes.anthropic_server import FakeAnthropic, error, refusal, text, tool_use
-from tests.test_global_llm import phases
+from tests.test_global_llm import _all_relevant, phases
 
 
 def test_orders_swap_and_unswap_to_the_configuration():
@@ -123,7 +123,7 @@ def judge_and_answer(body: dict):
     if tool in ("judge_answers", "check_claims"):
         return judging(body)
     if tool in ("rate_reports", "record_points"):
-        return phases()(body)
+        return phases()(_all_relevant(body))
     return text("The fixtures say this [1].")  # answers: local and the global reduce both cite [1]
 
 
