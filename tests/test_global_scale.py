@@ -191,3 +191,17 @@ def test_fixtures_drift_with_the_llm_plans_follow_ups_and_its_answer_citations_a
             bad = router.ask(demo_tenant, GROUPS, QUESTION, route="drift")
     assert bad.degraded and bad.offline and "[99]" not in bad.answer and bad.errors
     _checked(bad)
+
+
+def test_http_ask_takes_a_budget_and_the_drift_route(db, client, demo_tenant):
+    from api import tokens
+    from tests.conftest import bearer
+
+    with db.connection() as conn:
+        token = tokens.create_token(conn, demo_tenant, GROUPS, "reader")[0]
+    r = client.post("/v1/ask", json={"question": QUESTION, "route": "global", "budget": "lots"}, headers=bearer(token))
+    assert r.status_code == 422 and "budget" in r.text
+    r = client.post("/v1/ask", json={"question": QUESTION, "route": "drift", "budget": 6}, headers=bearer(token))
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["route"]["route"] == "drift" and body["citations"] and body["offline"]  # offline: no call to budget

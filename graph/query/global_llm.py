@@ -19,6 +19,10 @@ flagged degraded and the trace counts it). An API error (the SDK already retried
 offline `global_search`: a query never raises because the API is down. Corpus text is XML-escaped
 inside tags and the system prompts say it is data, so a report cannot close its tag and speak as the
 system.
+Calls in flight together: each level's rating and the map phase are spread over the LLM's concurrency
+(`_split`: at least MIN_REPORTS_PER_CALL reports a call), the limiter (core.llm_limiter) bounding them.
+A per-question budget (graph/query/global_budget.py) sets the calls instead: a call budget ranks the reports
+offline and rates / maps within its split; a dollar budget lowers the cost cap, for the selection too.
 """
 from __future__ import annotations
 
