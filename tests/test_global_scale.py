@@ -8,7 +8,7 @@ import re
 import pytest
 
 from core.citations import cited_numbers
-from core.llm import make_llm
+from core.llm.client import make_llm
 from core.settings import Settings
 from graph.query.drift_primer import Primer, PrimerReport, offline_follow_ups, subject_words
 from graph.query.global_budget import BudgetError, GlobalBudget, parse_budget, spread
@@ -16,7 +16,7 @@ from graph.query.runner import ask_global
 from router.agentic import Decision
 from router.drift import DriftLimits, drift_search, offline_answer
 from router.service import QuestionRouter
-from router.types import Passage
+from answers.types import Passage
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 from tests.test_global_llm import _all_relevant, cite_all, phases
 

@@ -1,9 +1,9 @@
-"""HippoRAG's recall@5 beside the all-gold evidence recall (vector/evaluation/metrics.py)."""
+"""HippoRAG's recall@5 beside the all-gold evidence recall (evaluation/metrics.py)."""
 from __future__ import annotations
 
 import pytest
 
-from vector.evaluation.metrics import hipporag_recall_at_k, score_query, summarise
+from evaluation.metrics import hipporag_recall_at_k, score_query, summarise
 
 
 def test_recall_at_5_is_the_share_of_gold_passages_in_the_top_5():
