@@ -104,7 +104,7 @@ class QuestionRouter:
         started = time.perf_counter()
         # one meter for every LLM call of the question: classifier, transforms, reranker, planner, answer
         with UsageMeter().metering() as meter:
-            decision = self.classify(question, route, llm=self.llm)
+            decision = self._global_mode(self.classify(question, route, llm=self.llm))
             return self._answer_route(tenant, groups, question, decision, meter, started, budget)
 
     def ask_events(self, tenant: str, groups: list[str], question: str, route: str = "auto",
@@ -120,7 +120,7 @@ class QuestionRouter:
         meter = UsageMeter()  # metering only around calls, never across a yield (each may resume elsewhere)
         try:
             with meter.metering():
-                decision = self.classify(question, route, llm=self.llm)
+                decision = self._global_mode(self.classify(question, route, llm=self.llm))
         except ValueError as exc:
             yield "error", {"title": "Invalid question", "detail": str(exc)}
             return
@@ -166,12 +166,16 @@ class QuestionRouter:
         yield "usage", {**answer.usage, "latency_ms": answer.latency_ms}
         yield "done", answer.to_dict()
 
-    def _answer_route(self, tenant, groups, question, decision, meter: UsageMeter, started,
-                      budget: GlobalBudget | None = None) -> Answer:
-        groups = sorted({g for g in groups if g})
+    def _global_mode(self, decision: RouteDecision) -> RouteDecision:
+        """A global route answered by DRIFT when CROSSROADS_GLOBAL_MODE=drift (before the route is shown)."""
         if decision.route == "global" and self.settings.global_mode == "drift":
             decision.reason += " Answered by DRIFT (CROSSROADS_GLOBAL_MODE=drift)."
             decision.route = "drift"
+        return decision
+
+    def _answer_route(self, tenant, groups, question, decision, meter: UsageMeter, started,
+                      budget: GlobalBudget | None = None) -> Answer:
+        groups = sorted({g for g in groups if g})
         if decision.route == "drift":
             answer = self._drift(tenant, groups, question, decision, self.llm)
         elif decision.route == "global":
