@@ -280,10 +280,11 @@ class Settings(BaseSettings):
         30, ge=1, description="Global search with an LLM: map calls per question at most; the highest-rated reports "
         "are read first and the trace says when the cap cut the map phase."
     )
-    global_mode: Literal["map_reduce", "drift"] = Field(
-        "map_reduce", description="How the global route answers: map-reduce over the community reports, or DRIFT "
-        "(router/drift.py: the best reports, follow-up local searches from them, one cited answer). `route=drift` "
-        "forces DRIFT for one question.")
+    global_mode: Literal["map_reduce", "drift", "auto"] = Field(
+        "map_reduce", description="How the global route answers: map-reduce over the community reports, DRIFT "
+        "(router/drift.py: the best reports, follow-up local searches from them, one cited answer), or auto: DRIFT "
+        "when the question names an entity of the reader's graph, else map-reduce. `route=drift` forces DRIFT for "
+        "one question.")
     drift_max_follow_ups: int = Field(6, ge=1, le=30, description="DRIFT: follow-up local searches per question.")
     drift_max_depth: int = Field(2, ge=1, le=5, description="DRIFT: rounds of follow-ups (1: the primer's only).")
     drift_primer_reports: int = Field(3, ge=1, le=20, description="DRIFT: community reports the primer starts from.")

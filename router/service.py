@@ -28,6 +28,7 @@ from core.settings import Settings
 from graph.query.graph_search import GraphSearcher
 from graph.query.local_context import local_context
 from graph.query.drift_primer import primer as drift_primer
+from graph.query.entity_link import name_links
 from graph.query.global_budget import GlobalBudget
 from graph.query.runner import ask_global
 from router.agentic import Limits, agentic_search
@@ -104,7 +105,7 @@ class QuestionRouter:
         started = time.perf_counter()
         # one meter for every LLM call of the question: classifier, transforms, reranker, planner, answer
         with UsageMeter().metering() as meter:
-            decision = self._global_mode(self.classify(question, route, llm=self.llm))
+            decision = self._global_mode(self.classify(question, route, llm=self.llm), tenant, groups, question)
             return self._answer_route(tenant, groups, question, decision, meter, started, budget)
 
     def ask_events(self, tenant: str, groups: list[str], question: str, route: str = "auto",
@@ -120,7 +121,8 @@ class QuestionRouter:
         meter = UsageMeter()  # metering only around calls, never across a yield (each may resume elsewhere)
         try:
             with meter.metering():
-                decision = self._global_mode(self.classify(question, route, llm=self.llm))
+                decision = self._global_mode(self.classify(question, route, llm=self.llm), tenant, groups,
+                                             question)
         except ValueError as exc:
             yield "error", {"title": "Invalid question", "detail": str(exc)}
             return
@@ -166,12 +168,30 @@ class QuestionRouter:
         yield "usage", {**answer.usage, "latency_ms": answer.latency_ms}
         yield "done", answer.to_dict()
 
-    def _global_mode(self, decision: RouteDecision) -> RouteDecision:
-        """A global route answered by DRIFT when CROSSROADS_GLOBAL_MODE=drift (before the route is shown)."""
-        if decision.route == "global" and self.settings.global_mode == "drift":
+    def _global_mode(self, decision: RouteDecision, tenant: str, groups: list[str], question: str) -> RouteDecision:
+        """A global route answered by DRIFT (before the route is shown) when CROSSROADS_GLOBAL_MODE=drift, or with
+        `auto` when the question names a subject: an entity of the reader's graph, by name (graph/query/entity_link:
+        a capitalised or coded run of words equal to an entity's merge key)."""
+        mode = self.settings.global_mode
+        if decision.route != "global" or mode == "map_reduce":
+            return decision
+        if mode == "auto":
+            named = self._named_entities(tenant, groups, question)
+            decision.features["drift_subject"] = named
+            if not named:
+                return decision
+            decision.reason += f" Answered by DRIFT: the question names {', '.join(named[:3])} (CROSSROADS_GLOBAL_MODE=auto)."
+        else:
             decision.reason += " Answered by DRIFT (CROSSROADS_GLOBAL_MODE=drift)."
-            decision.route = "drift"
+        decision.route = "drift"
         return decision
+
+    def _named_entities(self, tenant: str, groups: list[str], question: str) -> list[str]:
+        level = self.graph.level(tenant, sorted({g for g in groups if g}))
+        if level is None:
+            return []
+        matrix, _ = self.graph.matrix(tenant, level.name)
+        return [link.surface for link in name_links(question, matrix.entity_index) if link.score >= 1.0]
 
     def _answer_route(self, tenant, groups, question, decision, meter: UsageMeter, started,
                       budget: GlobalBudget | None = None) -> Answer:

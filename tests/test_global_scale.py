@@ -205,3 +205,14 @@ def test_http_ask_takes_a_budget_and_the_drift_route(db, client, demo_tenant):
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["route"]["route"] == "drift" and body["citations"] and body["offline"]  # offline: no call to budget
+
+
+def test_fixtures_auto_mode_takes_drift_for_a_global_question_naming_a_subject(db, settings, demo_tenant,
+                                                                              local_embedder):
+    auto = settings.model_copy(update={"global_mode": "auto"})
+    with QuestionRouter(db, auto, embedder=local_embedder, use_llm=False) as router:
+        named = router.ask(demo_tenant, GROUPS, "Across all incidents, what problems has Nordpost Express caused?",
+                           route="global")
+        plain = router.ask(demo_tenant, GROUPS, QUESTION, route="global")
+    assert named.route.route == "drift" and "Nordpost Express" in named.route.reason and named.citations
+    assert plain.route.route == "global" and plain.route.features["drift_subject"] == []
