@@ -3,11 +3,14 @@ follow-ups, and units answering what it left open. The rules in answers/extracti
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.text.language import detect_language
 from answers.expected_type import VALUE_KINDS
 from answers.units import Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity
+from answers.reader import POOL, ReaderModel, unit_rows
 from answers.types import Passage
 
 # Another unit joins the answer when it scores at least half the best one's and its own words cover
@@ -18,10 +21,15 @@ EXTRA_GAIN = 0.1
 MAX_EMBEDDED_UNITS = 32
 
 def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700,
-                 kind: str | None = None, similarity: UnitSimilarity | None = None) -> Extracted:
+                 kind: str | None = None, similarity: UnitSimilarity | None = None,
+                 reader: ReaderModel | None = None) -> Extracted:
     """The best unit for the question, its block's follow-ups, and units answering what it left open.
     `kind`: the answer type, when the caller knows it better than `question` says; `similarity`: how
-    close in meaning units are to the question, for passages in the other language (`_across_languages`)."""
+    close in meaning units are to the question, for passages in the other language (`_across_languages`);
+    `reader`: the learned reader (answers/reader.py) chooses the first unit among the best candidates
+    and gives the answer its calibrated confidence and threshold."""
+    if reader is not None:
+        return _read(question, passages, kind, similarity, reader, max_chars, max_units)
     focus = Focus.of(question, kind)
     every = units(passages)
     if not focus.terms.stems or not every:
@@ -29,14 +37,12 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
     scorer = Scorer(focus, passages, every)
     # the search's best passages are in the other language: the one among their units closest in meaning
     # answers, one of the asked type when the question asks one (none such: they do not answer it)
-    lead = [u for u in every if u.passage in _other_language_lead(passages, detect_language(question) == "russian")]
-    if focus.kind:
-        lead = [u for u in lead if scorer.typed(u)]
+    lead = _lead(scorer, every, question)
     if similarity is not None and lead:
         # embedding a unit costs about 30 ms on the offline model: the best by their words, at most so many
         lead = sorted(lead, key=lambda u: (-scorer.score(u), u.passage, u.position))[:MAX_EMBEDDED_UNITS]
         return _across_languages(question, scorer, lead, every, similarity, max_chars)
-    candidates = [u for u in every if scorer.covered(u) or (focus.kind and scorer.typed(u))]
+    candidates = [u for u in every if scorer.covered(u) or (scorer.focus.kind and scorer.typed(u))]
     if not candidates:
         return Extracted("", [], 0.0)
     scores = {id(u): scorer.score(u) for u in candidates}
@@ -50,6 +56,73 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
               and passages[u.passage - 1].doc_id in topical]
     # of two equal units, a whole sentence before one the chunk cut
     first = min(valued or candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
+    chosen = _with_extras(first, candidates, scores, scorer, every, max_units, max_chars)
+    confidence = scorer.confidence(chosen)
+    text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
+    return Extracted(text, cite(chosen, scores), round(confidence, 4))
+
+
+def _lead(scorer: Scorer, every: list[Unit], question: str) -> list[Unit]:
+    lead = [u for u in every if u.passage in _other_language_lead(scorer.passages, detect_language(question) == "russian")]
+    return [u for u in lead if scorer.typed(u)] if scorer.focus.kind else lead
+
+
+@dataclass
+class Pool:
+    """What the learned reader chooses from: the question's scorer, every unit, the candidates, and the
+    best of them by their words (at most POOL) with their closeness in meaning to the question."""
+    scorer: Scorer
+    every: list[Unit]
+    candidates: list[Unit]
+    pool: list[Unit]
+    closeness: list[float]
+
+    def rows(self):
+        return unit_rows(self.scorer, self.pool, self.closeness)
+
+
+def reader_pool(question: str, passages: list[Passage], kind: str | None = None,
+                similarity: UnitSimilarity | None = None) -> Pool | None:
+    """The candidates as the hand-weighted answer has them (the other language's leading passages'
+    units when the search ranked those first and `similarity` can read them, else the units sharing
+    the question's words or of its asked type); None when there are none."""
+    focus = Focus.of(question, kind)
+    every = units(passages)
+    if not focus.terms.stems or not every:
+        return None
+    scorer = Scorer(focus, passages, every)
+    lead = _lead(scorer, every, question) if similarity is not None else []
+    candidates = lead or [u for u in every if scorer.covered(u) or (focus.kind and scorer.typed(u))]
+    if not candidates:
+        return None
+    pool = sorted(candidates, key=lambda u: (-scorer.score(u), u.passage, u.position))[:POOL]
+    closeness = list(similarity(question, [display(u) for u in pool])) if similarity else [0.0] * len(pool)
+    return Pool(scorer, every, candidates, pool, closeness)
+
+
+def _read(question: str, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
+          reader: ReaderModel, max_chars: int, max_units: int) -> Extracted:
+    """The learned reader's answer: of the pooled candidates (`reader_pool`), the unit the model gives
+    the highest probability of holding the answer, with its block and the extras `_with_extras` adds;
+    its confidence the calibrated probability that such an answer is right."""
+    found = reader_pool(question, passages, kind, similarity)
+    if found is None:
+        return Extracted("", [], 0.0, threshold=reader.threshold)
+    scorer, pool = found.scorer, found.pool
+    scores = {id(u): scorer.score(u) for u in found.candidates}
+    logits = reader.logits(found.rows())
+    best = max(range(len(pool)), key=lambda i: (logits[i], -pool[i].passage, -pool[i].position))
+    chosen = _with_extras(pool[best], found.candidates, scores, scorer, found.every, max_units, max_chars)
+    text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
+    return Extracted(text, cite(chosen, scores), round(reader.confidence(float(logits[best])), 4),
+                     threshold=reader.threshold, logit=float(logits[best]))
+
+
+def _with_extras(first: Unit, candidates: list[Unit], scores: dict[int, float], scorer: Scorer,
+                 every: list[Unit], max_units: int, max_chars: int) -> list[Unit]:
+    """The first unit with its block, then other candidates answering what it left open (see
+    EXTRA_SHARE), in passage order."""
+    focus = scorer.focus
     chosen = _with_block(first, every, max_chars)
     covered = set().union(*(scorer.covered(u) for u in chosen))
     used = sum(len(u.text) for u in chosen)
@@ -66,9 +139,7 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
         covered |= scorer.covered(u)
         used += len(u.text)
     chosen.sort(key=lambda u: (u.passage, u.position))
-    confidence = scorer.confidence(chosen)
-    text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
-    return Extracted(text, cite(chosen, scores), round(confidence, 4))
+    return chosen
 
 
 def _with_block(first: Unit, every: list[Unit], max_chars: int) -> list[Unit]:

@@ -138,10 +138,14 @@ class Extracted:
     # a chain that stops at an entity a step of the question found: what is still to be asked of it
     # ("Hannah Vogt is based in which office?"), the next search from there
     still_open: str = ""
+    # the confidence below which the passages do not answer: MIN_CONFIDENCE for the scorer's share of
+    # the question, the learned reader's own for its calibrated probability (answers/reader.py)
+    threshold: float = MIN_CONFIDENCE
+    logit: float | None = None  # the learned reader's logit for the answering unit, when it chose it
 
     @property
     def answered(self) -> bool:
-        return bool(self.picked) and self.confidence >= MIN_CONFIDENCE
+        return bool(self.picked) and self.confidence >= self.threshold
 
 
 def cite(units_: list[Unit], scores: dict[int, float]) -> list[Picked]:

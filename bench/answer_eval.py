@@ -103,7 +103,8 @@ def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tup
         heads += head_right
         every.append({"set": name, "qid": qid, "route": route, "right": contains_answer(answer.answer, golds),
                       "head_right": head_right, "question": question, "gold": golds[0], "answer": answer.answer,
-                      "confidence": confidence})
+                      "confidence": confidence, "no_answer": answer.no_answer,
+                      "withheld_right": _withheld_right(answer, golds)})
         if contains_answer(answer.answer, golds):
             hits += 1
             if confidence is not None:
@@ -148,7 +149,10 @@ def run_golden(router: QuestionRouter, name: str, tenant: str = "demo") -> dict:
                 continue
             right, heads, total = right + ok, heads + (ok if head is None else head), total + 1
             every.append({"set": name, "qid": q["qid"], "route": route, "score": ok, "head": head,
-                          "question": q["question"], "answer": answer.answer})
+                          "question": q["question"], "answer": answer.answer, "no_answer": answer.no_answer,
+                          "negative": not q.get("expected_docs") and "answer" not in q and "themes" not in q,
+                          "withheld_right": _withheld_right(answer, [q["answer"], *q.get("aliases", [])])
+                          if "answer" in q else False})
             if ok < 1 and len(misses) < 5:
                 misses.append({"qid": q["qid"], "question": q["question"], "score": round(ok, 2),
                                "answer": answer.answer[:300]})
@@ -157,6 +161,29 @@ def run_golden(router: QuestionRouter, name: str, tenant: str = "demo") -> dict:
         out[route] = {"accuracy": round(right / total, 3), "head": round(heads / total, 3), "n": total,
                       "misses": misses, "every": every}
         print(f"{name:9} {route:9} answer accuracy {out[route]['accuracy']} (n={total})", file=sys.stderr, flush=True)
+    return out
+
+
+def _withheld_right(answer, golds: list[str]) -> bool:
+    """The answer was withheld (below the no-answer threshold) though what it would have said holds the gold."""
+    return bool(answer.no_answer and answer.trace.get("withheld") and contains_answer(answer.trace["withheld"], golds))
+
+
+def abstention_report(every: list[dict]) -> dict:
+    """Per set: right answers withheld (what the answer would have said held the gold, but it stood
+    below the threshold) of the right ones, and negatives withheld."""
+    out: dict = {}
+    for e in every:
+        if e["route"] == "global":  # themes named, no single right answer
+            continue
+        r = out.setdefault(e["set"], {"right": 0, "right_withheld": 0, "negatives": 0, "negatives_withheld": 0})
+        shown_right = e.get("right", e.get("score") == 1.0 and not e.get("negative")) and not e["no_answer"]
+        if e.get("negative"):
+            r["negatives"] += 1
+            r["negatives_withheld"] += bool(e["no_answer"])
+        elif shown_right or e["withheld_right"]:
+            r["right"] += 1
+            r["right_withheld"] += bool(e["withheld_right"])
     return out
 
 
@@ -215,19 +242,22 @@ def main() -> int:
     thresholds = threshold_report(results, MIN_CONFIDENCE)
     every = [e for by_route in [*results.values(), *golden.values()] for r in by_route.values()
              for e in r.pop("every", [])]
+    abstention = abstention_report(every)
     if args.dump:
         args.dump.write_text(json.dumps(every, ensure_ascii=False, indent=1), encoding="utf-8")
     for by_route in results.values():
         for r in by_route.values():
             r.pop("right_confidences", None)
     if args.json:
-        print(json.dumps({**results, **golden, "threshold": thresholds}, ensure_ascii=False, indent=1))
+        print(json.dumps({**results, **golden, "threshold": thresholds, "withheld": abstention}, ensure_ascii=False,
+                         indent=1))
     else:
         for name, by_route in [*results.items(), *golden.items()]:
             for route, r in by_route.items():
                 print(f"| {name} | {route} | {r['accuracy']} | {r['head']} | {r['n']} | {r.get('latency_p50_ms', '')} | "
                       f"{r.get('latency_p95_ms', '')} |")
         print(f"no-answer threshold {MIN_CONFIDENCE}, leave-one-dataset-out: {json.dumps(thresholds)}")
+        print(f"withheld (right answers of those right before the threshold; negatives): {json.dumps(abstention)}")
     return 0
 
 

@@ -317,6 +317,10 @@ class Settings(BaseSettings):
         "threshold shipped with the model, chosen by cross-validation on its written training set.",
     )
     answer_passages: int = Field(5, ge=1, le=20, description="Passages (reranked hits) the local route answers from.")
+    answer_learned_reader: bool = Field(
+        True, description="Offline, the local answer's first sentence and its confidence come from the learned reader "
+        "(answers/reader_model.json); off: the hand-weighted scorer and its fixed no-answer threshold.",
+    )
     agentic_max_iterations: int = Field(3, ge=1, le=10, description="Multi-hop: rounds of search -> 'enough?'.")
     agentic_max_searches: int = Field(8, ge=1, le=30, description="Multi-hop: searches per question.")
     agentic_k: int = Field(5, ge=1, le=50, description="Multi-hop: hits per search.")

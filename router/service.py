@@ -44,6 +44,7 @@ from router.planner_offline import OfflinePlanner, parse_comparison
 from router.route_model import offline_classifier
 from answers.types import FORCED_ROUTES, Answer, Citation, Passage, RouteDecision
 from answers.unit_similarity import EmbeddingSimilarity
+from answers.reader import load_reader
 from core.text.language import detect_language
 from vector.search.factory import make_searcher, with_transforms
 from vector.search.hybrid import HybridSearcher
@@ -64,6 +65,8 @@ class QuestionRouter:
         self.searcher = searcher or make_searcher(db, settings, embedder=embedder)
         self.embedder = self.searcher.embedder
         self.unit_similarity = EmbeddingSimilarity(self.embedder)
+        # the local route's offline reader (answers/reader.py); None: the hand-weighted scorer
+        self.reader = load_reader() if settings.answer_learned_reader else None
         # query transforms (multi-query, HyDE) apply to the local route when switched on
         self.local_searcher = with_transforms(self.searcher, settings)
         self.llm = None if use_llm is False else (llm or make_llm(settings))
@@ -353,9 +356,12 @@ class QuestionRouter:
                                    sides=list(zip((comparison.a, comparison.b), comparison.queries()))
                                    if comparison else None,
                                    attribute=comparison.attribute if comparison else "", follow_ups=list(follow_ups),
-                                   similarity=self.unit_similarity)
+                                   similarity=self.unit_similarity, reader=self.reader)
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
         trace["confidence"] = extracted.confidence
+        trace["threshold"] = extracted.threshold
+        if extracted.logit is not None:
+            trace["reader"] = {"logit": round(extracted.logit, 4)}
         if extracted.chain:
             trace["chain"] = extracted.chain
         if not extracted.picked:
@@ -363,6 +369,7 @@ class QuestionRouter:
                           degraded_reasons=reasons, no_answer=True, errors=errors, trace=trace)
         if not extracted.answered:
             # the passages are about something else: say so, and show where the search looked
+            trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
             closest = passages[:CLOSEST_PASSAGES]
             listed = "; ".join(f"[{n}] {p.title}" for n, p in enumerate(closest, 1))
             text = f"{no_answer_sentence(language)} {CLOSEST_LABEL.get(language, CLOSEST_LABEL['english'])}: {listed}."

@@ -1,0 +1,167 @@
+"""The learned reader: which candidate unit answers the question, and how sure the answer is.
+
+The local answer's candidates (answers/local.py: units sharing the question's words, or of the asked
+type) were ranked by a hand-weighted sum (answers/unit_scoring.Scorer.score). The reader ranks the
+best of them by a logistic regression over features that do not name any question or corpus: the
+lexical coverage the scorer measures, the asked type and whether the unit holds it, the unit's
+closeness in meaning to the question (the search's e5 model, answers/unit_similarity.py), its
+passage's search rank and calibrated reranker relevance, its position, length and script. Its
+probability that a unit holds the answer is mapped by a Platt fit on held-out folds to the
+probability that the answer built on the best unit is right: the answer's confidence. Below the
+model's threshold (the highest that withholds at most 5% of the right answers of the held-out
+folds, a rule fixed before any blind set was run) the answer is that the documents do not say.
+
+Weights, feature names, calibration and threshold live in reader_model.json, written by
+`python -m bench.train_reader` (the data and its provenance: bench/reader_data/README.md).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.text.script import mostly_cyrillic
+from answers.units import Unit
+from answers.unit_scoring import Scorer
+from answers.expected_type import counts
+
+log = logging.getLogger(__name__)
+MODEL_PATH = Path(__file__).with_name("reader_model.json")
+# the reader re-ranks at most this many candidates, the best by their words (and embeds only those)
+POOL = 12
+
+FEATURES = (
+    "lex",  # share of the question (rarity-weighted stems, names twice) the unit's own words cover
+    "context",  # the same with its passage's title and heading
+    "bigram",  # share of the question's word pairs the unit holds in order
+    "kind_asked",  # the question asks a date, number, amount, person or place
+    "typed",  # the unit holds a value or name of that type the question does not
+    "untyped",  # a type is asked and the unit holds none
+    "counted",  # a "how many X" question: a number stands right before X
+    "defines",  # a "what does X mean" question: the unit opens with the code X
+    "inv_rank",  # 1 / the passage's search rank
+    "relevance",  # the reranker's calibrated probability that the passage is relevant (0 when none)
+    "has_relevance",
+    "similarity",  # e5 cosine of the unit (as a passage) and the question (as a query)
+    "similarity_gap",  # that cosine less the best among the pooled units
+    "lex_gap",  # the word score less the best among the pooled units
+    "first_in_passage",
+    "position",  # log(1 + the unit's index in its passage)
+    "length",  # log of the unit's characters
+    "cut",  # the chunk cut the unit's start
+    "anaphoric",  # the unit refers back
+    "other_script",  # the unit is written in the other script than the question
+    "names_share",  # share of the question's names the unit and its title cover
+    "unit_confidence",  # the scorer's share of the question for the unit alone (answers/unit_scoring.confidence)
+)
+
+
+def _script(text: str) -> str:
+    return "cyrillic" if mostly_cyrillic(text) else "latin"
+
+
+def unit_rows(scorer: Scorer, pool: list[Unit], similarities: list[float]) -> np.ndarray:
+    """The feature rows (FEATURES order) of the pooled units: deterministic for the same question,
+    passages and similarities."""
+    focus = scorer.focus
+    lexes = [scorer.coverage(scorer.covered(u, with_title=False)) for u in pool]
+    best_lex = max(lexes, default=0.0)
+    best_sim = max(similarities, default=0.0)
+    names = focus.name_stems
+    rows = []
+    for u, lex, sim in zip(pool, lexes, similarities):
+        covered = scorer.covered(u)
+        pairs = set(zip(u.sequence, u.sequence[1:]))
+        terms = focus.terms
+        bigram = len(terms.bigrams & pairs) / len(terms.bigrams) if terms.bigrams else 0.0
+        typed = bool(focus.kind) and scorer.typed(u)
+        relevance = scorer.passages[u.passage - 1].relevance
+        rows.append([
+            lex, scorer.coverage(covered), bigram, float(bool(focus.kind)), float(typed),
+            float(bool(focus.kind) and not typed),
+            float(counts(u.text, focus.counted, focus.question_tokens)), float(scorer.about(u)),
+            1.0 / u.passage, float(relevance or 0.0), float(relevance is not None),
+            float(sim), float(sim - best_sim), float(lex - best_lex),
+            float(u.position == 0), math.log1p(u.position), math.log(max(len(u.text), 1)),
+            float(u.cut), float(u.anaphoric), float(_script(u.text) != focus.script),
+            (len(covered & names) / len(names)) if names else 1.0, scorer.confidence([u]),
+        ])
+    return np.asarray(rows, dtype=np.float64).reshape(len(pool), len(FEATURES))
+
+
+class ReaderModelError(ValueError):
+    """The weights file is missing, unreadable or does not match the code."""
+
+
+@dataclass(frozen=True)
+class ReaderModel:
+    """P(unit holds the answer) = sigmoid(((x - means) / scales) @ weights + bias); the answer's
+    confidence = sigmoid(platt_a * logit_of_best + platt_b)."""
+
+    features: tuple[str, ...]
+    means: np.ndarray
+    scales: np.ndarray
+    weights: np.ndarray
+    bias: float
+    platt_a: float
+    platt_b: float
+    threshold: float  # on the calibrated confidence
+    provenance: dict
+
+    def logits(self, rows: np.ndarray) -> np.ndarray:
+        if rows.size == 0:
+            return np.zeros(0)
+        return ((rows - self.means) / self.scales) @ self.weights + self.bias
+
+    def confidence(self, logit: float) -> float:
+        """The calibrated probability that the answer built on a unit of this logit is right; monotone
+        increasing in the logit (platt_a > 0 is checked on load)."""
+        z = self.platt_a * float(logit) + self.platt_b
+        return float(1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0))))
+
+    def to_dict(self) -> dict:
+        def numbers(a) -> list:
+            return np.round(np.asarray(a, dtype=np.float64), 7).tolist()
+
+        return {"features": list(self.features), "means": numbers(self.means), "scales": numbers(self.scales),
+                "weights": numbers(self.weights), "bias": round(float(self.bias), 7),
+                "platt_a": round(float(self.platt_a), 7), "platt_b": round(float(self.platt_b), 7),
+                "threshold": round(float(self.threshold), 4), "provenance": self.provenance}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ReaderModel":
+        try:
+            model = cls(features=tuple(data["features"]), means=np.asarray(data["means"], dtype=np.float64),
+                        scales=np.asarray(data["scales"], dtype=np.float64),
+                        weights=np.asarray(data["weights"], dtype=np.float64), bias=float(data["bias"]),
+                        platt_a=float(data["platt_a"]), platt_b=float(data["platt_b"]),
+                        threshold=float(data["threshold"]), provenance=dict(data.get("provenance", {})))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReaderModelError(f"reader model weights are incomplete: {exc}") from exc
+        if model.features != FEATURES:
+            raise ReaderModelError("reader model features do not match answers/reader.FEATURES: retrain "
+                                   "(python -m bench.train_reader)")
+        n = len(FEATURES)
+        if model.means.shape != (n,) or model.scales.shape != (n,) or model.weights.shape != (n,):
+            raise ReaderModelError("reader model arrays do not match its features")
+        if not (np.all(np.isfinite(model.weights)) and np.all(model.scales > 0) and model.platt_a > 0
+                and 0.0 <= model.threshold <= 1.0):
+            raise ReaderModelError("reader model weights are not usable (scales > 0, platt_a > 0, threshold in 0..1)")
+        return model
+
+
+@functools.lru_cache(maxsize=4)
+def load_reader(path: Path = MODEL_PATH) -> ReaderModel | None:
+    """The shipped reader, or None when its file is absent (the hand-weighted scorer answers then)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ReaderModelError(f"reader model {path} is unreadable: {exc}") from exc
+    return ReaderModel.from_dict(data)
