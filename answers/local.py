@@ -3,14 +3,14 @@ follow-ups, and units answering what it left open. The rules in answers/extracti
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.text.language import detect_language
 from answers.expected_type import VALUE_KINDS
 from answers.units import Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity
-from answers.reader import POOL, ReaderModel, unit_rows
+from answers.reader import POOL, ReaderModel, answer_row, unit_rows
 from answers.types import Passage
 
 # Another unit joins the answer when it scores at least half the best one's and its own words cover
@@ -28,12 +28,19 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
     close in meaning units are to the question, for passages in the other language (`_across_languages`);
     `reader`: the learned reader (answers/reader.py) chooses the first unit among the best candidates
     and gives the answer its calibrated confidence and threshold."""
-    if reader is not None:
+    if reader is not None and reader.chooser == "ranker":
         return _read(question, passages, kind, similarity, reader, max_chars, max_units)
+    extracted, first = _by_rules(question, passages, kind, similarity, max_units, max_chars)
+    return extracted if reader is None else _confide(question, passages, kind, similarity, reader, extracted, first)
+
+
+def _by_rules(question: str, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
+              max_units: int, max_chars: int) -> tuple[Extracted, Unit | None]:
+    """The hand-weighted answer and the unit it chose first (None: no answer)."""
     focus = Focus.of(question, kind)
     every = units(passages)
     if not focus.terms.stems or not every:
-        return Extracted("", [], 0.0)
+        return Extracted("", [], 0.0), None
     scorer = Scorer(focus, passages, every)
     # the search's best passages are in the other language: the one among their units closest in meaning
     # answers, one of the asked type when the question asks one (none such: they do not answer it)
@@ -44,7 +51,7 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
         return _across_languages(question, scorer, lead, every, similarity, max_chars)
     candidates = [u for u in every if scorer.covered(u) or (scorer.focus.kind and scorer.typed(u))]
     if not candidates:
-        return Extracted("", [], 0.0)
+        return Extracted("", [], 0.0), None
     scores = {id(u): scorer.score(u) for u in candidates}
     # A date, a number or an amount is answered by a unit that holds one, when one on the question's
     # topic does: "what is the on-call compensation" by "€40 per night", not by the sentence repeating
@@ -59,7 +66,30 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
     chosen = _with_extras(first, candidates, scores, scorer, every, max_units, max_chars)
     confidence = scorer.confidence(chosen)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
-    return Extracted(text, cite(chosen, scores), round(confidence, 4))
+    return Extracted(text, cite(chosen, scores), round(confidence, 4)), first
+
+
+def _confide(question: str, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
+             reader: ReaderModel, extracted: Extracted, first: Unit | None) -> Extracted:
+    """The hand-weighted answer with the reader's confidence and threshold: the answer model over the
+    unit the rules chose first (pooled with the best candidates, so that its relative features read)."""
+    found = reader_pool(question, passages, kind, similarity) if first is not None else None
+    if found is None:
+        return replace(extracted, confidence=0.0, threshold=reader.threshold)
+    at = [(u.passage, u.position) for u in found.pool]
+    key = (first.passage, first.position)
+    if key not in at:  # the rules chose beyond the pool (another language's unit, a typed value): pool it
+        unit = next(u for u in found.every if (u.passage, u.position) == key)
+        found.pool = found.pool[:POOL - 1] + [unit]
+        found.closeness = (list(similarity(question, [display(u) for u in found.pool])) if similarity
+                           else [0.0] * len(found.pool))
+        at = [(u.passage, u.position) for u in found.pool]
+    rows = found.rows()
+    i = at.index(key)
+    logit = float(reader.logits(rows[i:i + 1])[0])
+    z = reader.answer_logit(rows[i], logit)
+    return replace(extracted, confidence=round(reader.confidence(z), 4), threshold=reader.threshold, logit=z,
+                   row=answer_row(rows[i], logit))
 
 
 def _lead(scorer: Scorer, every: list[Unit], question: str) -> list[Unit]:
@@ -110,12 +140,14 @@ def _read(question: str, passages: list[Passage], kind: str | None, similarity: 
         return Extracted("", [], 0.0, threshold=reader.threshold)
     scorer, pool = found.scorer, found.pool
     scores = {id(u): scorer.score(u) for u in found.candidates}
-    logits = reader.logits(found.rows())
+    rows = found.rows()
+    logits = reader.logits(rows)
     best = max(range(len(pool)), key=lambda i: (logits[i], -pool[i].passage, -pool[i].position))
     chosen = _with_extras(pool[best], found.candidates, scores, scorer, found.every, max_units, max_chars)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
-    return Extracted(text, cite(chosen, scores), round(reader.confidence(float(logits[best])), 4),
-                     threshold=reader.threshold, logit=float(logits[best]))
+    z = reader.answer_logit(rows[best], float(logits[best]))
+    return Extracted(text, cite(chosen, scores), round(reader.confidence(z), 4), threshold=reader.threshold,
+                     logit=z, row=answer_row(rows[best], float(logits[best])))
 
 
 def _with_extras(first: Unit, candidates: list[Unit], scores: dict[int, float], scorer: Scorer,
@@ -191,4 +223,4 @@ def _across_languages(question: str, scorer: Scorer, pool: list[Unit], every: li
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
     relevance = scorer.passages[first.passage - 1].relevance or 0.0
     return Extracted(text, cite(chosen, {id(u): closeness.get(id(u), 0.0) for u in chosen}),
-                     round(max(scorer.confidence(chosen), relevance), 4))
+                     round(max(scorer.confidence(chosen), relevance), 4)), first

@@ -141,7 +141,8 @@ class Extracted:
     # the confidence below which the passages do not answer: MIN_CONFIDENCE for the scorer's share of
     # the question, the learned reader's own for its calibrated probability (answers/reader.py)
     threshold: float = MIN_CONFIDENCE
-    logit: float | None = None  # the learned reader's logit for the answering unit, when it chose it
+    logit: float | None = None  # the learned reader's answer logit, when it chose the answering unit
+    row: object = None  # and the answer model's input (for bench/train_reader.py)
 
     @property
     def answered(self) -> bool:

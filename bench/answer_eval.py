@@ -127,12 +127,12 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind3": ROOT / "bench" / "answer_blind3" / "questions.jsonl"}
 
 
-def run_golden(router: QuestionRouter, name: str, tenant: str = "demo") -> dict:
+def run_golden(router: QuestionRouter, name: str, tenant: str = "demo", routes=("local", "multihop", "global")) -> dict:
     """A golden set's questions (GOLDEN_SETS), each on its route with its groups; global ones scored by
     expected themes."""
     questions = [json.loads(line) for line in GOLDEN_SETS[name].open(encoding="utf-8") if line.strip()]
     out: dict = {}
-    for route in ("local", "multihop", "global"):
+    for route in routes:
         right, heads, total, misses, every = 0.0, 0.0, 0, [], []
         for q in (q for q in questions if q["route"] == route):
             answer = router.ask(tenant, q["groups"], q["question"], route=route)
@@ -216,12 +216,15 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--sets", default="multihop,xquad_ru,fixtures",
                         help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3 to run")
+    parser.add_argument("--routes", default="local,multihop,global",
+                        help="comma-separated: only these routes (a change to one route's answer needs only its own)")
     parser.add_argument("--dump", type=Path, default=None,
                         help="write every question's answer and verdict to this JSON file (for reading misses)")
     parser.add_argument("--fixtures-tenant", default="demo",
                         help="tenant holding the fixtures corpus and its graph (`make demo`); '' skips them")
     args = parser.parse_args()
     sets = set(args.sets.split(","))
+    routes = [r for r in ("local", "multihop", "global") if r in args.routes.split(",")]
     if not SHARED_DATA.exists() and sets & {"multihop", "xquad_ru"}:
         print(f"{SHARED_DATA} is absent: multihop and xquad_ru are skipped", file=sys.stderr)
         sets -= {"multihop", "xquad_ru"}
@@ -231,11 +234,11 @@ def main() -> int:
         with QuestionRouter(db, settings, use_llm=None if args.llm else False) as router:
             results = {}
             if "multihop" in sets:
-                results["multihop"] = run(router, "multihop", ["local", "multihop"],
+                results["multihop"] = run(router, "multihop", [r for r in ("local", "multihop") if r in routes],
                                           lambda q: [q["answer"], *q.get("aliases", [])], args.limit)
-            if "xquad_ru" in sets:
+            if "xquad_ru" in sets and "local" in routes:
                 results["xquad_ru"] = run(router, "xquad_ru", ["local"], lambda q: q["answers"], args.limit)
-            golden = {name: run_golden(router, name, args.fixtures_tenant) for name in GOLDEN_SETS
+            golden = {name: run_golden(router, name, args.fixtures_tenant, routes) for name in GOLDEN_SETS
                       if args.fixtures_tenant and name in sets}
     finally:
         db.close()
