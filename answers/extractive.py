@@ -45,6 +45,8 @@ hop, then the units that answer the question's own words and the loop's later qu
 Either answer carries a confidence: the share of the question (rarity-weighted stems, names twice)
 that the answering units and their passages' titles cover. Below MIN_CONFIDENCE the answer is that
 the corpus does not say, with the closest passages listed (see `MIN_CONFIDENCE`).
+With `answer_learned_reader` on, a local answer's confidence is instead the learned reader's calibrated
+probability that it is right, held to the reader's own threshold (answers/reader.py, docs/reader.md).
 """
 from __future__ import annotations
 

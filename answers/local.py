@@ -26,8 +26,9 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
     """The best unit for the question, its block's follow-ups, and units answering what it left open.
     `kind`: the answer type, when the caller knows it better than `question` says; `similarity`: how
     close in meaning units are to the question, for passages in the other language (`_across_languages`);
-    `reader`: the learned reader (answers/reader.py) chooses the first unit among the best candidates
-    and gives the answer its calibrated confidence and threshold."""
+    `reader`: the learned reader (answers/reader.py, off unless `answer_learned_reader`) gives the answer
+    its calibrated confidence and threshold, over the unit the rules chose (its `chooser` "rules") or the
+    one its ranker chose ("ranker")."""
     if reader is not None and reader.chooser == "ranker":
         return _read(question, passages, kind, similarity, reader, max_chars, max_units)
     extracted, first = _by_rules(question, passages, kind, similarity, max_units, max_chars)
