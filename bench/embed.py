@@ -34,8 +34,8 @@ def cpu_features() -> dict:
                 flags = set(line.split(":", 1)[1].split())
             elif line.startswith("model name") and model == "?":
                 model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    except OSError:  # no /proc/cpuinfo (not Linux): the features are reported as unknown, all missing
+        flags = set()
     return {"model": model, "cores": os.cpu_count(), "flags": [f for f in FLAGS if f in flags],
             "missing": [f for f in FLAGS if f not in flags]}
 

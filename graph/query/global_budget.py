@@ -25,7 +25,7 @@ _CALLS = re.compile(r"^\s*(?P<n>\d+)\s*(?:calls?)?\s*$", re.IGNORECASE)
 
 
 class BudgetError(ValueError):
-    pass
+    """A budget that is neither a call count nor a dollar amount; the message names the accepted forms."""
 
 
 @dataclass(frozen=True)
