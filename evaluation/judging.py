@@ -22,7 +22,7 @@ The counting, swapping and splitting are pure functions, tested without I/O.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from core.citations import cited_numbers
@@ -64,34 +64,29 @@ def pair_verdict(ab: str | None, ba: str | None) -> str | None:
     return ab if ab == ba else "tie"
 
 
-@dataclass
 class Tally:
-    a: int = 0
-    b: int = 0
-    tie: int = 0
-    failed: int = 0
+    """Verdicts counted: "A", "B", "tie", and None (the judgment failed)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str | None] = Counter()
 
     def add(self, verdict: str | None) -> None:
-        if verdict is None:
-            self.failed += 1
-        else:
-            setattr(self, {"A": "a", "B": "b", "tie": "tie"}[verdict], getattr(self, {"A": "a", "B": "b",
-                                                                                      "tie": "tie"}[verdict]) + 1)
+        self.counts[verdict] += 1
 
     @property
     def judged(self) -> int:
-        return self.a + self.b + self.tie
+        return self.counts["A"] + self.counts["B"] + self.counts["tie"]
 
     def win_rate(self, side: str = "A") -> float | None:
         """(wins + ties / 2) / judgments that did not fail; None when none did."""
         if not self.judged:
             return None
-        wins = self.a if side == "A" else self.b
-        return (wins + self.tie / 2) / self.judged
+        return (self.counts[side] + self.counts["tie"] / 2) / self.judged
 
     def as_dict(self) -> dict:
         rate_a, rate_b = self.win_rate("A"), self.win_rate("B")
-        return {**asdict(self), "judged": self.judged,
+        return {"a": self.counts["A"], "b": self.counts["B"], "tie": self.counts["tie"],
+                "failed": self.counts[None], "judged": self.judged,
                 "win_rate_a": None if rate_a is None else round(rate_a, 4),
                 "win_rate_b": None if rate_b is None else round(rate_b, 4)}
 

@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, BeforeValidator
 
-from core.llm.prompting import Ids, Name, Salvaged, Text, Tool, clamped
+from core.llm.prompting import Ids, Name, Salvaged, Text, Tool, clamped, object_schema
 from graph.types import ChunkInput
 
 # --- entity, relationship and claim extraction (graph/indexing/extract_llm.py) -------------------------------
@@ -100,23 +100,20 @@ input: never output {EXAMPLE_PERSON}, {EXAMPLE_ORG} or anything else from the ex
 
 
 def extraction_schema(types: tuple[str, ...], with_claims: bool) -> dict:
-    def array(properties: dict, required: list[str]) -> dict:
-        return {"type": "array", "items": {"type": "object", "properties": properties, "required": required}}
+    def array(properties: dict) -> dict:
+        return {"type": "array", "items": object_schema(properties)}
 
     string = {"type": "string"}
     properties = {
         "entities": array({"name": {"type": "string", "description": "as written in the text"},
-                           "type": {"type": "string", "enum": list(types)}, "description": string},
-                          ["name", "type", "description"]),
+                           "type": {"type": "string", "enum": list(types)}, "description": string}),
         "relationships": array({"source": string, "target": string, "description": string,
-                                "strength": {"type": "integer", "minimum": 1, "maximum": 10}},
-                               ["source", "target", "description", "strength"]),
+                                "strength": {"type": "integer", "minimum": 1, "maximum": 10}}),
     }
     if with_claims:
         properties["claims"] = array({"subject": string, "claim_type": string, "description": string,
-                                      "status": {"type": "string", "enum": list(CLAIM_STATUSES)}},
-                                     ["subject", "claim_type", "description", "status"])
-    return {"type": "object", "properties": properties, "required": list(properties)}
+                                      "status": {"type": "string", "enum": list(CLAIM_STATUSES)}})
+    return object_schema(properties)
 
 
 # --- community reports (graph/indexing/reports_llm.py) -------------------------------------------------------
@@ -165,16 +162,13 @@ class ReportInput(BaseModel):
 
 _IDS = {"type": "array", "items": {"type": "integer"}}
 
-REPORT = Tool(REPORT_TOOL, "Record the community report.", {
-    "type": "object", "required": ["title", "summary", "rating", "rating_explanation", "findings"],
-    "properties": {
-        "title": {"type": "string"}, "summary": {"type": "string"},
-        "rating": {"type": "number", "minimum": 0, "maximum": 10}, "rating_explanation": {"type": "string"},
-        "findings": {"type": "array", "minItems": 5, "maxItems": MAX_FINDINGS, "items": {
-            "type": "object", "required": ["summary", "explanation", "entity_ids", "relationship_ids"],
-            "properties": {"summary": {"type": "string"}, "explanation": {"type": "string"},
-                           "entity_ids": _IDS, "relationship_ids": _IDS, "claim_ids": _IDS,
-                           "report_ids": _IDS}}}}}, ReportInput)
+REPORT = Tool(REPORT_TOOL, "Record the community report.", object_schema({
+    "title": {"type": "string"}, "summary": {"type": "string"},
+    "rating": {"type": "number", "minimum": 0, "maximum": 10}, "rating_explanation": {"type": "string"},
+    "findings": {"type": "array", "minItems": 5, "maxItems": MAX_FINDINGS, "items": object_schema(
+        {"summary": {"type": "string"}, "explanation": {"type": "string"}, "entity_ids": _IDS,
+         "relationship_ids": _IDS, "claim_ids": _IDS, "report_ids": _IDS},
+        required=["summary", "explanation", "entity_ids", "relationship_ids"])}}), ReportInput)
 
 
 def report_row(*fields: Any) -> str:
@@ -214,9 +208,7 @@ ANSWER_SYSTEM = ("You write the answer to a corpus-wide question from analysts' 
 
 
 def _list_schema(item: dict, key: str) -> dict:
-    return {"type": "object", "properties": {
-        key: {"type": "array", "items": {"type": "object", "properties": item, "required": list(item)}}},
-        "required": [key]}
+    return object_schema({key: {"type": "array", "items": object_schema(item)}})
 
 
 class Rating(BaseModel):

@@ -10,7 +10,7 @@ from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from core.llm.prompting import Name, Salvaged, Text, Tool
+from core.llm.prompting import Name, Salvaged, Text, Tool, object_schema
 from router.agentic import MAX_PLANNED_QUERIES
 from answers.types import ROUTES, Passage
 
@@ -50,15 +50,11 @@ class RouteInput(BaseModel):
     reason: Name
 
 
-ROUTE_TOOL = Tool(ROUTE_TOOL_NAME, "Report the route for the question.", {
-    "type": "object",
-    "properties": {
-        "route": {"type": "string", "enum": list(ROUTES)},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1, "description": "how sure you are, 0..1"},
-        "reason": {"type": "string", "description": "one short sentence: what in the question decided"},
-    },
-    "required": ["route", "confidence", "reason"],
-}, RouteInput)
+ROUTE_TOOL = Tool(ROUTE_TOOL_NAME, "Report the route for the question.", object_schema({
+    "route": {"type": "string", "enum": list(ROUTES)},
+    "confidence": {"type": "number", "minimum": 0, "maximum": 1, "description": "how sure you are, 0..1"},
+    "reason": {"type": "string", "description": "one short sentence: what in the question decided"},
+}), RouteInput)
 
 
 def route_message(question: str) -> str:
@@ -101,16 +97,12 @@ class PlanInput(BaseModel):
     reason: Text = ""
 
 
-PLAN = Tool(PLAN_TOOL, "Record whether the evidence is enough and, if not, what to search next.", {
-    "type": "object",
-    "properties": {
-        "enough": {"type": "boolean", "description": "True when the passages answer every part of the question."},
-        "queries": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_PLANNED_QUERIES,
-                    "description": "Up to 3 new search queries for the missing parts; empty when enough."},
-        "reason": {"type": "string", "description": "One sentence: what is covered and what is missing."},
-    },
-    "required": ["enough", "queries", "reason"],
-}, PlanInput)
+PLAN = Tool(PLAN_TOOL, "Record whether the evidence is enough and, if not, what to search next.", object_schema({
+    "enough": {"type": "boolean", "description": "True when the passages answer every part of the question."},
+    "queries": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_PLANNED_QUERIES,
+                "description": "Up to 3 new search queries for the missing parts; empty when enough."},
+    "reason": {"type": "string", "description": "One sentence: what is covered and what is missing."},
+}), PlanInput)
 
 
 def plan_message(question: str, evidence: Sequence[Passage], asked: Sequence[str]) -> str:
@@ -155,15 +147,11 @@ class DriftPlan(BaseModel):
     intermediate_answer: Text = ""
 
 
-DRIFT_PLAN = Tool(DRIFT_TOOL, "Record the follow-up searches.", {
-    "type": "object",
-    "properties": {
-        "intermediate_answer": {"type": "string", "description": "What the reports already say, two sentences."},
-        "follow_ups": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_DRIFT_FOLLOW_UPS,
-                       "description": "Follow-up search questions, most useful first."},
-    },
-    "required": ["intermediate_answer", "follow_ups"],
-}, DriftPlan)
+DRIFT_PLAN = Tool(DRIFT_TOOL, "Record the follow-up searches.", object_schema({
+    "intermediate_answer": {"type": "string", "description": "What the reports already say, two sentences."},
+    "follow_ups": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_DRIFT_FOLLOW_UPS,
+                   "description": "Follow-up search questions, most useful first."},
+}), DriftPlan)
 
 
 def drift_message(question: str, reports: Sequence[tuple[int, str, str]], limit: int) -> str:
@@ -202,14 +190,10 @@ class Judgment(BaseModel):
     reason: Text = ""
 
 
-JUDGE = Tool(JUDGE_TOOL, "Record which answer is better on the criterion.", {
-    "type": "object",
-    "properties": {
-        "winner": {"type": "string", "enum": ["1", "2", "tie"], "description": "the better answer, or tie"},
-        "reason": {"type": "string", "description": "one sentence"},
-    },
-    "required": ["winner", "reason"],
-}, Judgment)
+JUDGE = Tool(JUDGE_TOOL, "Record which answer is better on the criterion.", object_schema({
+    "winner": {"type": "string", "enum": ["1", "2", "tie"], "description": "the better answer, or tie"},
+    "reason": {"type": "string", "description": "one sentence"},
+}), Judgment)
 
 
 def judge_message(question: str, criterion: str, answer_1: str, answer_2: str) -> str:
@@ -236,13 +220,10 @@ class ClaimVerdicts(BaseModel):
     verdicts: list[ClaimVerdict]
 
 
-FAITHFUL = Tool(FAITHFUL_TOOL, "Record for each claim whether its cited passages support it.", {
-    "type": "object",
-    "properties": {"verdicts": {"type": "array", "items": {
-        "type": "object", "properties": {"claim": {"type": "integer"}, "supported": {"type": "boolean"}},
-        "required": ["claim", "supported"]}}},
-    "required": ["verdicts"],
-}, ClaimVerdicts)
+FAITHFUL = Tool(FAITHFUL_TOOL, "Record for each claim whether its cited passages support it.", object_schema({
+    "verdicts": {"type": "array", "items": object_schema({"claim": {"type": "integer"},
+                                                          "supported": {"type": "boolean"}})},
+}), ClaimVerdicts)
 
 
 def claims_message(claims: Sequence[tuple[str, Sequence[str]]]) -> str:

@@ -30,7 +30,7 @@ import math
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Callable, Generic, TypeVar
+from typing import Annotated, Any, Callable, Generic, Sequence, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError, ValidationInfo, WrapValidator
 
@@ -120,6 +120,12 @@ Salvaged = Annotated[list[T], WrapValidator(_salvage)]
 
 
 # --- tools ----------------------------------------------------------------------------------------
+
+
+def object_schema(properties: dict[str, dict], required: Sequence[str] | None = None) -> dict:
+    """A JSON Schema object of `properties`, every one of them required unless `required` names fewer."""
+    return {"type": "object", "properties": properties,
+            "required": list(properties if required is None else required)}
 
 
 @dataclass(frozen=True)
