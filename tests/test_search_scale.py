@@ -15,12 +15,15 @@ from vector.search.hybrid import HybridSearcher
 
 # --- the vector leg at scale: selective filter, HNSW index -----------------------------------
 
-ROWS, RARE_EVERY = 5000, 100  # 1% of the rows are readable by group `rare`
+# 50 rows are readable by group `rare`, the rest by `common`: more than hybrid.EXACT_SCAN_MIN_ROWS, so a
+# broad reader walks the HNSW graph. No larger: once other modules built the graph, each row is inserted
+# into it one by one.
+ROWS, RARE_EVERY = 3000, 60
 
 
 @pytest.fixture(scope="module")
 def synthetic_tenant(db, local_embedder) -> str:
-    """5,000 chunks with random unit vectors, written directly (no embedding), and the HNSW index."""
+    """ROWS chunks with random unit vectors, written directly (no embedding), and the HNSW index."""
     tenant, model, dim = "t_synthetic", local_embedder.model_id, local_embedder.dimension
     rng = np.random.default_rng(7)
     with db.connection() as conn:
@@ -87,7 +90,7 @@ def test_selective_filter_still_returns_k_results(db, local_embedder, synthetic_
 
 
 def test_full_text_on_a_large_tenant_selects_candidates_by_the_rare_term(db, local_embedder, synthetic_tenant):
-    """'row' is in all 5,000 rows, '17' in one: only '17' selects."""
+    """'row' is in all ROWS rows, '17' in one: only '17' selects."""
     s = HybridSearcher(db, local_embedder)
     result = s.search(synthetic_tenant, ["common", "rare"], "row 17", k=3, mode="bm25")
     s.close()
