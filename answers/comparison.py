@@ -22,10 +22,11 @@ from typing import Sequence
 
 from core.text.script import CYRILLIC
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
-from answers.expected_type import VALUE_KINDS, holds_value, question_kind
+from answers.expected_type import VALUE_KINDS, holds_value
 from answers.units import Extracted
 from answers.local import local_answer
-from answers.question_text import AUX_START, fold, is_function_word, stem_of, stems_of, title_core, words_of
+from answers.question import Question
+from answers.question_text import is_function_word, stem_of, stems_of, title_core, words_of
 from answers.types import Passage
 from answers.unit_similarity import UnitSimilarity
 
@@ -33,22 +34,20 @@ NOT_SAID = {"english": "the passages do not say.", "russian": "в найденн
 YES = {"english": "Yes: the passages about each say so.", "russian": "Да: это сказано во фрагментах о каждом."}
 SAME = {"english": "Yes: {}.", "russian": "Да: {}."}
 DIFFERENT = {"english": "No: {}.", "russian": "Нет: {}."}
-# "Are A and B in the same province?": what both are asked to share
-_SAME = re.compile(r"\bthe same (\w+)|\bв (?:одном и том же|одной и той же|одном|одной) (\w+)", re.IGNORECASE)
 
 
-def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tuple[str, str]],
+def comparison_answer(question: Question, passages: list[Passage], sides: Sequence[tuple[str, str]],
                       attribute: str = "", similarity: UnitSimilarity | None = None) -> Extracted:
     """`sides`: (name, query) per compared entity; `attribute`: what is compared ("film directors");
     `similarity`: for a side whose passages are in the other language (answers/local.py)."""
-    language = "russian" if CYRILLIC.search(question) else "english"
+    language = "russian" if CYRILLIC.search(question.text) else "english"
     lines, picked, confidences, stated = [], [], [], []
     seen: set[tuple[int, int]] = set()
     # the side's query ("<side> <attribute>") has lost "how long", "when"; a yes/no question wants no value
-    kind = None if is_yes_no(question) else question_kind(question)
+    kind = None if question.yes_no else question.expected_type
     names = [name for name, _ in sides]
     for name, query in sides:
-        answer = local_answer(query, about(passages, name, [n for n in names if n != name]), max_units=2, kind=kind,
+        answer = local_answer(Question(query), about(passages, name, [n for n in names if n != name]), max_units=2, kind=kind,
                               similarity=similarity)
         if not answer.text or (kind in VALUE_KINDS and not holds_value(kind, " ".join(p.text for p in answer.picked))):
             lines.append(f"{name}: {NOT_SAID[language]}")
@@ -62,14 +61,14 @@ def comparison_answer(question: str, passages: list[Passage], sides: Sequence[tu
             if (p.passage, p.position) not in seen:
                 seen.add((p.passage, p.position))
                 picked.append(p)
-    shared = same_what(question) if is_yes_no(question) else None
+    shared = question.shared if question.yes_no else None
     values = [named_value(line, shared) for line in lines] if shared else []
     if values and all(values):
         # "the same province": each side names its own, so differing names answer "no" on evidence
         same = len({v.casefold() for v in values}) == 1
         told = "; ".join(f"{name} — {value} {shared}" for name, value in zip(names, values))
         lines.insert(0, (SAME if same else DIFFERENT)[language].format(told))
-    elif is_yes_no(question) and sides and all(stated):
+    elif question.yes_no and sides and all(stated):
         lines.insert(0, YES[language])
     # a side the passages do not state leaves half an answer, still worth reading: the mean, not the least
     return Extracted(" ".join(lines), picked, sum(confidences) / len(confidences) if confidences else 0.0)
@@ -136,12 +135,6 @@ def name_words(text: str) -> set[str]:
     return {stem_of(w) for w in words_of(text) if not is_function_word(w)}
 
 
-def same_what(question: str) -> str | None:
-    """What a yes/no question asks both sides to share: "province" of "in the same province"."""
-    m = _SAME.search(question)
-    return (m.group(1) or m.group(2)) if m else None
-
-
 # a kind a text may name by another word: "the same band" is answered by "the group Alphaville"
 _KIND_SYNONYMS = {"band": ("band", "group"), "group": ("group", "band"), "company": ("company", "firm"),
                   "firm": ("firm", "company")}
@@ -157,13 +150,6 @@ def named_value(text: str, kind: str) -> str | None:
     if not m:
         return None
     return " ".join(next(g for g in m.groups() if g).split()).rstrip(".,;")
-
-
-def is_yes_no(question: str) -> bool:
-    """A question answered yes or no: it opens with an auxiliary ("Are ...", "Является ли ...") or asks
-    with the Russian particle "ли"."""
-    words = [fold(w).casefold() for w in words_of(question)]
-    return bool(words) and (words[0] in AUX_START or "ли" in words)
 
 
 def states(text: str, attribute: str) -> bool:

@@ -54,28 +54,32 @@ from answers.units import Extracted, display, units
 from answers.chain.answer import chain_answer
 from answers.comparison import comparison_answer
 from answers.local import local_answer
+from answers.question import Question
 from answers.reader import ReaderModel
 from answers.types import Passage
 from answers.unit_similarity import UnitSimilarity
 
-def offline_answer(question: str, passages: list[Passage], *, multihop: bool = False,
-                   sides: list[tuple[str, str]] | None = None, attribute: str = "",
+def offline_answer(question: Question, passages: list[Passage], *, multihop: bool = False,
                    follow_ups: list[str] = (), similarity: UnitSimilarity | None = None,
                    reader: ReaderModel | None = None) -> Extracted:
-    """The route's offline answer: a comparison (`sides`: (name, query) per compared entity, `attribute`
-    what is compared) answers each side from the passages about it (answers/comparison.py); a multi-hop question states its chain first, then the units that answer the question's own
-    words and the loop's later queries (`follow_ups`: "Billing team lead"), since a chain through
-    unfamiliar text may miss a hop the plain evidence holds; any other question gets the local answer
-    (`similarity`: for passages in the other language, answers/local.py, a comparison's sides too;
-    `reader`: the learned reader, answers/reader.py, for the local answer)."""
-    if sides:
-        return comparison_answer(question, passages, sides, attribute, similarity)
+    """The route's offline answer: on the multi-hop route, a comparison (`question.comparison`) answers
+    each side from the passages about it (answers/comparison.py); another multi-hop question states its
+    chain first, then the units that answer the question's own words and the loop's later queries
+    (`follow_ups`: "Billing team lead"), since a chain through unfamiliar text may miss a hop the plain
+    evidence holds; any other question gets the local answer (`similarity`: for passages in the other
+    language, answers/local.py, a comparison's sides too; `reader`: the learned reader, answers/reader.py,
+    for the local answer)."""
     if not multihop:
         return local_answer(question, passages, similarity=similarity, reader=reader)
+    compared = question.comparison
+    if compared is not None:
+        sides = list(zip((compared.a, compared.b), compared.queries()))
+        return comparison_answer(question, passages, sides, compared.attribute, similarity)
     chain = chain_answer(question, passages, similarity=similarity)
     if not chain.chain:
         return chain
-    support = [local_answer(question, passages)] + [local_answer(q, passages, max_units=1) for q in follow_ups[:2]]
+    support = [local_answer(question, passages)] + [local_answer(Question(q), passages, max_units=1)
+                                                    for q in follow_ups[:2]]
     seen = {(p.passage, p.position) for p in chain.picked}
     extra = [p for answer in support for p in answer.picked if (p.passage, p.position) not in seen
              and not seen.add((p.passage, p.position))]

@@ -11,6 +11,7 @@ from answers.units import Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity
 from answers.reader import POOL, ReaderModel, answer_row, unit_rows
+from answers.question import Question
 from answers.types import Passage
 
 # Another unit joins the answer when it scores at least half the best one's and its own words cover
@@ -20,7 +21,7 @@ EXTRA_GAIN = 0.1
 # units of passages in the other language compared in meaning per question (about a second offline)
 MAX_EMBEDDED_UNITS = 32
 
-def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700,
+def local_answer(question: Question, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700,
                  kind: str | None = None, similarity: UnitSimilarity | None = None,
                  reader: ReaderModel | None = None) -> Extracted:
     """The best unit for the question, its block's follow-ups, and units answering what it left open.
@@ -35,7 +36,7 @@ def local_answer(question: str, passages: list[Passage], *, max_units: int = 3, 
     return extracted if reader is None else _confide(question, passages, kind, similarity, reader, extracted, first)
 
 
-def _by_rules(question: str, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
+def _by_rules(question: Question, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
               max_units: int, max_chars: int) -> tuple[Extracted, Unit | None]:
     """The hand-weighted answer and the unit it chose first (None: no answer)."""
     focus = Focus.of(question, kind)
@@ -70,7 +71,7 @@ def _by_rules(question: str, passages: list[Passage], kind: str | None, similari
     return Extracted(text, cite(chosen, scores), round(confidence, 4)), first
 
 
-def _confide(question: str, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
+def _confide(question: Question, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
              reader: ReaderModel, extracted: Extracted, first: Unit | None) -> Extracted:
     """The hand-weighted answer with the reader's confidence and threshold: the answer model over the
     unit the rules chose first (pooled with the best candidates, so that its relative features read)."""
@@ -82,7 +83,7 @@ def _confide(question: str, passages: list[Passage], kind: str | None, similarit
     if key not in at:  # the rules chose beyond the pool (another language's unit, a typed value): pool it
         unit = next(u for u in found.every if (u.passage, u.position) == key)
         found.pool = found.pool[:POOL - 1] + [unit]
-        found.closeness = (list(similarity(question, [display(u) for u in found.pool])) if similarity
+        found.closeness = (list(similarity(question.text, [display(u) for u in found.pool])) if similarity
                            else [0.0] * len(found.pool))
         at = [(u.passage, u.position) for u in found.pool]
     rows = found.rows()
@@ -93,8 +94,8 @@ def _confide(question: str, passages: list[Passage], kind: str | None, similarit
                    row=answer_row(rows[i], logit))
 
 
-def _lead(scorer: Scorer, every: list[Unit], question: str) -> list[Unit]:
-    lead = [u for u in every if u.passage in _other_language_lead(scorer.passages, detect_language(question) == "russian")]
+def _lead(scorer: Scorer, every: list[Unit], question: Question) -> list[Unit]:
+    lead = [u for u in every if u.passage in _other_language_lead(scorer.passages, question.language == "russian")]
     return [u for u in lead if scorer.typed(u)] if scorer.focus.kind else lead
 
 
@@ -112,7 +113,7 @@ class Pool:
         return unit_rows(self.scorer, self.pool, self.closeness)
 
 
-def reader_pool(question: str, passages: list[Passage], kind: str | None = None,
+def reader_pool(question: Question, passages: list[Passage], kind: str | None = None,
                 similarity: UnitSimilarity | None = None) -> Pool | None:
     """The candidates as the hand-weighted answer has them (the other language's leading passages'
     units when the search ranked those first and `similarity` can read them, else the units sharing
@@ -127,11 +128,11 @@ def reader_pool(question: str, passages: list[Passage], kind: str | None = None,
     if not candidates:
         return None
     pool = sorted(candidates, key=lambda u: (-scorer.score(u), u.passage, u.position))[:POOL]
-    closeness = list(similarity(question, [display(u) for u in pool])) if similarity else [0.0] * len(pool)
+    closeness = list(similarity(question.text, [display(u) for u in pool])) if similarity else [0.0] * len(pool)
     return Pool(scorer, every, candidates, pool, closeness)
 
 
-def _read(question: str, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
+def _read(question: Question, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
           reader: ReaderModel, max_chars: int, max_units: int) -> Extracted:
     """The learned reader's answer: of the pooled candidates (`reader_pool`), the unit the model gives
     the highest probability of holding the answer, with its block and the extras `_with_extras` adds;
@@ -208,14 +209,14 @@ def _other_language_lead(passages: list[Passage], asked_cyrillic: bool) -> set[i
     return lead
 
 
-def _across_languages(question: str, scorer: Scorer, pool: list[Unit], every: list[Unit],
+def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], every: list[Unit],
                       similarity: UnitSimilarity, max_chars: int) -> Extracted:
     """The answer when the search's best passages are written in the other language: no word of theirs
     can match the question's, so the unit closest to it in meaning answers (`pool`: those of the asked
     type, when the question asks one), with its block. Its words cannot be checked against the
     question's, so it is as sure as the search is that its passage is relevant (the calibrated
     probability the reranker gave it, vector/search/rerank/offline.py), or as the names it shares say."""
-    closeness = dict(zip(map(id, pool), similarity(question, [display(u) for u in pool])))
+    closeness = dict(zip(map(id, pool), similarity(question.text, [display(u) for u in pool])))
     # the words still count where they can (names and codes are written alike in both languages, the
     # asked type is a pattern); one model's cosines to one question span a narrow band, so meaning
     # decides among the units the words hardly tell apart

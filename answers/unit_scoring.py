@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from core.text.script import mostly_cyrillic
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from core.text.terms import QueryTerms, content_stems, normalise
-from answers.expected_type import (ERA, MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counted, counts,
-                                 question_kind)
+from answers.expected_type import ERA, MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counts
 from answers.units import WORD, Unit
 from core.text.markdown import LIST_MARK
-from answers.question_text import question_mentions, title_core
+from answers.question import Question
+from answers.question_text import title_core
 from answers.types import Passage
 
 # A number counting what a "how many X" question counts adds as much again as holding a number at all
@@ -31,7 +31,7 @@ def _script(text: str) -> str:
 
 @dataclass
 class Focus:
-    question: str
+    question: str  # the question's text, for what only a chain's last hop reads of it
     terms: QueryTerms
     kind: str | None
     names: list[str]  # the names the question spells
@@ -49,23 +49,25 @@ class Focus:
         return [p for p in self.terms.rare if _LETTER.search(p.pattern[len(r"(?<!\w)"):-len(r"(?!\w)")])]
 
     @classmethod
-    def of(cls, question: str, kind: str | None = None) -> "Focus":
+    def of(cls, question: Question, kind: str | None = None) -> "Focus":
         """`kind`: the answer type when the caller knows it better than `question` says (a comparison's
-        side is asked as "<side> <attribute>", which has lost the question's "how long")."""
-        terms = QueryTerms.of(question)
-        kind = kind or question_kind(question)
-        defines = kind is None and bool(_MEANING.search(question))
+        side is asked as "<side> <attribute>", which has lost the question's "how long"). Reads the parts
+        `question` has parsed, so a second focus of one question parses nothing again."""
+        text = question.text
+        terms = question.terms
+        kind = kind or question.expected_type
+        defines = kind is None and bool(_MEANING.search(text))
         if defines:  # "what does X mean": the form, not the topic
-            terms = QueryTerms.of(_MEANING.sub(" ", question))
+            terms = QueryTerms.of(_MEANING.sub(" ", text))
         # codes and identifiers (ERR_2043, notify_batch_size) are names however they are written
         codes = [s for s in terms.stems if any(c.isdigit() or c == "_" for c in s)]
-        names = list(dict.fromkeys([m.text for m in question_mentions(question) if content_stems(m.text)] + codes))
+        names = list(dict.fromkeys([m.text for m in question.names if content_stems(m.text)] + codes))
         words = [w for name in names for w in WORD.findall(name)]
         skeletons = {content_stems(w)[0]: skeleton(w) for w in words if content_stems(w) and len(skeleton(w)) >= 3}
         stems = frozenset(s for name in names for s in content_stems(name))
-        return cls(question, terms, kind, names, stems, skeletons,
-                   frozenset(normalise(w) for w in WORD.findall(question)), _script(question), defines,
-                   counted(question) if kind == "number" else frozenset())
+        return cls(text, terms, kind, names, stems, skeletons,
+                   frozenset(normalise(w) for w in WORD.findall(text)), _script(text), defines,
+                   question.counted if kind == "number" else frozenset())
 
 
 @dataclass

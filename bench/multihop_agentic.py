@@ -35,6 +35,7 @@ from collections import Counter, defaultdict
 
 from bench.common import SHARED_DATA
 from core.settings import Settings
+from answers.question import Question
 
 DATASET = "multihop"
 TENANT = "eval_multihop"
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 passages = HybridPassageSearcher(searcher, TENANT, GROUPS, MODE, keep_traces=False,
                                                  apply_threshold=args.threshold)
                 t0 = time.perf_counter()
-                result = agentic_search(passages, planner, q.question, limits)
+                result = agentic_search(passages, planner, Question(q.question), limits)
                 context = result.context()
                 agentic_ms = (time.perf_counter() - t0) * 1000
                 rows.append({
@@ -185,7 +186,7 @@ def _graph_arms(searcher, graph, planner, question: str, gold: set[str], limits,
     fused_ms = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
     loop = leg()
-    result = agentic_search(loop, planner, question, loop.loop_limits(limits))
+    result = agentic_search(loop, planner, Question(question), loop.loop_limits(limits))
     context = result.context()
     return {"hybrid_graph": _all_in(gold, [p.doc_id for p in fused]),
             "agentic_graph": _all_in(gold, [p.doc_id for p in context]),

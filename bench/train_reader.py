@@ -39,6 +39,7 @@ from answers.types import Passage
 from answers.units import MIN_CONFIDENCE, display
 from bench.answer_eval import contains_answer
 from bench.common import ROOT, SHARED_DATA
+from answers.question import Question
 
 CACHE = ROOT / ".crossroads" / "reader_cases.json"
 SIMS = ROOT / ".crossroads" / "reader_similarities.json"
@@ -137,7 +138,7 @@ def collect(only: set[str] | None = None) -> list[dict]:
                     print(f"collect: {i}/{len(questions)} questions, {len(cases)} cases", file=sys.stderr, flush=True)
             similarity = CachedSimilarity(router.unit_similarity)
             for i, case in enumerate(cases, 1):  # the pooled units' closeness, embedded once
-                reader_pool(case["question"], _as_passages(case), similarity=similarity)
+                reader_pool(Question(case["question"]), _as_passages(case), similarity=similarity)
                 if i % 100 == 0:
                     print(f"embed: {i}/{len(cases)} cases", file=sys.stderr, flush=True)
                     similarity.save()
@@ -207,7 +208,7 @@ def unit_data(cases: list[dict], similarity: CachedSimilarity) -> dict[int, tupl
     """Per case (index), its pooled units' feature rows and labels (the unit holds a gold string)."""
     out = {}
     for i, case in enumerate(cases):
-        pool = reader_pool(case["question"], _as_passages(case), similarity=similarity)
+        pool = reader_pool(Question(case["question"]), _as_passages(case), similarity=similarity)
         if pool is None:
             continue
         rows = pool.rows()
@@ -248,7 +249,7 @@ def fit_answer(ranker: ReaderModel, rows: np.ndarray, right: np.ndarray) -> Read
 
 def answer_case(case: dict, model: ReaderModel | None, similarity: CachedSimilarity) -> dict:
     """The local answer over the case's passages, by `model` (None: the hand-weighted scorer)."""
-    extracted = offline_answer(case["question"], _as_passages(case), similarity=similarity, reader=model)
+    extracted = offline_answer(Question(case["question"]), _as_passages(case), similarity=similarity, reader=model)
     right = not case["negative"] and contains_answer(extracted.text, case["golds"])
     return {"right": bool(right), "picked": bool(extracted.picked), "negative": case["negative"],
             "answerable": not case["negative"] and _holds_gold(case["passages"], case["golds"]),

@@ -16,6 +16,7 @@ from router.agentic import Limits, agentic_search
 from router.graph_leg import HybridGraphSearcher
 from router.planner_offline import OfflinePlanner
 from vector.search.hybrid import HybridSearcher
+from answers.question import Question
 
 
 def ensure_offline_graph(db: Database, tenant: str, embedder: Embedder | None) -> dict | None:
@@ -47,7 +48,7 @@ def eval_searches(db, searcher: HybridSearcher, tenant: str, groups: Sequence[st
 
     def agentic(question: str, n: int) -> list[str]:
         s = HybridGraphSearcher(searcher, graph, tenant, groups, keep_traces=False)
-        return [p.doc_id for p in agentic_search(s, OfflinePlanner(), question, s.loop_limits(Limits())).context()]
+        return [p.doc_id for p in agentic_search(s, OfflinePlanner(), Question(question), s.loop_limits(Limits())).context()]
 
     made = {"graph": leg(True), "hybrid+graph": leg(False), "agentic": agentic}
     return {c: made[c] for c in configs if c in made}

@@ -35,6 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, Sequence
 
+from answers.question import Question
 from answers.question_text import WORD, fold
 from answers.types import Passage
 
@@ -87,7 +88,7 @@ class Decision:
 
 
 class Planner(Protocol):
-    def plan(self, question: str, evidence: list[Passage], asked: list[str]) -> Decision:
+    def plan(self, question: Question, evidence: list[Passage], asked: list[str]) -> Decision:
         """After a round: is `evidence` enough to answer every part of `question`? If not, what to search
         next (<= 3 queries, none of `asked`). Must not raise."""
         ...
@@ -167,7 +168,8 @@ def query_key(query: str) -> tuple[str, ...]:
     return tuple(sorted(set(w.casefold() for w in WORD.findall(fold(query)))))
 
 
-def agentic_search(searcher: Searcher, planner: Planner, question: str, limits: Limits | None = None) -> AgenticResult:
+def agentic_search(searcher: Searcher, planner: Planner, question: Question,
+                   limits: Limits | None = None) -> AgenticResult:
     """Search -> plan -> search ... until the planner has enough, a budget ends it, or it repeats itself.
 
     A failing search in the first round raises (there is nothing to answer from); later it is recorded
@@ -183,7 +185,7 @@ def agentic_search(searcher: Searcher, planner: Planner, question: str, limits: 
     rounds: list[Round] = []
     errors: list[str] = []
     searches = 0
-    queries = [question]
+    queries = [question.text]
     stop_reason, partial = "no_new_queries", True
     while True:
         rnd = Round(number=len(rounds) + 1)
@@ -251,7 +253,7 @@ def agentic_search(searcher: Searcher, planner: Planner, question: str, limits: 
             stop_reason = "budget"
             break
         queries = fresh
-    return AgenticResult(question, limits, evidence, rounds, searches, len(rounds), partial, stop_reason, errors,
+    return AgenticResult(question.text, limits, evidence, rounds, searches, len(rounds), partial, stop_reason, errors,
                          (time.perf_counter() - started) * 1000)
 
 

@@ -27,7 +27,7 @@ from router.prompts import MAX_REASON_CHARS, ROUTE_SYSTEM, ROUTE_TOOL, route_mes
 from router.question_cues import (
     ANAPHORA, ARGUMENT_BONUS, CAPITALISED_RUN, CUES, CUE_BY_NAME, CYRILLIC, EVENT_AT_END, FUNCTION_WORDS,
     IDENTITY_START, IN_SITU_WH, LATIN, NAMED_PAIR, NAMING, NESTED, OPENER, PLACE_TIME_START,
-    QUOTED, Question, RELATIONAL_DESCRIPTIONS, RU_OPENER, SENTENCE_END,
+    QUOTED, CueText, RELATIONAL_DESCRIPTIONS, RU_OPENER, SENTENCE_END,
 )
 from answers.types import ROUTES, RouteDecision
 
@@ -47,13 +47,13 @@ def count_entities(question: str) -> int:
     return count
 
 
-def is_keyword_query(q: Question) -> bool:
+def is_keyword_query(q: CueText) -> bool:
     """A search-box query ("pierce county washington"): no question mark and no question opener.
     Without question syntax there is no relation to follow, so it is one lookup."""
     return bool(q.text) and not q.text.endswith("?") and not OPENER.match(q.text) and not RU_OPENER.match(q.text)
 
 
-def premise_cues(q: Question) -> dict[str, float]:
+def premise_cues(q: CueText) -> dict[str, float]:
     """An English statement that sets up the question describes the entity the question builds on.
     English only: Russian word order puts wh-words anywhere, so an in-place wh-word means nothing."""
     if not q.text.endswith("?") or not LATIN.search(q.text) or CYRILLIC.search(q.text):
@@ -69,7 +69,7 @@ def premise_cues(q: Question) -> dict[str, float]:
     return {}
 
 
-def asks_for_the_description(q: Question) -> bool:
+def asks_for_the_description(q: CueText) -> bool:
     """ "Who is the director of X?", "Кем был сын X?", "Which of the presidents of X ...?": the
     description right after the copula (or the "which of") is the answer itself, one hop; unlike
     "What is the population of the state where X is?" or "Where was the director of X born?"."""
@@ -84,7 +84,7 @@ def asks_for_the_description(q: Question) -> bool:
     return False
 
 
-def find_cues(q: Question) -> dict[str, tuple[str, float]]:
+def find_cues(q: CueText) -> dict[str, tuple[str, float]]:
     """Every cue found: name -> (kind, points); kinds are "global", "comparison", "bridge", "penalty"."""
     found: dict[str, tuple[str, float]] = {}
     for cue in CUES:
@@ -113,7 +113,7 @@ class HeuristicClassifier:
     name = "heuristic"
 
     def classify(self, question: str) -> RouteDecision:
-        q = Question.of(question)
+        q = CueText.of(question)
         found = find_cues(q)
         points = {kind: 0.0 for kind in ("global", "comparison", "bridge", "penalty")}
         for kind, value in found.values():

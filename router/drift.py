@@ -25,17 +25,17 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable
 
 from core.citations import cited_numbers
 from core.llm.errors import LLMError
 from core.llm.prompting import call_tool
 from core.sentences import split_sentences
-from core.text.language import detect_language
 from core.text.terms import normalise, stem
 from graph.query.drift_primer import Primer, PrimerReport, offline_follow_ups
-from router.agentic import Decision
+from router.agentic import Planner
 from router.prompts import DRIFT_PLAN, DRIFT_SYSTEM, drift_message
+from answers.question import Question
 from answers.types import Passage
 
 log = logging.getLogger(__name__)
@@ -55,10 +55,6 @@ class DriftLimits:
     k: int = 4  # hits per follow-up search
     primer_reports: int = 3
     max_context: int = 12  # passages the answer sees (reports included)
-
-
-class Planner(Protocol):
-    def plan(self, question: str, evidence: list[Passage], asked: list[str]) -> Decision: ...
 
 
 @dataclass
@@ -94,7 +90,7 @@ def llm_follow_ups(llm, question: str, reports: list[PrimerReport], limit: int) 
     return out[:limit], reply.value.intermediate_answer
 
 
-def drift_search(search: Callable[[str], list[Passage]], planner: Planner | None, question: str,
+def drift_search(search: Callable[[str], list[Passage]], planner: Planner | None, question: Question,
                  primer: Primer, first: list[str], limits: DriftLimits) -> DriftResult:
     """Runs the follow-ups (depth 1: `first`; deeper: what `planner` asks after reading the evidence), within
     the limits, and numbers the passages the answer is written from."""
@@ -102,7 +98,7 @@ def drift_search(search: Callable[[str], list[Passage]], planner: Planner | None
     evidence: dict[int, Passage] = {}
     partial = False
     pending = [q for q in first]
-    asked = [question]
+    asked = [question.text]
     for depth in range(1, limits.max_depth + 1):
         if not pending:
             break
@@ -153,15 +149,15 @@ def best_sentence(query: str, text: str) -> str:
     return chosen if len(chosen) <= MAX_SENTENCE_CHARS else chosen[:MAX_SENTENCE_CHARS].rstrip() + "…"
 
 
-def offline_answer(question: str, result: DriftResult) -> tuple[str, dict[int, str]]:
+def offline_answer(question: Question, result: DriftResult) -> tuple[str, dict[int, str]]:
     """The extractive DRIFT answer and, per cited number, the text it quotes. Every [N] is a passage sent."""
-    language = detect_language(question)
+    language = question.language
     lines = [HEADER.get(language, HEADER["english"]).format(
         reports=sum(1 for p in result.passages if p.kind == "report"), searches=len(result.follow_ups))]
     quotes: dict[int, str] = {}
     for n, p in enumerate(result.passages, 1):
         if p.kind == "report":
-            sentence = best_sentence(question, p.text)
+            sentence = best_sentence(question.text, p.text)
             lines.append(f"- {p.title}: {sentence} [{n}]")
             quotes[n] = sentence
     for i, f in enumerate(result.follow_ups):

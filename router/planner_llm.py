@@ -10,6 +10,7 @@ from core.llm.prompting import MalformedReply, call_tool
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
 from router.planner_offline import OfflinePlanner
 from router.prompts import PLAN, PLAN_PROMPT, plan_message
+from answers.question import Question
 from answers.types import Passage
 
 
@@ -34,12 +35,12 @@ class LLMPlanner:
         self.offline = offline or OfflinePlanner()
         self.max_tokens = max_tokens
 
-    def plan(self, question: str, evidence: list[Passage], asked: list[str]) -> Decision:
+    def plan(self, question: Question, evidence: list[Passage], asked: list[str]) -> Decision:
         from core.llm.errors import LLMError
 
         try:
             reply = call_tool(self.llm, PLAN, task="fast", system=PLAN_PROMPT, max_tokens=self.max_tokens,
-                              messages=[{"role": "user", "content": plan_message(question, evidence, asked)}])
+                              messages=[{"role": "user", "content": plan_message(question.text, evidence, asked)}])
         except LLMError as err:  # refused, malformed or cut twice, or the API failed
             kind = "reply malformed" if isinstance(err, MalformedReply) else "failed"
             decision = self._fallback(question, evidence, asked, f"LLM planner {kind}: {err}")
@@ -54,7 +55,7 @@ class LLMPlanner:
         return Decision(plan.enough, queries, plan.reason or ("enough" if plan.enough else "searching further"),
                         planner="llm", usage=usage)
 
-    def _fallback(self, question: str, evidence: list[Passage], asked: list[str], error: str) -> Decision:
+    def _fallback(self, question: Question, evidence: list[Passage], asked: list[str], error: str) -> Decision:
         log.warning("%s; falling back to the offline planner", error)
         d = self.offline.plan(question, evidence, asked)
         return Decision(d.enough, d.queries, f"{error}; offline planner: {d.reason}", planner="llm->offline",

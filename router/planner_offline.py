@@ -17,6 +17,8 @@ from answers.comparison import about_indices
 from answers.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
                                   PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, is_function_word,
                                   question_mentions, stem_of, stems_of, title_core, words_of)
+from answers.comparison_form import Comparison
+from answers.question import Question
 from answers.types import Passage
 
 log = logging.getLogger(__name__)
@@ -24,114 +26,11 @@ log = logging.getLogger(__name__)
 
 # --- the offline planner ------------------------------------------------------------------------
 
-@dataclass
-class Comparison:
-    a: str
-    b: str
-    attribute: str  # what is compared ("film directors", "older"), may be empty
-
-    def queries(self) -> list[str]:
-        return [f"{x} {self.attribute}".strip() for x in (self.a, self.b)]
-
-
-# Templates that name both sides explicitly; the attribute is the rest of the question.
-_TAIL = r"(?:\s+(?:по|в части|с точки зрения|in terms of|regarding|by|on|for)\s+(?P<attr>[^?]+?))?\s*[?.!]*\s*$"
-_COMPARISON_TEMPLATES = [re.compile(p, re.IGNORECASE) for p in (
-    r"\bчем\s+(?:отличает(?:ся|ь)|отличают(?:ся)?|различают(?:ся)?)\s+(?P<a>.+?)\s+от\s+(?P<b>.+?)" + _TAIL,
-    r"\b(?:отличи[ея]|различи[ея]|разница)\s+между\s+(?P<a>.+?)\s+и\s+(?P<b>.+?)" + _TAIL,
-    r"\b(?:отличи[ея]|различи[ея])\s+(?P<a>.+?)\s+от\s+(?P<b>.+?)" + _TAIL,
-    r"\b(?:сравни(?:те|ть)?|сопоставь(?:те)?)\s+(?P<a>.+?)\s+(?:и|с|со)\s+(?P<b>.+?)" + _TAIL,
-    r"\bcompare\s+(?P<a>.+?)\s+(?:and|with|to|vs\.?|versus)\s+(?P<b>.+?)" + _TAIL,
-    r"\b(?:difference|differences)\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)" + _TAIL,
-    r"\bhow\s+(?:does|do|is|are)\s+(?P<a>.+?)\s+(?:differ|compare)\s+(?:from|to|with)\s+(?P<b>.+?)" + _TAIL,
-    r"^(?:(?P<pre>[^,:]*?)[,:]\s*)?(?P<a>[^,:]+?)\s+(?:vs\.?|versus|против)\s+(?P<b>.+?)" + _TAIL,
-    # "How long is data kept in the EU region compared with the US region?": the attribute comes first,
-    # the first side is a short phrase (1-4 words) after a preposition
-    r"^(?P<pre>.+?)\s+(?:in|for|at|on|of|в|во|на|для|у)\s+(?:the\s+)?(?P<a>[^,:\s]+(?:\s+[^,:\s]+){0,3}?),?\s+(?:compared\s+(?:with|to)"
-    r"|as\s+opposed\s+to|in\s+comparison\s+(?:with|to)|по\s+сравнению\s+со?)\s+(?:the\s+)?(?P<b>.+?)\s*[?.!]*\s*$",
-    r"\bbetween\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*,\s*(?:which|who|what)\b(?P<attr>.*)$",
-    r"^(?P<pre>(?:which|who|what|что|кто|какой|какая|какое|какие|который|которая|где|когда)\b[^,:]*)[,:]\s*"
-    r"(?:the\s+)?(?P<a>.+?)\s+(?:or|или)\s+(?:the\s+)?(?P<b>.+?)\s*[?.!]*\s*$",
-)]
-# "Which came first the forming of A or the birth of B?": no comma, so both sides must hold a name.
-_WHICH_OR = re.compile(r"^(?P<pre>(?:which|who|what|что|кто|какой|какая|какое|какие|который|которая)\b)"
-                       r"(?P<a>.+?)\s+(?:or|или)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.IGNORECASE)
-
-
 def _is_about(evidence: list[Passage], name: str, other: str) -> bool:
     """Whether a passage of the evidence is about `name` by its title, heading or document, not only by
     holding its words somewhere."""
     chosen, by_document = about_indices(evidence, name, [other])
     return bool(chosen) and by_document
-
-
-def _trim_side(span: str, *, last: bool) -> str:
-    """A template side as a search name: its words when short ("тарифа Старт"), else its (last or first)
-    capitalised name ("The Dandy Warhols" of "the forming of The Dandy Warhols"), else its words."""
-    tokens = list(WORD.finditer(span))
-    while tokens and is_function_word(tokens[0].group()):
-        tokens.pop(0)
-    while tokens and is_function_word(tokens[-1].group()):
-        tokens.pop()
-    if tokens and len(content_words(span)) <= 3:
-        return span[tokens[0].start():tokens[-1].end()]
-    mentions = question_mentions(span)
-    if mentions:
-        m = mentions[-1] if last else mentions[0]
-        return m.text
-    words = [w for w in words_of(span) if fold(w).casefold() not in FUNCTION_WORDS]
-    return " ".join(words)
-
-
-def parse_comparison(question: str) -> Comparison | None:
-    """The two compared entities and the attribute, when the question's form is a comparison."""
-    q = " ".join(question.split())
-    for template in _COMPARISON_TEMPLATES:
-        m = template.search(q)
-        if not m:
-            continue
-        a, b = m.group("a").strip(" ,:;"), m.group("b").strip(" ,:;?.!")
-        if not a or not b or not content_words(a) or not content_words(b):
-            continue
-        a_name, b_name = _trim_side(a, last=True), _trim_side(b, last=False)
-        groups = m.groupdict()
-        attr_src = " ".join(x for x in (groups.get("pre"), groups.get("attr")) if x)
-        if not attr_src:
-            attr_src = q[: m.start()] + " " + q[m.end():]
-        # words of the spans that are not the names (e.g. "the birth of") describe the attribute too
-        rest = f"{attr_src} {a.replace(a_name, ' ')} {b.replace(b_name, ' ')}"
-        return Comparison(a_name, b_name, _attribute(rest, (a_name, b_name)))
-    m = _WHICH_OR.search(q)
-    if m and question_mentions(m.group("a")) and question_mentions(m.group("b")) and "," not in m.group("b"):
-        a_name, b_name = _trim_side(m.group("a"), last=True), _trim_side(m.group("b"), last=False)
-        rest = f"{m.group('a').replace(a_name, ' ')} {m.group('b').replace(b_name, ' ')}"
-        return Comparison(a_name, b_name, _attribute(rest, (a_name, b_name)))
-    return _mention_pair(q)
-
-
-def _attribute(text: str, names: Iterable[str]) -> str:
-    drop = set().union(*(stems_of(n) for n in names)) if names else set()
-    words = [w for w in content_words(text) if stem_of(w) not in drop
-             and fold(w).casefold() not in ATTRIBUTE_NOISE | IMPERATIVES]
-    return " ".join(words[:6])
-
-
-def _mention_pair(q: str) -> Comparison | None:
-    """Two names joined by and/or/и/или in a question with a comparison cue ("both", "same", "which ...
-    or", a yes/no question): "Are A and B both directors?", "Both A and B films were released by ...?"."""
-    mentions = question_mentions(q)
-    words = {fold(w).casefold() for w in words_of(q)}
-    first = fold(words_of(q)[0]).casefold() if words_of(q) else ""
-    cued = bool(words & PAIR_CUES) or first in AUX_START
-    if not cued:
-        return None
-    for x, y in zip(mentions, mentions[1:]):
-        between = [w.casefold() for w in words_of(q[x.end:y.start])]
-        if between and between[0] in CONJUNCTIONS and all(w in CONJUNCTIONS or w in ("the", "a", "an") for w in between) \
-                and "," not in q[x.end:y.start].replace(", and", " and").replace(", or", " or"):
-            rest = q[: x.start] + " " + q[y.end:]
-            return Comparison(x.text, y.text, _attribute(rest, (x.text, y.text)))
-    return None
 
 
 @dataclass
@@ -169,16 +68,16 @@ class OfflinePlanner:
                 self._states[key] = _State()
             return self._states[key]
 
-    def plan(self, question: str, evidence: list[Passage], asked: list[str]) -> Decision:
-        state = self._state(question, asked)
+    def plan(self, question: Question, evidence: list[Passage], asked: list[str]) -> Decision:
+        state = self._state(question.text, asked)
         asked_keys = {query_key(a) for a in asked}
         # what the loop searched besides the question itself: a name in it has had its own search
-        asked_text = fold(" ".join(a for a in asked if query_key(a) != query_key(question))).casefold()
-        comparison = parse_comparison(question)
+        asked_text = fold(" ".join(a for a in asked if query_key(a) != query_key(question.text))).casefold()
+        comparison = question.comparison
         if comparison is not None:
             return self._plan_comparison(comparison, evidence, asked_keys, asked_text)
 
-        mentions = [m.text for m in question_mentions(question)]
+        mentions = [m.text for m in question.names]
         uncovered = [m for m in mentions if not any(covers(p, m) for p in evidence)]
         new = [p for p in evidence if p.id not in state.explored]
         state.explored.update(p.id for p in new)
@@ -193,11 +92,11 @@ class OfflinePlanner:
                                       + (f"; chain: {' -> '.join(chain.chain)}" if reached else ""))
         queries: list[str] = []
         for m in uncovered:  # a named part of the question without a passage: search it in its clause
-            q = _clause_query(question, m)
+            q = _clause_query(question.text, m)
             if query_key(q) not in asked_keys and fold(m).casefold() not in asked_text:
                 queries.append(q)
         queries = queries[:2]
-        bridges = self._bridges(question, mentions, new[: self.frontier], asked_text)
+        bridges = self._bridges(question.text, mentions, new[: self.frontier], asked_text)
         if chain is not None and len(chain.chain) > 1 and not reached:
             last = chain.chain[-1]
             same = [(e, q) for e, q in bridges if fold(last).casefold() == fold(e).casefold()]
@@ -207,7 +106,7 @@ class OfflinePlanner:
                 bridges = [b for b in bridges if b not in same]
                 bridges.insert(0, (last, _bridge_query(chain.still_open, last, Passage(0, None, "", "", ""), set())))
             elif fold(last).casefold() not in asked_text and not same:
-                bridges.insert(0, (last, _bridge_query(question, last, Passage(0, None, "", "", ""), set())))
+                bridges.insert(0, (last, _bridge_query(question.text, last, Passage(0, None, "", "", ""), set())))
             bridges = bridges[: self.max_bridges]
         for entity, q in bridges:
             if len(queries) >= MAX_PLANNED_QUERIES:

@@ -168,7 +168,7 @@ MAX_CHARS = 1000  # cues are read from the start: real questions are far shorter
 
 
 @dataclass(frozen=True)
-class Question:
+class CueText:
     """A question with whitespace and apostrophes normalised, and the copies cues are matched in."""
 
     text: str
@@ -176,7 +176,7 @@ class Question:
     cased: str  # for cues that look for capitals: only the sentence-initial capital, which marks no name, is lowered
 
     @classmethod
-    def of(cls, question: str) -> "Question":
+    def of(cls, question: str) -> "CueText":
         text = re.sub(r"\s+", " ", question[: MAX_CHARS * 2].replace("’", "'")).strip()[:MAX_CHARS]
         return cls(text, text.lower(), text[:1].lower() + text[1:])
 
@@ -197,7 +197,7 @@ class Cue:
     def __post_init__(self) -> None:
         self.pattern = re.compile(self.regex)
 
-    def text(self, q: Question) -> str:
+    def text(self, q: CueText) -> str:
         return q.cased if self.cased else q.lower
 
 

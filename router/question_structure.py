@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from router.question_cues import PREPOSITIONS, Question, _words
+from router.question_cues import PREPOSITIONS, CueText, _words
 
 # Matched in the lower-cased question unless `cased`.
 PAST = _words("\\w+ed", "won", "wrote", "written", "made", "took", "taken", "gave", "given", "held", "built",
@@ -58,7 +58,7 @@ class Structure:
     def __post_init__(self) -> None:
         self.pattern = re.compile(self.regex, re.IGNORECASE) if self.anchored else re.compile(self.regex)
 
-    def count(self, q: Question) -> int:
+    def count(self, q: CueText) -> int:
         if self.needs and not any(word in q.lower for word in self.needs):
             return 0
         if self.anchored:

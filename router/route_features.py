@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from router.question_cues import CUES, Question
+from router.question_cues import CUES, CueText
 from router.question_structure import STRUCTURES
 from answers.types import RouteDecision
 
@@ -60,7 +60,7 @@ def cue_features(question: str, heuristic: RouteDecision) -> np.ndarray:
 
 def structure_features(question: str) -> np.ndarray:
     """The STRUCTURE_NAMES counts, each capped at COUNT_CAP; the last is how many describing clauses."""
-    q = Question.of(question)
+    q = CueText.of(question)
     counts = [min(s.count(q), COUNT_CAP) for s in STRUCTURES]
     nested = sum(c for s, c in zip(STRUCTURES, counts) if s.name in DESCRIBING)
     return np.asarray(counts + [min(nested, COUNT_CAP)], dtype=np.float64)

@@ -40,12 +40,12 @@ from router.drift import DriftLimits, drift_search, first_follow_ups, offline_an
 from answers.generate import (CitationError, check_citations, citations_for, is_no_answer, llm_answer,
                               no_answer_sentence, streaming_to, token_sink)
 from router.planner_llm import LLMPlanner
-from router.planner_offline import OfflinePlanner, parse_comparison
+from router.planner_offline import OfflinePlanner
 from router.route_model import offline_classifier
+from answers.question import Question
 from answers.types import FORCED_ROUTES, Answer, Citation, Passage, RouteDecision
 from answers.unit_similarity import EmbeddingSimilarity
 from answers.reader import load_reader
-from core.text.language import detect_language
 from vector.search.factory import make_searcher, with_transforms
 from vector.search.hybrid import HybridSearcher
 
@@ -109,7 +109,8 @@ class QuestionRouter:
         # one meter for every LLM call of the question: classifier, transforms, reranker, planner, answer
         with UsageMeter().metering() as meter:
             decision = self._global_mode(self.classify(question, route, llm=self.llm), tenant, groups, question)
-            return self._answer_route(tenant, groups, question, decision, meter, started, budget)
+            return self._answer_route(tenant, groups, Question(_check_question(question)), decision, meter,
+                                      started, budget)
 
     def ask_events(self, tenant: str, groups: list[str], question: str, route: str = "auto",
                    budget: GlobalBudget | None = None) -> Iterator[tuple[str, dict]]:
@@ -136,8 +137,8 @@ class QuestionRouter:
         def work() -> None:
             try:
                 with meter.metering(), streaming_to(lambda text: pieces.put(text)):
-                    outcome["answer"] = self._answer_route(tenant, groups, question, decision, meter, started,
-                                                           budget)
+                    outcome["answer"] = self._answer_route(tenant, groups, Question(_check_question(question)),
+                                                           decision, meter, started, budget)
             except Exception as exc:  # noqa: BLE001 - a stream cannot turn into an HTTP error any more
                 outcome["error"] = exc
             finally:
@@ -196,8 +197,9 @@ class QuestionRouter:
         matrix, _ = self.graph.matrix(tenant, level.name)
         return [link.surface for link in name_links(question, matrix.entity_index) if link.score >= 1.0]
 
-    def _answer_route(self, tenant, groups, question, decision, meter: UsageMeter, started,
+    def _answer_route(self, tenant, groups, question: Question, decision, meter: UsageMeter, started,
                       budget: GlobalBudget | None = None) -> Answer:
+        """`question`: parsed once here, read by the route's loop and the answer writers (answers/question.py)."""
         groups = sorted({g for g in groups if g})
         if decision.route == "drift":
             answer = self._drift(tenant, groups, question, decision, self.llm)
@@ -219,20 +221,20 @@ class QuestionRouter:
                  answer.offline, answer.degraded, answer.partial, len(answer.citations), answer.latency_ms)
         return answer
 
-    def _local(self, tenant, groups, question, decision, llm) -> Answer:
-        result = self.local_searcher.search(tenant, groups, question, k=self.settings.answer_passages, mode="hybrid+rerank")
+    def _local(self, tenant, groups, question: Question, decision, llm) -> Answer:
+        result = self.local_searcher.search(tenant, groups, question.text, k=self.settings.answer_passages, mode="hybrid+rerank")
         # a hit kept by a calibrated cut scores as a probability of relevance
         calibrated = result.trace.get("rerank_threshold") is not None and not result.degraded
         passages = [Passage.of_chunk(h, h.score if calibrated else None) for h in result.hits]
         graph_local = None
-        if asks_relation(question):
+        if asks_relation(question.text):
             # "how is X related to Y": the passages behind the named entities' relationships first
             # (GraphRAG's local search), then the search's; nothing named in the graph leaves the search's
-            graph_local = local_context(self.graph, tenant, groups, question)
+            graph_local = local_context(self.graph, tenant, groups, question.text)
             passages = merge_passages([Passage.of_chunk(h) for h in graph_local.passages], passages,
                                       self.settings.answer_passages)
         answer = self._write(question, passages, decision, llm, partial=False)
-        answer.trace.update({"queries": [question], "search": result.trace})
+        answer.trace.update({"queries": [question.text], "search": result.trace})
         if graph_local is not None:
             answer.trace["graph_local"] = {"level": graph_local.level, "entities": graph_local.entities,
                                            "relationships": graph_local.relationships,
@@ -242,7 +244,7 @@ class QuestionRouter:
             answer.degraded_reasons.insert(0, f"search: {result.degraded_reason}")
         return answer
 
-    def _multihop(self, tenant, groups, question, decision, llm) -> Answer:
+    def _multihop(self, tenant, groups, question: Question, decision, llm) -> Answer:
         s = self.settings
         limits = Limits(max_iterations=s.agentic_max_iterations, max_searches=s.agentic_max_searches,
                         k=s.agentic_k, max_evidence=s.agentic_max_evidence, max_context=s.agentic_max_context)
@@ -254,7 +256,7 @@ class QuestionRouter:
             shown = {p.id for p in context}
             context = context + [p for p in result.evidence if p.id not in shown]
         answer = self._write(question, context, decision, llm, partial=result.partial, multihop=True,
-                             follow_ups=[q for q in result.asked if q != question])
+                             follow_ups=[q for q in result.asked if q != question.text])
         answer.partial = result.partial
         answer.trace.update({"queries": result.asked, "agentic": result.trace,
                              "evidence": [p.id for p in result.evidence], "context": [p.id for p in context],
@@ -264,16 +266,16 @@ class QuestionRouter:
             answer.degraded_reasons[:0] = [f"search: {r}" for r in evidence_searcher.degraded_reasons]
         return answer
 
-    def _drift(self, tenant, groups, question, decision, llm) -> Answer:
+    def _drift(self, tenant, groups, question: Question, decision, llm) -> Answer:
         """DRIFT (router/drift.py): the reader's best community reports, follow-up local searches from them
         (with the reader's groups: ACL in SQL), one answer citing reports and passages, citations checked."""
         s = self.settings
         limits = DriftLimits(max_follow_ups=s.drift_max_follow_ups, max_depth=s.drift_max_depth, k=s.agentic_k,
                              primer_reports=s.drift_primer_reports, max_context=s.agentic_max_context)
-        primer = drift_primer(self.db, self.embedder, tenant, groups, question, k=limits.primer_reports)
-        first, source = first_follow_ups(llm, question, primer, limits)
+        primer = drift_primer(self.db, self.embedder, tenant, groups, question.text, k=limits.primer_reports)
+        first, source = first_follow_ups(llm, question.text, primer, limits)
         if not first:  # no level or no report: the question itself is the one local search
-            first = [question]
+            first = [question.text]
         planner = (LLMPlanner(llm) if llm is not None else OfflinePlanner()) if limits.max_depth > 1 else None
 
         def search(query: str) -> list[Passage]:
@@ -286,13 +288,13 @@ class QuestionRouter:
                  "queries": [f.query for f in result.follow_ups]}
         reasons, errors = ([f"DRIFT primer: {source['error']}"] if source.get("error") else []), []
         if not result.passages:
-            return Answer(question, no_answer_sentence(detect_language(question)), [], decision, offline=llm is None,
+            return Answer(question.text, no_answer_sentence(question.language), [], decision, offline=llm is None,
                           no_answer=True, partial=result.partial, trace=trace)
         if llm is not None:
             try:
-                generated = llm_answer(llm, question, result.passages, detect_language(question),
+                generated = llm_answer(llm, question.text, result.passages, question.language,
                                        partial=result.partial)
-                return Answer(question, generated.text, citations_for(generated.numbers, result.passages), decision,
+                return Answer(question.text, generated.text, citations_for(generated.numbers, result.passages), decision,
                               offline=False, no_answer=generated.no_answer, partial=result.partial,
                               degraded=bool(reasons), degraded_reasons=reasons,
                               trace={**trace, "prompt_chars": generated.prompt_chars})
@@ -304,12 +306,12 @@ class QuestionRouter:
                 reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
         text, quotes = drift_offline_answer(question, result)
         numbers = check_citations(text, len(result.passages))
-        return Answer(question, text, citations_for(numbers, result.passages, quotes), decision, offline=True,
+        return Answer(question.text, text, citations_for(numbers, result.passages, quotes), decision, offline=True,
                       degraded=bool(reasons), degraded_reasons=reasons, partial=result.partial, errors=errors,
                       trace=trace)
 
-    def _global(self, tenant, groups, question, decision, llm, budget: GlobalBudget | None = None) -> Answer:
-        result = ask_global(self.db, self.embedder, tenant, groups, question, llm=llm,
+    def _global(self, tenant, groups, question: Question, decision, llm, budget: GlobalBudget | None = None) -> Answer:
+        result = ask_global(self.db, self.embedder, tenant, groups, question.text, llm=llm,
                             max_map_calls=self.settings.global_max_map_calls,
                             max_cost_usd=self.settings.global_max_cost_usd, budget=budget, on_text=token_sink())
         quotes: dict[int, list[str]] = {}
@@ -321,27 +323,27 @@ class QuestionRouter:
                               " ".join(quotes.get(r.id, [])), r.documents)
                      for r in sorted(result.reports, key=lambda r: r.number)]
         degraded = result.trace.get("degraded")
-        return Answer(question, result.answer, citations, decision, offline=result.offline,
+        return Answer(question.text, result.answer, citations, decision, offline=result.offline,
                       degraded=result.degraded, degraded_reasons=[str(degraded)] if result.degraded else [],
                       no_answer=not citations,
                       trace={"level": result.level, "global": result.trace,
                              "points": [asdict(p) for p in result.points],
                              "themes": [asdict(t) for t in result.themes]})
 
-    def _write(self, question: str, passages: list[Passage], decision: RouteDecision, llm, *, partial: bool,
+    def _write(self, question: Question, passages: list[Passage], decision: RouteDecision, llm, *, partial: bool,
                multihop: bool = False, follow_ups: list[str] = ()) -> Answer:
         """The answer over `passages` (best first): the LLM's, citations checked, else extractive."""
-        language = detect_language(question)
+        language = question.language
         trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
         errors, reasons = [], []
         if not passages:
-            return Answer(question, no_answer_sentence(language), [], decision, offline=llm is None,
+            return Answer(question.text, no_answer_sentence(language), [], decision, offline=llm is None,
                           no_answer=True, trace=trace)
         if llm is not None:
             try:
-                generated = llm_answer(llm, question, passages, language, partial=partial)
+                generated = llm_answer(llm, question.text, passages, language, partial=partial)
                 trace["prompt_chars"] = generated.prompt_chars
-                return Answer(question, generated.text, citations_for(generated.numbers, passages), decision,
+                return Answer(question.text, generated.text, citations_for(generated.numbers, passages), decision,
                               offline=False, no_answer=generated.no_answer, trace=trace)
             except CitationError as exc:
                 log.warning("LLM answer withheld: %s", exc)
@@ -351,11 +353,7 @@ class QuestionRouter:
             except LLMError as exc:
                 log.warning("LLM answer failed: %s", exc)
                 reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
-        comparison = parse_comparison(question) if multihop else None
-        extracted = offline_answer(question, passages, multihop=multihop,
-                                   sides=list(zip((comparison.a, comparison.b), comparison.queries()))
-                                   if comparison else None,
-                                   attribute=comparison.attribute if comparison else "", follow_ups=list(follow_ups),
+        extracted = offline_answer(question, passages, multihop=multihop, follow_ups=list(follow_ups),
                                    similarity=self.unit_similarity, reader=self.reader)
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
         trace["confidence"] = extracted.confidence
@@ -365,7 +363,7 @@ class QuestionRouter:
         if extracted.chain:
             trace["chain"] = extracted.chain
         if not extracted.picked:
-            return Answer(question, no_answer_sentence(language), [], decision, offline=True, degraded=bool(reasons),
+            return Answer(question.text, no_answer_sentence(language), [], decision, offline=True, degraded=bool(reasons),
                           degraded_reasons=reasons, no_answer=True, errors=errors, trace=trace)
         if not extracted.answered:
             # the passages are about something else: say so, and show where the search looked
@@ -373,13 +371,13 @@ class QuestionRouter:
             closest = passages[:CLOSEST_PASSAGES]
             listed = "; ".join(f"[{n}] {p.title}" for n, p in enumerate(closest, 1))
             text = f"{no_answer_sentence(language)} {CLOSEST_LABEL.get(language, CLOSEST_LABEL['english'])}: {listed}."
-            return Answer(question, text, citations_for(list(range(1, len(closest) + 1)), passages), decision,
+            return Answer(question.text, text, citations_for(list(range(1, len(closest) + 1)), passages), decision,
                           offline=True, degraded=bool(reasons), degraded_reasons=reasons, no_answer=True,
                           errors=errors, trace=trace)
         quotes: dict[int, str] = {}
         for p in extracted.picked:  # a citation quotes exactly the units the answer took from its passage
             quotes[p.passage] = f"{quotes[p.passage]} {p.text}" if p.passage in quotes else p.text
-        return Answer(question, extracted.text, citations_for(sorted(quotes), passages, quotes), decision,
+        return Answer(question.text, extracted.text, citations_for(sorted(quotes), passages, quotes), decision,
                       offline=True, degraded=bool(reasons), degraded_reasons=reasons, errors=errors, trace=trace)
 
 

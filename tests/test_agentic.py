@@ -8,6 +8,7 @@ from router.agentic import Decision, Limits, agentic_search, query_key, select_c
 from router.evidence_search import HybridPassageSearcher
 from answers.types import Passage
 from vector.search.hybrid import Candidate, SearchResult
+from answers.question import Question
 
 
 # --- scripted sides of the loop ------------------------------------------------------------------
@@ -65,7 +66,7 @@ def unique_hits(per_query: int = 5):
 def test_first_round_searches_the_question_and_enough_stops_early():
     searcher = ScriptedSearcher({"Who leads Payments?": [passage(1), passage(2)]})
     planner = ScriptedPlanner(Decision(True, ["never searched"], "covered"))
-    result = agentic_search(searcher, planner, "Who leads Payments?", Limits(k=4, max_context=4))
+    result = agentic_search(searcher, planner, Question("Who leads Payments?"), Limits(k=4, max_context=4))
     assert searcher.calls == [("Who leads Payments?", 4)]
     assert (result.searches, result.iterations, result.stop_reason, result.partial) == (1, 1, "enough", False)
     assert [p.id for p in result.evidence] == [1, 2]
@@ -78,18 +79,18 @@ def test_over_the_graph_leg_the_questions_own_search_is_as_deep_as_the_context_a
 
     planner = ScriptedPlanner(Decision(False, ["follow-up"], "more"), Decision(True, [], "ok"))
     searcher = ScriptedSearcher(default=unique_hits(8))
-    result = agentic_search(searcher, planner, "q", question_as_deep_as_context(Limits(k=3, max_context=6)))
+    result = agentic_search(searcher, planner, Question("q"), question_as_deep_as_context(Limits(k=3, max_context=6)))
     assert searcher.calls == [("q", 6), ("follow-up", 3)]
     assert [len(hits) for hits in result.ranked] == [6, 3]
     searcher = ScriptedSearcher(default=unique_hits(8))  # without the graph leg: k
-    agentic_search(searcher, ScriptedPlanner(Decision(True, [], "ok")), "q", Limits(k=3, max_context=6))
+    agentic_search(searcher, ScriptedPlanner(Decision(True, [], "ok")), Question("q"), Limits(k=3, max_context=6))
     assert searcher.calls == [("q", 3)]
     assert question_as_deep_as_context(Limits(k=3, max_context=6, first_k=2)).first_k == 2  # set: kept
 
 
 def test_max_searches_is_enforced_and_marks_partial():
     searcher = ScriptedSearcher(default=unique_hits(2))
-    result = agentic_search(searcher, EndlessPlanner(), "q", Limits(max_iterations=10, max_searches=5, max_evidence=100))
+    result = agentic_search(searcher, EndlessPlanner(), Question("q"), Limits(max_iterations=10, max_searches=5, max_evidence=100))
     assert result.searches == 5 == len(searcher.calls)
     assert result.stop_reason == "budget" and result.partial
     skipped = [s for r in result.rounds for s in r.skipped]
@@ -98,14 +99,14 @@ def test_max_searches_is_enforced_and_marks_partial():
 
 def test_max_iterations_is_enforced_and_marks_partial():
     searcher = ScriptedSearcher(default=unique_hits(2))
-    result = agentic_search(searcher, EndlessPlanner(), "q", Limits(max_iterations=2, max_searches=100, max_evidence=100))
+    result = agentic_search(searcher, EndlessPlanner(), Question("q"), Limits(max_iterations=2, max_searches=100, max_evidence=100))
     assert result.iterations == 2 and result.searches == 1 + 3
     assert result.stop_reason == "budget" and result.partial
 
 
 def test_max_evidence_caps_the_evidence_and_stops_searching():
     searcher = ScriptedSearcher(default=unique_hits(5))
-    result = agentic_search(searcher, EndlessPlanner(), "q",
+    result = agentic_search(searcher, EndlessPlanner(), Question("q"),
                             Limits(max_iterations=10, max_searches=100, k=5, max_evidence=7))
     assert len(result.evidence) == 7
     assert result.searches == 2  # the second search filled it; the third was not run
@@ -119,7 +120,7 @@ def test_evidence_is_deduplicated_by_chunk_id():
         "b": [passage(4), passage(1), passage(5)],
     })
     planner = ScriptedPlanner(Decision(False, ["a", "b"], "need more"), Decision(True, [], "ok"))
-    result = agentic_search(searcher, planner, "q", Limits())
+    result = agentic_search(searcher, planner, Question("q"), Limits())
     assert [p.id for p in result.evidence] == [1, 2, 3, 4, 5]
     second = result.rounds[1]
     assert [s.new for s in second.searched] == [[4], [5]]
@@ -131,7 +132,7 @@ def test_repeated_queries_are_detected_and_stop_the_loop():
     searcher = ScriptedSearcher(default=unique_hits(1))
     # the same words in another case, order and punctuation are the same query
     planner = ScriptedPlanner(Decision(False, ["payments LEADS who", "Who leads Payments"], "again"))
-    result = agentic_search(searcher, planner, "Who leads Payments?", Limits())
+    result = agentic_search(searcher, planner, Question("Who leads Payments?"), Limits())
     assert result.searches == 1
     assert result.stop_reason == "repeated_queries" and result.partial
     assert query_key("Who leads Payments?") == query_key("payments, LEADS who")
@@ -140,21 +141,21 @@ def test_repeated_queries_are_detected_and_stop_the_loop():
 def test_a_repeat_inside_a_round_is_skipped_but_fresh_queries_run():
     searcher = ScriptedSearcher(default=unique_hits(1))
     planner = ScriptedPlanner(Decision(False, ["alpha", "the question", "Alpha!"], "mixed"), Decision(True, [], "ok"))
-    result = agentic_search(searcher, planner, "the question", Limits())
+    result = agentic_search(searcher, planner, Question("the question"), Limits())
     assert [q for q, _ in searcher.calls] == ["the question", "alpha"]
     assert result.stop_reason == "enough"
 
 
 def test_no_proposal_without_enough_stops_as_no_new_queries():
     searcher = ScriptedSearcher(default=unique_hits(1))
-    result = agentic_search(searcher, ScriptedPlanner(Decision(False, [], "stuck")), "q", Limits())
+    result = agentic_search(searcher, ScriptedPlanner(Decision(False, [], "stuck")), Question("q"), Limits())
     assert result.stop_reason == "no_new_queries" and result.partial and result.searches == 1
 
 
 def test_at_most_three_planned_queries_per_round():
     searcher = ScriptedSearcher(default=unique_hits(1))
     planner = ScriptedPlanner(Decision(False, ["a", "b", "c", "d", "e"], "many"), Decision(True, [], "ok"))
-    result = agentic_search(searcher, planner, "q", Limits(max_searches=20))
+    result = agentic_search(searcher, planner, Question("q"), Limits(max_searches=20))
     assert [q for q, _ in searcher.calls] == ["q", "a", "b", "c"] and result.searches == 4
     assert result.trace["rounds"][0]["decision"]["queries"] == ["a", "b", "c"]
 
@@ -166,11 +167,11 @@ def test_a_failed_later_search_is_recorded_and_the_loop_goes_on():
         return [passage(len(query))]
 
     planner = ScriptedPlanner(Decision(False, ["broken", "fine"], "more"), Decision(True, [], "ok"))
-    result = agentic_search(ScriptedSearcher(default=default), planner, "q", Limits())
+    result = agentic_search(ScriptedSearcher(default=default), planner, Question("q"), Limits())
     assert result.stop_reason == "enough" and result.searches == 3
     assert any("leg down" in e for e in result.errors)
     with pytest.raises(ConnectionError):  # nothing at all to answer from: the caller must know
-        agentic_search(ScriptedSearcher(default=default), planner, "broken", Limits())
+        agentic_search(ScriptedSearcher(default=default), planner, Question("broken"), Limits())
 
 
 def test_a_raising_planner_ends_the_loop_partial_with_the_error():
@@ -178,7 +179,7 @@ def test_a_raising_planner_ends_the_loop_partial_with_the_error():
         def plan(self, question, evidence, asked):
             raise RuntimeError("planner bug")
 
-    result = agentic_search(ScriptedSearcher(default=unique_hits(2)), Boom(), "q", Limits())
+    result = agentic_search(ScriptedSearcher(default=unique_hits(2)), Boom(), Question("q"), Limits())
     assert result.stop_reason == "no_new_queries" and result.partial
     assert "planner bug" in result.errors[0]
 
@@ -228,7 +229,7 @@ def test_select_context_shows_one_passage_per_page_before_a_pages_second():
 
 def test_result_context_uses_at_most_max_context():
     searcher = ScriptedSearcher(default=unique_hits(5))
-    result = agentic_search(searcher, EndlessPlanner(), "q",
+    result = agentic_search(searcher, EndlessPlanner(), Question("q"),
                             Limits(max_iterations=3, max_searches=8, k=5, max_evidence=40, max_context=10))
     context = result.context()
     assert len(context) == 10 and len(result.evidence) > 10

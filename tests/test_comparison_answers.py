@@ -1,9 +1,11 @@
 """Offline comparison answers (answers/comparison.py): pure units over invented passages."""
 from __future__ import annotations
 
-from answers.comparison import comparison_answer, same_what
+from answers.comparison import comparison_answer
+from answers.comparison_form import same_what
 from answers.extractive import offline_answer
 from answers.types import Passage
+from answers.question import Question
 
 
 def p(n: int, title: str, text: str) -> Passage:
@@ -18,9 +20,9 @@ ACQUIRERS = [
 
 
 def test_each_side_is_answered_from_the_passages_about_it_with_its_own_citation():
-    got = offline_answer("How does Ferrocard differ from Paymora on settlement?", ACQUIRERS, multihop=True,
-                         sides=[("Ferrocard", "Ferrocard settlement"), ("Paymora", "Paymora settlement")],
-                         attribute="settlement")
+    question = Question("How does Ferrocard differ from Paymora on settlement?")
+    assert question.comparison.a == "Ferrocard" and question.comparison.b == "Paymora"
+    got = offline_answer(question, ACQUIRERS, multihop=True)
     ferrocard, paymora = got.text.split("Paymora: ", 1)
     assert ferrocard.startswith("Ferrocard: ") and "[1]" in ferrocard and "[2]" not in ferrocard, got.text
     # the Ferrocard page names Paymora too, but it is not about Paymora
@@ -30,22 +32,22 @@ def test_each_side_is_answered_from_the_passages_about_it_with_its_own_citation(
 
 def test_a_yes_no_question_is_yes_only_when_every_side_states_the_attribute():
     sides = [("Ferrocard", "Ferrocard payment acquirer"), ("Paymora", "Paymora payment acquirer")]
-    yes = comparison_answer("Are Ferrocard and Paymora both payment acquirers?", ACQUIRERS, sides,
+    yes = comparison_answer(Question("Are Ferrocard and Paymora both payment acquirers?"), ACQUIRERS, sides,
                             "payment acquirers")
     assert yes.text.startswith("Yes"), yes.text
     other = [ACQUIRERS[0], p(2, "Paymora", "Paymora is a bank founded in 2009. It settles card payments.")]
-    unsure = comparison_answer("Are Ferrocard and Paymora both payment acquirers?", other, sides,
+    unsure = comparison_answer(Question("Are Ferrocard and Paymora both payment acquirers?"), other, sides,
                                "payment acquirers")
     assert not unsure.text.startswith("Yes") and "Paymora: " in unsure.text, unsure.text  # no verdict, the facts
 
 
 def test_a_side_no_passage_is_about_says_so_instead_of_borrowing_the_others():
-    got = comparison_answer("Сравни Ferrocard и Nordpay по срокам расчётов", ACQUIRERS[:1],
+    got = comparison_answer(Question("Сравни Ferrocard и Nordpay по срокам расчётов"), ACQUIRERS[:1],
                             [("Ferrocard", "Ferrocard сроки расчётов"), ("Nordpay", "Nordpay сроки расчётов")],
                             "сроки расчётов")
     assert "Nordpay: в найденных фрагментах об этом не сказано." in got.text, got.text
     # half an answer is still read: the side found counts half, the side not said nothing
-    alone = comparison_answer("Ferrocard сроки расчётов", ACQUIRERS[:1], [("Ferrocard", "Ferrocard сроки расчётов")],
+    alone = comparison_answer(Question("Ferrocard сроки расчётов"), ACQUIRERS[:1], [("Ferrocard", "Ferrocard сроки расчётов")],
                               "сроки расчётов")
     assert alone.confidence > 0 and got.confidence == alone.confidence / 2
 
@@ -53,14 +55,14 @@ def test_a_side_no_passage_is_about_says_so_instead_of_borrowing_the_others():
 def test_a_russian_yes_no_question_is_answered_in_russian():
     ru = [p(1, "Феррокард", "Феррокард — платёжный эквайер из Лиона."),
           p(2, "Пэймора", "Пэймора — платёжный эквайер, основанный в 2009 году.")]
-    got = comparison_answer("Являются ли Феррокард и Пэймора платёжными эквайерами?", ru,
+    got = comparison_answer(Question("Являются ли Феррокард и Пэймора платёжными эквайерами?"), ru,
                             [("Феррокард", "Феррокард платёжный эквайер"), ("Пэймора", "Пэймора платёжный эквайер")],
                             "платёжными эквайерами")
     assert got.text.startswith("Да"), got.text
 
 
 def test_a_comparison_written_with_compared_with_is_parsed_and_abbreviations_are_names():
-    from router.planner_offline import parse_comparison
+    from answers.comparison_form import parse_comparison
 
     got = parse_comparison("How long are invoices kept in the EU region compared with the US region?")
     assert (got.a, got.b) == ("EU region", "US region"), got
@@ -71,7 +73,7 @@ def test_a_comparison_written_with_compared_with_is_parsed_and_abbreviations_are
                             "compared to chained prompts?") is None
     regions = [Passage(1, "r.md", "Retention", "Retention > EU region", "Invoices are kept for 10 years."),
                Passage(2, "r.md", "Retention", "Retention > US region", "Invoices are kept for 7 years.")]
-    answer = comparison_answer("How long are invoices kept in the EU region compared with the US region?", regions,
+    answer = comparison_answer(Question("How long are invoices kept in the EU region compared with the US region?"), regions,
                                [("EU region", "EU region invoices kept"), ("US region", "US region invoices kept")])
     assert "EU region: Invoices are kept for 10 years. [1]" in answer.text, answer.text
     assert "US region: Invoices are kept for 7 years. [2]" in answer.text, answer.text
@@ -99,7 +101,7 @@ def test_pay_is_answered_with_an_amount_not_with_the_sentence_repeating_the_ques
     assert question_kind("How does on-call compensation differ between the offices?") == "money"
     assert question_kind("Какие суточные положены в командировке?") == "money"
     assert question_kind("How much is the weekend standby allowance?") == "number"  # an amount is a number too
-    got = comparison_answer("How does on-call compensation differ between the Lisbon and Kazan offices?",
+    got = comparison_answer(Question("How does on-call compensation differ between the Lisbon and Kazan offices?"),
                             ON_CALL, SIDES, "on-call compensation")
     lisbon, kazan = got.text.split("Kazan: ", 1)
     assert "€35" in lisbon and "[2]" in lisbon, got.text
@@ -109,7 +111,7 @@ def test_pay_is_answered_with_an_amount_not_with_the_sentence_repeating_the_ques
 
 
 def test_a_side_whose_passages_hold_no_amount_is_not_said_rather_than_answered_with_any_sentence():
-    got = comparison_answer("How does on-call compensation differ between the Lisbon and Kazan offices?",
+    got = comparison_answer(Question("How does on-call compensation differ between the Lisbon and Kazan offices?"),
                             ON_CALL[:4], SIDES, "on-call compensation")
     assert "€35" in got.text and "Kazan: the passages do not say." in got.text, got.text
 
@@ -117,10 +119,10 @@ def test_a_side_whose_passages_hold_no_amount_is_not_said_rather_than_answered_w
 def test_the_planner_searches_a_side_that_only_an_overview_naming_both_mentions():
     from router.planner_offline import OfflinePlanner
     question = "How does on-call compensation differ between the Lisbon and Kazan offices?"
-    decision = OfflinePlanner().plan(question, ON_CALL[:3], [question])
+    decision = OfflinePlanner().plan(Question(question), ON_CALL[:3], [question])
     assert not decision.enough and any("Kazan" in q for q in decision.queries), decision
     assert not any("Lisbon" in q for q in decision.queries), decision
-    done = OfflinePlanner().plan(question, ON_CALL, [question])
+    done = OfflinePlanner().plan(Question(question), ON_CALL, [question])
     assert done.enough, done
 
 
@@ -134,12 +136,10 @@ def test_a_side_whose_page_is_in_the_other_language_is_answered_by_meaning():
 
     sides = [("Lyon", "Lyon night shift pay"), ("Kazan", "Kazan night shift pay")]
     question = "How does night shift pay differ between the Lyon and Kazan depots?"
-    got = offline_answer(question, passages, multihop=True, sides=sides, attribute="night shift pay",
-                         similarity=similarity)
+    got = comparison_answer(Question(question), passages, sides, "night shift pay", similarity=similarity)
     assert "€30" in got.text and "900 ₽" in got.text and "200 ₽" not in got.text, got.text
     # without the model the Kazan side shares no word with the question but its name: the first amount
-    assert "200 ₽" in offline_answer(question, passages, multihop=True, sides=sides,
-                                     attribute="night shift pay").text
+    assert "200 ₽" in comparison_answer(Question(question), passages, sides, "night shift pay").text
 
 
 def test_a_same_what_question_is_answered_by_the_names_each_side_gives_it():
@@ -147,15 +147,15 @@ def test_a_same_what_question_is_answered_by_the_names_each_side_gives_it():
              p(2, "Coldwater", "Coldwater is a mill town in Essa province, inland."),
              p(3, "Orrin", "Orrin is a market town in Varro province.")]
     sides = [("Tern Harbour", "Tern Harbour province"), ("Coldwater", "Coldwater province")]
-    no = comparison_answer("Are Tern Harbour and Coldwater in the same province?", towns, sides, "province")
+    no = comparison_answer(Question("Are Tern Harbour and Coldwater in the same province?"), towns, sides, "province")
     assert no.text.startswith("No: Tern Harbour — Varro province; Coldwater — Essa province."), no.text
     sides = [("Tern Harbour", "Tern Harbour province"), ("Orrin", "Orrin province")]
-    yes = comparison_answer("Are Tern Harbour and Orrin in the same province?", towns, sides, "province")
+    yes = comparison_answer(Question("Are Tern Harbour and Orrin in the same province?"), towns, sides, "province")
     assert yes.text.startswith("Yes: Tern Harbour — Varro province; Orrin — Varro province."), yes.text
     # a side whose passages name none gives no verdict: not naming one is no evidence of another
     unsaid = [towns[0], p(2, "Coldwater", "Coldwater is a mill town known for its bridges.")]
     sides = [("Tern Harbour", "Tern Harbour province"), ("Coldwater", "Coldwater province")]
-    got = comparison_answer("Are Tern Harbour and Coldwater in the same province?", unsaid, sides, "province")
+    got = comparison_answer(Question("Are Tern Harbour and Coldwater in the same province?"), unsaid, sides, "province")
     assert not got.text.startswith(("Yes", "No")), got.text
 
 
@@ -163,7 +163,7 @@ def test_a_same_band_question_reads_the_name_written_after_another_word_for_the_
     singers = [p(1, "Ivo Marsh", "Ivo Marsh is the lead singer of the Dutch synthpop group Harbour Lights."),
                p(2, "Ines Moreau", "Ines Moreau is best known as the main vocalist of the girl group Quayside.")]
     sides = [("Ivo Marsh", "Ivo Marsh band"), ("Ines Moreau", "Ines Moreau band")]
-    got = comparison_answer("Are Ivo Marsh and Ines Moreau members of the same band?", singers, sides, "band")
+    got = comparison_answer(Question("Are Ivo Marsh and Ines Moreau members of the same band?"), singers, sides, "band")
     assert got.text.startswith("No: Ivo Marsh — Harbour Lights band; Ines Moreau — Quayside band."), got.text
 
 

@@ -19,6 +19,7 @@ from router.service import QuestionRouter
 from answers.types import Passage
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 from tests.test_global_llm import _all_relevant, cite_all, phases
+from answers.question import Question
 
 LATENCY_S = 0.3
 QUESTION = "What are the main recurring themes across all incident reviews?"  # fixtures q18 (global)
@@ -93,14 +94,14 @@ def test_drift_search_keeps_its_budgets_and_every_citation_points_at_a_passage()
                     {})
     limits = DriftLimits(max_follow_ups=3, max_depth=2, k=2, primer_reports=1, max_context=4)
     planner = Asks("c", "d", "a")
-    result = drift_search(lambda q: found.get(q, []), planner, "What fails?", primer, ["a", "b"], limits)
+    result = drift_search(lambda q: found.get(q, []), planner, Question("What fails?"), primer, ["a", "b"], limits)
     assert [(f.query, f.depth) for f in result.follow_ups] == [("a", 1), ("b", 1), ("c", 2)]
     assert result.partial and planner.calls == 1  # "d" was left out by max_follow_ups
     assert [p.kind for p in result.passages] == ["report", "chunk", "chunk", "chunk"]
     assert [p.id for p in result.passages[1:]] == [1, 2, 3]  # each follow-up's best first
-    answer, quotes = offline_answer("What fails?", result)
+    answer, quotes = offline_answer(Question("What fails?"), result)
     assert set(cited_numbers(answer)) == {1, 2, 3, 4} and set(quotes) == {1, 2, 3, 4}
-    one_deep = drift_search(lambda q: found.get(q, []), Asks("c"), "What fails?", primer, ["a"],
+    one_deep = drift_search(lambda q: found.get(q, []), Asks("c"), Question("What fails?"), primer, ["a"],
                             DriftLimits(max_depth=1))
     assert [f.query for f in one_deep.follow_ups] == ["a"] and not one_deep.partial
 

@@ -9,6 +9,7 @@ from answers.expected_type import asked_kind_words, counted, counts, question_ki
 from answers.units import units
 from answers.local import local_answer
 from answers.types import Passage
+from answers.question import Question
 
 
 def p(n: int, title: str, text: str) -> Passage:
@@ -68,7 +69,7 @@ def test_a_count_stands_just_before_what_it_counts_in_digits_or_words():
      "семи"),
 ])
 def test_how_many_ranks_the_number_of_the_counted_thing_first(question, text, count):
-    got = local_answer(question, [p(1, "Orvel", text)])
+    got = local_answer(Question(question), [p(1, "Orvel", text)])
     best = max(got.picked, key=lambda pick: pick.score)  # the area is a number too, of something else
     assert f"{count} " in best.text and "4 200" not in best.text
 
@@ -76,14 +77,14 @@ def test_how_many_ranks_the_number_of_the_counted_thing_first(question, text, co
 def test_a_rank_question_takes_the_sentence_with_the_rank():
     text = ("Нордпорт — крупнейший по грузообороту порт на южном побережье Балтики.\n\n"
             "Обработав 41 млн тонн в 2024 году, Нордпорт стал 3-м портом региона по грузообороту.")
-    got = local_answer("Какое место по грузообороту занимает Нордпорт среди портов Балтики?", [p(1, "Нордпорт", text)])
+    got = local_answer(Question("Какое место по грузообороту занимает Нордпорт среди портов Балтики?"), [p(1, "Нордпорт", text)])
     assert "3-м" in got.text and "крупнейший" not in got.text
 
 
 def test_a_sentence_ending_on_a_pronoun_brings_the_one_it_refers_to():
     text = ("Engineers kept trying to build one shared cache for every region. "
             "The Orion team was among those who failed to do this.")
-    got = local_answer("What did the Orion team fail to build?", [p(1, "Caching", text)])
+    got = local_answer(Question("What did the Orion team fail to build?"), [p(1, "Caching", text)])
     assert "one shared cache for every region" in got.text
     assert [u.anaphoric for u in units([p(1, "Caching", text)])] == [False, True]
 
@@ -91,7 +92,7 @@ def test_a_sentence_ending_on_a_pronoun_brings_the_one_it_refers_to():
 def test_a_whole_sentence_beats_an_equal_fragment_the_chunk_cut():
     text = ("where the quota of the workspace is counted per hour. "
             "Exports draw on the quota of the workspace, and the quota resets at midnight UTC.")
-    got = local_answer("What draws on the quota of the workspace?", [p(1, "Quotas", text)])
+    got = local_answer(Question("What draws on the quota of the workspace?"), [p(1, "Quotas", text)])
     assert got.text.startswith("Exports draw on the quota")
     assert [u.cut for u in units([p(1, "Quotas", text)])] == [True, False]
 
@@ -100,7 +101,7 @@ def test_a_whole_sentence_beats_an_equal_fragment_the_chunk_cut():
 def test_an_amount_question_over_a_hostile_run_of_digits_answers_without_hanging():
     hostile = p(1, "Tariffs", "The standby allowance is " + "1 " * 100_000 + "and nothing else.")
     fair = p(2, "Tariffs", "The standby allowance is €35 per night.")
-    got = local_answer("What is the standby allowance?", [hostile, fair])
+    got = local_answer(Question("What is the standby allowance?"), [hostile, fair])
     assert "€35" in got.text, got.text
 
 
@@ -126,12 +127,12 @@ def test_a_passage_in_the_other_language_answers_by_meaning_with_the_asked_type(
     passages = [Passage(1, "kazan.md", "Склад в Казани", "", RUSSIAN_PAGE, relevance=0.7),
                 Passage(2, "shifts.md", "Shift rules", "", "A shift lead at the Berlin site runs the morning shift.")]
     similarity = Similarity({"Руководитель смены": 0.85, "Дежурный механик": 0.8})
-    answer = local_answer(question, passages, similarity=similarity)
+    answer = local_answer(Question(question), passages, similarity=similarity)
     assert "Пётр Лаврентьев" in answer.text and "[1]" in answer.text
     assert all("Склад работает" not in t for t in similarity.calls[0])  # only units holding a person
     assert answer.confidence == pytest.approx(0.7)  # as sure as the search is of the passage (no name to share)
     # without the model the words decide, and the Russian units share none of them
-    assert "Лаврентьев" not in local_answer(question, passages).text
+    assert "Лаврентьев" not in local_answer(Question(question), passages).text
 
 
 def test_the_other_language_is_not_asked_when_the_best_passage_is_in_the_questions_own():
@@ -139,7 +140,7 @@ def test_the_other_language_is_not_asked_when_the_best_passage_is_in_the_questio
     passages = [Passage(1, "shifts.md", "Shift rules", "", "At the Kazan warehouse Petr Lavrentyev runs the shift."),
                 Passage(2, "kazan.md", "Склад в Казани", "", RUSSIAN_PAGE, relevance=0.7)]
     similarity = Similarity({})
-    assert "Lavrentyev" in local_answer(question, passages, similarity=similarity).text
+    assert "Lavrentyev" in local_answer(Question(question), passages, similarity=similarity).text
     assert similarity.calls == []
 
 
@@ -148,7 +149,7 @@ def test_other_language_passages_without_a_value_of_the_asked_type_do_not_answer
     passages = [Passage(1, "kazan.md", "Склад в Казани", "", "Склад работает круглосуточно и без выходных.",
                         relevance=0.4)]
     similarity = Similarity({})
-    answer = local_answer(question, passages, similarity=similarity)
+    answer = local_answer(Question(question), passages, similarity=similarity)
     assert similarity.calls == [] and answer.confidence < 0.2
 
 
@@ -156,7 +157,7 @@ def test_at_most_so_many_units_of_the_other_language_are_compared_in_meaning():
     from answers.local import MAX_EMBEDDED_UNITS
     page = "\n\n".join(f"- Смена {i} началась в 20{i % 90 + 10:02d} г." for i in range(3 * MAX_EMBEDDED_UNITS))
     similarity = Similarity({})
-    local_answer("When did the shift start?", [Passage(1, "ru.md", "Смены", "", page, relevance=0.5)],
+    local_answer(Question("When did the shift start?"), [Passage(1, "ru.md", "Смены", "", page, relevance=0.5)],
                  similarity=similarity)
     assert len(similarity.calls) == 1 and len(similarity.calls[0]) == MAX_EMBEDDED_UNITS
 
@@ -164,7 +165,7 @@ def test_at_most_so_many_units_of_the_other_language_are_compared_in_meaning():
 def test_a_numbered_lists_marker_is_no_answer_to_how_many():
     passages = [Passage(1, "relay.md", "Webhook Relay", "", "1. The Integrations team owns Webhook Relay and its queue."),
                 Passage(2, "team.md", "Integrations", "", "Integrations engineers: eleven, in Berlin and Austin.")]
-    answer = local_answer("How many engineers does the team that owns Webhook Relay have?", passages)
+    answer = local_answer(Question("How many engineers does the team that owns Webhook Relay have?"), passages)
     assert "eleven" in answer.text and "[2]" in answer.text, answer.text
 
 
@@ -179,7 +180,7 @@ def test_a_century_or_a_decade_is_a_date(text, era):
 
 
 def test_when_is_answered_by_the_sentence_with_the_century():
-    when = local_answer("When did the guild movement begin?",
+    when = local_answer(Question("When did the guild movement begin?"),
                         [p(1, "Guild", "The guild movement is described in many books."),
                          p(2, "Guild history", "The guild movement began in the 12th century.")])
     assert when.text.startswith("The guild movement began") and "[2]" in when.text, when.text
@@ -190,7 +191,7 @@ def test_a_russian_page_full_of_english_setting_names_is_read_as_russian():
     words an English question cannot match however many setting names it spells in Latin."""
     page = "Параметр `solver_time_limit_ms` (default 5000, max 30000) задаёт бюджет solver-а на задачу."
     similarity = Similarity({})
-    local_answer("What is the longest time a solver may run on one job?",
+    local_answer(Question("What is the longest time a solver may run on one job?"),
                  [Passage(1, "ru.md", "Оптимизатор", "", page, relevance=0.5)], similarity=similarity)
     assert len(similarity.calls) == 1
 

@@ -17,6 +17,7 @@ from answers.chain.question import least_hops
 from answers.local import local_answer
 from answers.types import Passage
 from tests.conftest import FIXTURES
+from answers.question import Question
 
 ERRORS = """- `ERR_2043` — the carrier API rate limit was hit (the carrier answered HTTP 429). The request is
   retried with exponential backoff: at most 5 attempts, the first delay is 200 ms.
@@ -30,7 +31,7 @@ def p(n: int, title: str, text: str, heading: str = "") -> Passage:
 
 def test_list_items_are_never_joined_and_quotes_are_the_exact_units():
     passage = p(1, "Carrier Connector", ERRORS, "Carrier Connector > Error codes")
-    got = local_answer("What does error ERR_2043 mean in the Carrier Connector?", [passage])
+    got = local_answer(Question("What does error ERR_2043 mean in the Carrier Connector?"), [passage])
     assert "rate limit was hit" in got.text and "retried with exponential backoff" in got.text
     assert "validation error" not in got.text and "ERR_2044" not in got.text
     assert all(pick.text in passage.text for pick in got.picked)  # each quote is a slice of the passage
@@ -43,8 +44,8 @@ def test_the_document_names_what_its_answering_sentence_does_not_repeat():
     limits = Passage(2, "optimizer.md", "Route Optimizer", "Route Optimizer > Limits",
                      "- `max_stops_per_route`: at most 120 stops in one route.")
     question = "How many stops can one route passed to RouteOptimizerClient.plan() hold at most?"
-    alone = local_answer(question, [limits])
-    got = local_answer(question, [client, limits])
+    alone = local_answer(Question(question), [limits])
+    got = local_answer(Question(question), [client, limits])
     assert "120" in got.text and got.confidence >= MIN_CONFIDENCE
     assert got.confidence > alone.confidence  # the name is covered by the same document's other passage
 
@@ -52,9 +53,9 @@ def test_the_document_names_what_its_answering_sentence_does_not_repeat():
 def test_an_identifier_the_evidence_never_holds_means_no_answer():
     berlin = p(1, "On-call in Berlin", "This page covers what is specific to the Berlin office. "
                                       "Senior engineers on call get a weekly allowance.")
-    got = local_answer("What is the salary band for a Senior Engineer (L4) in Berlin?", [berlin])
+    got = local_answer(Question("What is the salary band for a Senior Engineer (L4) in Berlin?"), [berlin])
     assert got.confidence == 0.0 and not got.answered
-    year = local_answer("Which allowance did senior engineers in Berlin get in 2024?", [berlin])
+    year = local_answer(Question("Which allowance did senior engineers in Berlin get in 2024?"), [berlin])
     assert year.confidence > 0  # a bare number is a value the evidence may lack, not a name
 
 
@@ -64,14 +65,14 @@ def test_two_stems_of_one_word_match_but_short_stems_do_not():
     passage = p(1, "Jacksonville", "Jacksonville merged with Duval County in 1968.")
     question = "В каком году Джэксонвилл стал частью округа Дувал благодаря объединению?"
     ru = p(2, "Джэксонвилл", "Правительство города объединилось с округом Дувал в 1968 г.")
-    scorer = Scorer(Focus.of(question), [passage, ru], units([passage, ru]))
+    scorer = Scorer(Focus.of(Question(question)), [passage, ru], units([passage, ru]))
     assert "объединен" in scorer.covered(units([passage, ru])[1])  # "объединилось" answers "объединению"
 
 
 def test_table_rows_are_units_of_their_own_and_carry_their_header():
     table = ("| Plan | Requests per minute | Burst |\n|---|---|---|\n| Starter | 60 | 10 |\n"
              "| Business | 600 | 100 |\n| Enterprise | 3000 | 500 |")
-    got = local_answer("How many requests per minute does the Business plan allow?", [p(1, "Shipments API", table)])
+    got = local_answer(Question("How many requests per minute does the Business plan allow?"), [p(1, "Shipments API", table)])
     assert got.text.startswith("Plan: Business; Requests per minute: 600") and "Starter" not in got.text
     assert [u.text for u in units([p(1, "x", table)])][0] == "| Starter | 60 | 10 |"
 
@@ -79,7 +80,7 @@ def test_table_rows_are_units_of_their_own_and_carry_their_header():
 def test_a_when_question_takes_the_date_about_its_named_place_across_scripts():
     berlin = p(1, "Berlin office", "Larkspur opened its Berlin office in 2013. The office is open 24/7 with a badge.")
     ekb = p(2, "Офис в Екатеринбурге", "Офис в Екатеринбурге открылся в 2021 г. и вырос до 45 сотрудников.")
-    got = local_answer("When did the Yekaterinburg office open?", [berlin, ekb])
+    got = local_answer(Question("When did the Yekaterinburg office open?"), [berlin, ekb])
     assert "2021" in got.text and "2013" not in got.text and got.confidence >= MIN_CONFIDENCE
     assert skeleton("Yekaterinburg") == skeleton("Екатеринбурге") and skeleton("Moscow") == skeleton("Москве")
 
@@ -112,14 +113,14 @@ CHAIN = [
 
 
 def test_a_multi_hop_answer_follows_the_chain_and_cites_every_hop():
-    got = chain_answer("In which office does the lead of the team that owns the Payments Gateway work?", CHAIN)
+    got = chain_answer(Question("In which office does the lead of the team that owns the Payments Gateway work?"), CHAIN)
     assert got.chain == ["Payments Gateway", "Billing team", "Marcus Oyelaran", "Austin office"] and got.reached
     assert got.text.startswith("Austin office. Chain: Payments Gateway -> Billing team")
     assert [pick.passage for pick in got.picked] == [1, 2, 3]  # one citation per hop
 
 
 def test_a_chain_stopping_short_of_the_asked_type_is_not_reached():
-    got = chain_answer("In which office does the lead of the team that owns the Payments Gateway work?", CHAIN[:2])
+    got = chain_answer(Question("In which office does the lead of the team that owns the Payments Gateway work?"), CHAIN[:2])
     assert not got.reached and got.chain[-1] == "Marcus Oyelaran"
 
 
@@ -127,12 +128,12 @@ def test_a_hop_states_the_relation_whichever_side_holds_the_agent_noun():
     film = [p(1, "Big Eyes", "Big Eyes is a 2014 drama film. The film is about the painter Margaret Keane. "
                              "It was directed by Tim Burton."),
             p(2, "Tim Burton", "Tim Burton is an American filmmaker. Tim Burton was married to Lena Gieseke.")]
-    got = chain_answer("Who is the spouse of Big Eyes' director?", film)
+    got = chain_answer(Question("Who is the spouse of Big Eyes' director?"), film)
     assert got.chain[:2] == ["Big Eyes", "Tim Burton"], got.text  # "directed" states "director"
 
 
 def test_no_answer_when_the_passages_are_about_something_else():
-    got = local_answer("Which teams are going to be merged in the 2026 reorganisation?",
+    got = local_answer(Question("Which teams are going to be merged in the 2026 reorganisation?"),
                        [p(1, "Billing team", "The Billing team ships on Tuesdays and Thursdays only."),
                         p(2, "Routing team", "The Routing team owns the Route Optimizer.")])
     assert got.picked and got.confidence < MIN_CONFIDENCE and not got.answered

@@ -12,6 +12,7 @@ from answers.local import local_answer, reader_pool
 from answers.reader import FEATURES, MODEL_PATH, ReaderModel, ReaderModelError, load_reader
 from answers.types import Passage
 from tests.conftest import FIXTURES
+from answers.question import Question
 
 STAFF = ["public", "staff"]
 
@@ -58,8 +59,8 @@ def test_a_model_that_does_not_match_the_code_is_refused(tmp_path):
 def test_features_are_deterministic():
     passages = corpus_passages("offices/berlin.md", "offices/austin.md")
     question = "How many people work in the Berlin office?"
-    first = reader_pool(question, passages, similarity=closeness).rows()
-    again = reader_pool(question, list(passages), similarity=closeness).rows()
+    first = reader_pool(Question(question), passages, similarity=closeness).rows()
+    again = reader_pool(Question(question), list(passages), similarity=closeness).rows()
     assert first.shape[1] == len(FEATURES) and np.array_equal(first, again)
 
 
@@ -74,9 +75,9 @@ def test_the_calibration_is_monotone():
 def test_a_right_answer_is_kept_and_an_off_topic_question_withheld_offline():
     model = load_reader()
     passages = corpus_passages("offices/berlin.md", "offices/austin.md", "handbook/company-overview.md")
-    kept = local_answer("When did Larkspur open its Austin office?", passages, similarity=closeness, reader=model)
+    kept = local_answer(Question("When did Larkspur open its Austin office?"), passages, similarity=closeness, reader=model)
     assert "2019" in kept.text.split("[")[0] and kept.answered
-    off = local_answer("What is the boiling point of liquid nitrogen?", passages, similarity=closeness, reader=model)
+    off = local_answer(Question("What is the boiling point of liquid nitrogen?"), passages, similarity=closeness, reader=model)
     assert not off.answered
 
 
@@ -87,9 +88,9 @@ def test_a_right_answer_is_kept_and_an_off_topic_question_withheld_offline():
 def test_hostile_questions_do_not_break_the_reader(question):
     model = load_reader()
     passages = corpus_passages("offices/berlin.md", "teams/platform.md")
-    got = local_answer(question, passages, similarity=closeness, reader=model)
+    got = local_answer(Question(question), passages, similarity=closeness, reader=model)
     assert 0.0 <= got.confidence <= 1.0
-    assert local_answer(question, [], similarity=closeness, reader=model).picked == []
+    assert local_answer(Question(question), [], similarity=closeness, reader=model).picked == []
 
 
 @pytest.fixture(scope="module")

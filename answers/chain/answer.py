@@ -29,17 +29,16 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from core.text.language import detect_language
 from core.text.script import CYRILLIC
 from core.text.terms import content_stems, normalise
-from answers.expected_type import NAME_TYPE, VALUE_KINDS, asked_kind_words
+from answers.expected_type import NAME_TYPE, VALUE_KINDS
 from answers.units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from answers.chain.names import names_in, place_in_name, without_demonym
-from answers.chain.question import (extended_names, least_hops, nested_question, other_name_stems, question_parts,
-                                   start_clause)
+from answers.chain.question import extended_names, other_name_stems, start_clause
 from answers.chain.links import BRIDGE_TYPES, bridge, is_alias, is_type_word, related
 from answers.chain.targets import ASKS_REGION, is_wanted, order_in, value_in, with_region
 from answers.local import local_answer
+from answers.question import Question
 from answers.question_text import title_core
 from answers.types import Passage
 from answers.unit_scoring import Focus, Scorer
@@ -65,7 +64,7 @@ class _Chain:
         return sum(s for _, _, s in self.hops)
 
 
-def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_HOPS,
+def chain_answer(question: Question, passages: list[Passage], *, max_hops: int = MAX_HOPS,
                  similarity: UnitSimilarity | None = None) -> Extracted:
     """The chain from the question's named entities to the asked one, one cited unit per hop; the
     local answer when the question names nothing or no unit links its names to anything new.
@@ -83,18 +82,20 @@ def chain_answer(question: str, passages: list[Passage], *, max_hops: int = MAX_
     return _chain(question, passages, max_hops, 0, similarity)
 
 
-def _chain(question: str, passages: list[Passage], max_hops: int, depth: int,
+def _chain(question: Question, passages: list[Passage], max_hops: int, depth: int,
            similarity: UnitSimilarity | None = None) -> Extracted:
     """`chain_answer`; `depth`: how many questions this one is a step of (each step is a hop at least,
     so past MAX_HOPS a question is asked as it stands)."""
-    parts = question_parts(question) if depth < MAX_HOPS else None
+    parts = question.parts if depth < MAX_HOPS else None
     if parts is not None:
-        return _through(parts[0], lambda entity: parts[1], question, passages, max_hops, depth, similarity)[0]
-    nested = nested_question(question) if depth < MAX_HOPS else None
+        return _through(Question(parts[0]), lambda entity: parts[1], question, passages, max_hops, depth,
+                        similarity)[0]
+    nested = question.nested if depth < MAX_HOPS else None
     if nested is not None and nested.place:
         # the clause types the entity it describes as a kind of place, which the direct chain does not
         # check ("the city where X is" is no country): the clause first, whatever the direct chain reaches
-        through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth, similarity)
+        through, found = _through(Question(nested.inner), nested.then, question, passages, max_hops, depth,
+                                  similarity)
         if found:
             return through
     direct = _answer(question, passages, max_hops, similarity=similarity)
@@ -103,13 +104,14 @@ def _chain(question: str, passages: list[Passage], max_hops: int, depth: int,
         # the chain from the question's names did not reach what it asks, or started at a bare year for
         # want of a name: the entity the clause describes ("the engineer who commanded X") is found by
         # asking the clause, and the rest is asked of it
-        through, found = _through(nested.inner, nested.then, question, passages, max_hops, depth, similarity)
+        through, found = _through(Question(nested.inner), nested.then, question, passages, max_hops, depth,
+                                  similarity)
         if found:  # the clause's entity is the chain's next bridge even where nothing yet leads on from it
             return through
     return direct
 
 
-def _through(first_question: str, then: Callable[[str], str], question: str, passages: list[Passage],
+def _through(first_question: Question, then: Callable[[str], str], question: Question, passages: list[Passage],
              max_hops: int, depth: int, similarity: UnitSimilarity | None = None) -> tuple[Extracted, bool]:
     """The answer of a question asked in two steps: `first_question` finds an entity, and `then(entity)`
     is asked from it (the second part of a two-part question, or the question around a clause that
@@ -121,12 +123,12 @@ def _through(first_question: str, then: Callable[[str], str], question: str, pas
     if entity is None:
         return Extracted(first.text, first.picked, first.confidence, first.chain, False), False
     known = first.chain or [entity]
-    asks = then(entity)
+    asks = Question(then(entity))
     second = _answer(asks, passages, max_hops, names=[entity], known=known, similarity=similarity)
     if len(second.chain) < 2:
         # nothing in the passages takes the first answer to what the second step asks: that step is
         # still open, and the first answer is the next bridge to search from
-        return Extracted(first.text, first.picked, first.confidence, known, False, asks), True
+        return Extracted(first.text, first.picked, first.confidence, known, False, asks.text), True
     # the second step reached its answer, or went part of the way: its last entity is the next bridge
     chain = known + second.chain[1:]
     seen = {(p.passage, p.position) for p in first.picked}
@@ -136,7 +138,7 @@ def _through(first_question: str, then: Callable[[str], str], question: str, pas
     return Extracted(text, picked, min(first.confidence, second.confidence), chain, second.reached), True
 
 
-def _found_entity(question: str, found: Extracted, passages: list[Passage],
+def _found_entity(question: Question, found: Extracted, passages: list[Passage],
                   by_place: dict[tuple[int, int], Unit]) -> str | None:
     """The entity a step's answer found: its chain's end when the chain reached it; for an answer
     that is a passage's sentence (a question naming nothing to start a chain from), the name of the
@@ -164,7 +166,7 @@ def _found_entity(question: str, found: Extracted, passages: list[Passage],
     return names[0][1] if names else None
 
 
-def _answer(question: str, passages: list[Passage], max_hops: int, names: list[str] | None = None,
+def _answer(question: Question, passages: list[Passage], max_hops: int, names: list[str] | None = None,
             known: list[str] = (), similarity: UnitSimilarity | None = None) -> Extracted:
     """One chain's answer; `names`: where it starts, when not at the question's own names (the second
     part of a two-part question starts at what the first part reached, and `known`, the entities the
@@ -174,14 +176,14 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
     every = units(passages)
     # a bare number or year the question holds is a value a hop must state, not an entity to start
     # from: "1989" links every passage that mentions the year
-    names = names or extended_names(question, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
+    names = names or extended_names(question.text, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
-    typed = asked_kind_words(question)  # "what mountain range": a name holding "Range" is of the asked type
+    typed = question.asked_kind_words  # "what mountain range": a name holding "Range" is of the asked type
     relation = [s for s in focus.terms.stems if s not in focus.name_stems]
     subjects = [_subject(p) for p in passages]
-    least = min(max_hops, least_hops(question))
+    least = min(max_hops, question.least_hops)
     seed = _Chain([], names[0], frozenset(entity_key(n) for n in [*names, *known]), frozenset())
     finished: list[_Chain] = []
     beam = [seed]
@@ -197,7 +199,7 @@ def _answer(question: str, passages: list[Passage], max_hops: int, names: list[s
                 hop = _Chain(chain.hops + [(u, entity, score)], start,
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
                              chain.used | related(asked, u.stems | scorer.title_stems[u.passage - 1])
-                             | (set() if chain.hops else start_clause(question, linked, relation)))
+                             | (set() if chain.hops else start_clause(question.text, linked, relation)))
                 hop.reached = len(hop.hops) >= least and (answers or entity[2] == "value"
                                                           or is_wanted(entity, focus.kind, u.text, typed))
                 (finished if hop.reached else grown).append(hop)
@@ -227,7 +229,7 @@ MEANING_MARGIN = 0.1  # per hop: chains this close are equal on the words they s
 MEANING_CANDIDATES = 6  # last hops embedded at most (a sentence costs tens of milliseconds offline)
 
 
-def _closest_in_meaning(question: str, ranked: list[_Chain], similarity: UnitSimilarity) -> _Chain:
+def _closest_in_meaning(question: Question, ranked: list[_Chain], similarity: UnitSimilarity) -> _Chain:
     """The best chain, or, among the reached ones within MEANING_MARGIN of it per hop, the one whose last
     unit is closest in meaning to the question, when some of those last units are written in the other
     language: no word of "США (Остин) — 20 рабочих дней" states "days of paid vacation", so the words
@@ -237,12 +239,12 @@ def _closest_in_meaning(question: str, ranked: list[_Chain], similarity: UnitSim
         return best
     near = [c for c in ranked if c.reached and c.score / len(c.hops) >= best.score / len(best.hops) - MEANING_MARGIN]
     near = near[:MEANING_CANDIDATES]
-    russian = bool(CYRILLIC.search(question))
+    russian = bool(CYRILLIC.search(question.text))
     if len(near) < 2 or all(bool(CYRILLIC.search(c.hops[-1][0].text)) == russian for c in near):
         return best
     # what is asked of the last entity, without the names that started the chain: they would pull the
     # question towards any sentence that repeats them ("Head of Customer Support" towards "customer support")
-    asked = question
+    asked = question.text
     for name in {c.start for c in near}:
         asked = re.sub(re.escape(name), " ", asked, flags=re.IGNORECASE)
     closeness = similarity(" ".join(asked.split()), [display(c.hops[-1][0]) for c in near])
@@ -334,8 +336,8 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
     return out
 
 
-def _chain_label(question: str) -> str:
-    return "Цепочка" if detect_language(question) == "russian" else "Chain"
+def _chain_label(question: Question) -> str:
+    return "Цепочка" if question.language == "russian" else "Chain"
 
 
 def _subject(p: Passage) -> tuple[str, str, str] | None:
