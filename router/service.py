@@ -264,6 +264,10 @@ class QuestionRouter:
         if evidence_searcher.degraded:
             answer.degraded = True
             answer.degraded_reasons[:0] = [f"search: {r}" for r in evidence_searcher.degraded_reasons]
+        if result.errors:  # a failed search or plan in the loop (an LLM planner's fallback included): said, not hidden
+            answer.errors.extend(result.errors)
+            answer.degraded = True
+            answer.degraded_reasons.append(f"search loop: {len(result.errors)} step(s) failed, first: {result.errors[0]}")
         return answer
 
     def _drift(self, tenant, groups, question: Question, decision, llm) -> Answer:

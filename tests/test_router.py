@@ -124,6 +124,21 @@ def test_multihop_budget_stops_the_loop_and_sets_partial(db, settings, local_emb
     assert answer.partial and len(answer.trace["queries"]) == 1
 
 
+def test_a_planner_that_breaks_its_contract_leaves_the_answer_degraded_not_silent(offline, demo_tenant, monkeypatch):
+    import router.service
+
+    class Broken:
+        name = "offline"
+
+        def plan(self, question, evidence, asked):
+            raise TypeError("a bug in the planner")
+
+    monkeypatch.setattr(router.service, "OfflinePlanner", Broken)
+    answer = offline.ask(demo_tenant, STAFF, "Who leads the team that owns the Payments Gateway?", route="multihop")
+    assert answer.degraded and any("planner failed: TypeError" in e for e in answer.errors), answer.errors
+    assert any(r.startswith("search loop: 1 step(s) failed") for r in answer.degraded_reasons), answer.degraded_reasons
+
+
 def test_auto_routes_reach_each_route(offline, demo_tenant):
     global_answer = offline.ask(demo_tenant, STAFF, "What are the main recurring themes across all incident reviews?")
     assert global_answer.route.route == "global" and global_answer.citations
