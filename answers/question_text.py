@@ -10,6 +10,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from answers.expected_type import ENGLISH_MONTHS
+from answers.words import word_class
 from answers.types import Passage
 
 
@@ -18,50 +19,16 @@ _QUOTED = re.compile(r"«([^«»\n]{1,80})»|„([^„“\n]{1,80})“|“([^“
 _PAREN = re.compile(r"\s*\([^)]*\)")
 SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[\"'«(\[]?[A-ZА-ЯЁ0-9])")
 
-# Function words: never a query's content, never a name's first word. Question words, auxiliaries,
-# articles, prepositions, pronouns, quantifiers - grammar, not topics.
-FUNCTION_WORDS = frozenset("""
-a an the this that these those it its is are was were be been being am do does did done has have had having
-can could will would shall should may might must of in on at to for from by with without into onto about over
-under between through during before after above below up down out off as than then so such and or nor but if
-because while though although also too very just only not no yes both either neither each every all any some
-what which who whom whose when where why how whats there here their them they he she his her him hers i me my
-we our us you your one ones someone something anyone anything other another same own more most less least
-much many few several name named called known located part considered along besides
-в во на для это этот эта эти этого этой этом и а но или не ни по с со к ко у о об от до из за при после перед если
-когда где как что чтобы так также все всё весь вся каждый каждая каждое мы наш наша наши вы ваш ваша ваши они он
-она оно их его её я там здесь тогда теперь сейчас без над под между через кто какой какая какое какие каком
-какого который которая которое которые которого ещё уже только да нет же ли бы то тот та те раз был была было
-были быть есть является являются чем чего кого кому кем
-""".split())
-# Words that ask for a comparison: cues that a question compares two things.
-COMPARE_WORDS = frozenset("""
-compare compared comparing comparison versus vs difference differences differ different between respective
-respectively similar both which whether same older younger earlier later first last larger smaller bigger
-longer shorter higher lower better worse more less greater
-сравни сравните сравнить сравнение сопоставь сопоставьте отличается отличаются отличие отличия разница различие
-различия различаются чем лучше хуже больше меньше старше младше раньше позже оба обе одинаковый одинаковые
-""".split())
-# Comparison words that say nothing about the compared attribute ("older" does: it stays).
-ATTRIBUTE_NOISE = frozenset("""
-compare compared comparing comparison versus vs difference differences differ different between respective
-respectively similar both which whether same each either also too
-сравни сравните сравнить сравнение сопоставь сопоставьте отличается отличаются отличие отличия разница различие
-различия различаются чем оба обе одинаковый одинаковые тоже также
-""".split())
-# Imperatives that open a request ("Compare ...", "Сравни ..."): never the start of a name.
-IMPERATIVES = frozenset("""
-compare contrast tell list find explain describe show give name summarize summarise
-сравни сравните сопоставь сопоставьте расскажи расскажите объясни объясните опиши опишите найди найдите покажи
-покажите перечисли перечислите назови назовите
-""".split())
+# Word classes of questions, per language in answers/words/*.toml: grammar, never a corpus's topics.
+FUNCTION_WORDS = word_class("function_words")  # never a query's content, never a name's first word
+COMPARE_WORDS = word_class("compare_words")  # cues that a question compares two things
+ATTRIBUTE_NOISE = word_class("attribute_noise")  # comparison words that say nothing about the attribute
+IMPERATIVES = word_class("imperatives")  # open a request ("Compare ...", "Сравни ..."): never a name's start
 # Cues that two names joined by "and"/"or" are compared or both asked about ("which" and "first"
 # alone are not: "by which rapper", "the first president").
-PAIR_CUES = (COMPARE_WORDS - frozenset("which first last".split())) | frozenset(
-    "each either also too тоже также".split())
-AUX_START = frozenset("are were is was do does did have has had can could will would "
-                       "является являются был была были".split())  # a yes/no question
-CONJUNCTIONS = frozenset("and or & vs vs. versus и или".split())
+PAIR_CUES = (COMPARE_WORDS - frozenset("which first last".split())) | word_class("pair_extra")
+AUX_START = word_class("aux_start")  # a yes/no question
+CONJUNCTIONS = word_class("conjunctions")
 # Lower-case words allowed inside a name ("Bank of America", "Jump for Glory", "Bastien und Bastienne").
 _CONNECTORS = frozenset("of the a to from de du des la le les von van der den da del di al bin und y for with &".split())
 DEMONYM = re.compile(r"(?:an|ian|ese|ish|ic|i)$")
