@@ -20,6 +20,8 @@ blind_mh  - 24 multi-hop questions (chains of 2-4 documents, two-part questions,
 blind_mh2 - held out: the other 24 (bench/answer_blind_mh/README.md says how they were split).
 blind3    - held out: 24 multi-hop, 10 global and 6 negative questions written blind in session 21
             (bench/answer_blind3/README.md), run only to report a change's result, verdicts only.
+written   - bench/reader_data/questions.jsonl: 44 dev questions (12 negatives) on the fixtures corpus,
+            written for the learned reader (its README); a dev set, looked at freely.
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
 
 Every answer's confidence is kept, so the no-answer threshold (router/answer_units.MIN_CONFIDENCE, a
@@ -103,7 +105,7 @@ def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tup
         heads += head_right
         every.append({"set": name, "qid": qid, "route": route, "right": contains_answer(answer.answer, golds),
                       "head_right": head_right, "question": question, "gold": golds[0], "answer": answer.answer,
-                      "confidence": confidence, "no_answer": answer.no_answer,
+                      "confidence": confidence, "no_answer": answer.no_answer, "df": _lexeme_df(answer),
                       "withheld_right": _withheld_right(answer, golds)})
         if contains_answer(answer.answer, golds):
             hits += 1
@@ -118,13 +120,20 @@ def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tup
             "right_confidences": right_confidences, "every": every}
 
 
+def _lexeme_df(answer) -> dict | None:
+    """The readable documents' frequency of each question lexeme, as the BM25 leg traced it (for reading
+    misses and negatives in --dump)."""
+    return answer.trace.get("search", {}).get("bm25", {}).get("df")
+
+
 GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind": ROOT / "bench" / "answer_blind" / "questions.jsonl",
                "blind_xl": ROOT / "bench" / "answer_blind_xl" / "questions.jsonl",
                "blind_xl2": ROOT / "bench" / "answer_blind_xl2" / "questions.jsonl",
                "blind_mh": ROOT / "bench" / "answer_blind_mh" / "questions.jsonl",
                "blind_mh2": ROOT / "bench" / "answer_blind_mh2" / "questions.jsonl",
-               "blind3": ROOT / "bench" / "answer_blind3" / "questions.jsonl"}
+               "blind3": ROOT / "bench" / "answer_blind3" / "questions.jsonl",
+               "written": ROOT / "bench" / "reader_data" / "questions.jsonl"}
 
 
 def run_golden(router: QuestionRouter, name: str, tenant: str = "demo", routes=("local", "multihop", "global")) -> dict:
@@ -150,6 +159,7 @@ def run_golden(router: QuestionRouter, name: str, tenant: str = "demo", routes=(
             right, heads, total = right + ok, heads + (ok if head is None else head), total + 1
             every.append({"set": name, "qid": q["qid"], "route": route, "score": ok, "head": head,
                           "question": q["question"], "answer": answer.answer, "no_answer": answer.no_answer,
+                          "df": _lexeme_df(answer),
                           "negative": not q.get("expected_docs") and "answer" not in q and "themes" not in q,
                           "withheld_right": _withheld_right(answer, [q["answer"], *q.get("aliases", [])])
                           if "answer" in q else False})
@@ -215,7 +225,7 @@ def main() -> int:
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--sets", default="multihop,xquad_ru,fixtures",
-                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3 to run")
+                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3, written to run")
     parser.add_argument("--routes", default="local,multihop,global",
                         help="comma-separated: only these routes (a change to one route's answer needs only its own)")
     parser.add_argument("--dump", type=Path, default=None,
