@@ -216,3 +216,53 @@ def test_the_global_demo_question_names_incident_themes(offline, demo_tenant, qi
     assert "(code)" not in text and "(concept)" not in text and "co-occur" not in text
     named = [t["theme"] for t in q["themes"] if any(w.lower() in text for w in t["any_of"])]
     assert len(named) >= 2, (named, answer.answer)
+
+
+# --- a code the reader's documents never mention: the documents do not say (router/service.py) -------
+
+@pytest.mark.parametrize("question, route, code, note", [
+    ("What does error ERR_9999 mean in the Carrier Connector?", "local", "ERR_9999", "No document you can read mentions"),
+    ("Что означает ошибка ERR_3311?", "local", "ERR_3311", "Ни в одном доступном вам документе нет"),
+    ("Who led the incident INC-2023-005, and in which office does that person work?", "multihop", "INC-2023-005",
+     "No document you can read mentions"),
+])
+def test_a_code_no_readable_document_holds_gets_no_answer_naming_it(offline, demo_tenant, question, route, code,
+                                                                    note):
+    answer = offline.ask(demo_tenant, ["public", "staff"], question, route=route)
+    assert answer.no_answer and answer.trace["unmentioned"] == [code]
+    assert f"{note}: {code}." in answer.answer and not answer.degraded
+    assert answer.citations  # where the search looked, cited
+
+
+def test_a_code_only_a_document_the_reader_may_not_read_holds_is_unmentioned_for_that_reader(offline, demo_tenant):
+    """The salary bands (acl hr) hold L4: HR is answered, staff is told that no document it can read
+    mentions L4, never the band and never that an HR page has it."""
+    question = "What is the salary band for a Senior Engineer (L4) in Berlin?"
+    hr = offline.ask(demo_tenant, ["staff", "hr"], question, route="local")
+    assert not hr.no_answer and "78,000" in hr.answer and "unmentioned" not in hr.trace
+    staff = offline.ask(demo_tenant, ["public", "staff"], question, route="local")
+    assert staff.no_answer and staff.trace["unmentioned"] == ["L4"]
+    assert "78,000" not in staff.answer and all("salary" not in c.doc_id for c in staff.citations)
+    assert offline.searcher.unmentioned(demo_tenant, ["public", "staff"], ["L4", "ERR_2043", "__", "ERR_9999"]) \
+        == ("L4", "ERR_9999")  # "__" parses to no lexeme: nothing can be said of it
+    assert offline.searcher.unmentioned(demo_tenant, ["hr"], ["L4"]) == ()
+    assert offline.searcher.unmentioned(demo_tenant, [], ["ERR_2043"]) == ("ERR_2043",)  # nothing is readable
+
+
+def test_a_code_every_reader_has_is_answered(offline, demo_tenant):
+    answer = offline.ask(demo_tenant, ["public", "staff"], "What does ERR_1107 indicate in the Payments Gateway?",
+                         route="local")
+    assert not answer.no_answer and "unmentioned" not in answer.trace and "acquirer" in answer.answer
+
+
+def test_a_failed_check_for_codes_leaves_the_answer_degraded_and_saying_why(offline, demo_tenant, monkeypatch):
+    import psycopg
+
+    def lost(*args, **kwargs):
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(offline.searcher, "unmentioned", lost)
+    answer = offline.ask(demo_tenant, ["public", "staff"], "What does error ERR_2043 mean in the Carrier Connector?",
+                         route="local")
+    assert "rate limit" in answer.answer and not answer.no_answer
+    assert answer.degraded and any("codes no readable document mentions" in e for e in answer.errors)

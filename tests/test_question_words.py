@@ -1,5 +1,5 @@
 """The per-language word classes of questions (answers/words/*.toml): their shape, and that a class is
-every language's words."""
+every language's words; and the codes a question spells (`Question.codes`), hostile text included."""
 from __future__ import annotations
 
 import re
@@ -7,6 +7,7 @@ import tomllib
 
 import pytest
 
+from answers.question import Question
 from answers.question_text import AUX_START, CONJUNCTIONS, FUNCTION_WORDS
 from answers.words import HERE, LANGUAGES, word_class
 
@@ -31,3 +32,26 @@ def test_a_class_is_the_union_of_the_languages_and_an_unknown_one_is_an_error():
     assert word_class("imperatives") == frozenset(tables[0]["imperatives"]) | frozenset(tables[1]["imperatives"])
     with pytest.raises(KeyError, match="no word class 'nosuch'"):
         word_class("nosuch")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("What does ERR_2043 mean?", ("ERR_2043",)),
+    ("Кто был ведущим инцидента INC-2023-005?", ("INC-2023-005",)),
+    ("the salary band of a Senior Engineer (L4)", ("L4",)),
+    ("`notify_batch_size` in v4.3.", ("notify_batch_size", "v4.3")),
+    ("ERR_2043, or ERR_2043 again", ("ERR_2043",)),
+    ("Ту-154 and U-20", ("Ту-154", "U-20")),
+    # a number with a suffix is a number, a path begins with "/", a hyphenated word holds no digit
+    ("the 1950s, the 19th century, in 2000", ()),
+    ("POST /v2/shipments", ()),
+    ("e-mail and read-only", ()),
+    ("", ()),
+    ("\u0000\ufffd\U0001F600 \u202e L4\u200b", ()),
+])
+def test_codes_are_the_tokens_written_as_identifiers(text, expected):
+    assert Question(text).codes == expected
+
+
+def test_codes_of_a_huge_question_are_each_kept_once_in_order():
+    text = " ".join(f"ERR_{i % 50}" for i in range(100_000))
+    assert Question(text).codes == tuple(f"ERR_{i}" for i in range(50))

@@ -18,6 +18,11 @@ _RAW_TOKEN = re.compile(r"[\w./:-]+")
 _BACKTICKED = re.compile(r"`([^`]+)`")
 # identifiers and codes: ERR_2043, 1990, claude-3-5, messages.create, /v1/messages, MaxTokens
 _RARE = re.compile(r"(?=.*[\d_])[\w./:-]+|\w*[a-zа-яё][A-ZА-ЯЁ]\w*|\w+(?:[./:]\w+)+")
+# A code as programming languages write an identifier: it begins with a letter or an underscore and
+# holds a digit or an underscore (ERR_2043, INC-2023-005, SEV1, v4.3, notify_batch_size). A number with
+# a suffix ("1950s", "19th") begins with a digit: a way of writing a number, not a code.
+_CODE = re.compile(r"[^\W\d][\w.:/-]*")
+_CODE_EDGES = "\"'`«»“”‘’()[]{}<>*,;!?.:-"
 STOPWORDS = frozenset("""
 a an the and or but if of to in on at by for with from as into about over under between through during
 is are was were be been being am do does did doing have has had having can could would should will shall
@@ -71,6 +76,16 @@ def stem(token: str) -> str:
 def normalise(text: str) -> str:
     """Lower case with ё written as е, as Russian text mostly is (and as the stemmer expects)."""
     return text.lower().replace("ё", "е")
+
+
+def codes(text: str) -> tuple[str, ...]:
+    """The codes and identifiers `text` spells (`_CODE`), as written, each once, in text order."""
+    found = []
+    for token in text.split():
+        token = token.strip(_CODE_EDGES)
+        if _CODE.fullmatch(token) and any(ch.isdigit() or ch == "_" for ch in token):
+            found.append(token)
+    return tuple(dict.fromkeys(found))
 
 
 def content_stems(text: str) -> list[str]:

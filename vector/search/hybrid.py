@@ -230,6 +230,17 @@ class HybridSearcher:
         timings["fts"] = (time.perf_counter() - start) * 1000
         return found
 
+    def unmentioned(self, tenant: str, groups: Sequence[str], codes: Sequence[str]) -> tuple[str, ...]:
+        """Which of `codes` (ERR_2043, INC-2023-005: core.text.terms.codes) no chunk the reader may read
+        holds, ACL in SQL: a question about one asks about something those documents never mention.
+        Every code, when the reader has no group (nothing is readable)."""
+        groups = sorted({g for g in groups if g})
+        codes = [code for code in dict.fromkeys(storable_text(c) for c in codes) if code.strip()]
+        if not codes or not groups:
+            return tuple(codes)
+        with self.db.connection() as conn, search_sql.read_only(conn, self._tx_settings):
+            return tuple(search_sql.unmentioned(conn, tenant=tenant, groups=groups, codes=codes))
+
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
                vector_text: str | None = None, apply_threshold: bool = True) -> SearchResult:
         """`vector_text` (HyDE): embedded instead of `query` for the vector leg; full text and rerank keep `query`.

@@ -262,6 +262,24 @@ def lexeme_frequencies(
     return [max(0, found.get(x, 0)) for x in lexemes]
 
 
+def unmentioned(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], codes: Sequence[str]) -> list[str]:
+    """The `codes` (core.text.terms.codes) no readable chunk holds. A chunk's text was parsed in its own
+    language's configuration, so a code is looked for as each configuration parses it (phrases OR-ed);
+    one that parses to no lexeme at all counts as held: nothing can be said of it. Index lookups on
+    the full-text GIN index, one EXISTS per code."""
+    if not codes:
+        return []
+    rows = conn.execute(
+        "SELECT u.code, x.q IS NULL OR numnode(x.q) = 0 OR EXISTS (SELECT 1 FROM chunks WHERE tenant_id = %(tenant)s"
+        " AND acl && %(groups)s AND tsv @@ x.q)"
+        " FROM unnest(%(codes)s::text[]) WITH ORDINALITY AS u(code, ord),"
+        " LATERAL (SELECT phraseto_tsquery('simple', u.code) || phraseto_tsquery('english', u.code)"
+        " || phraseto_tsquery('russian', u.code) AS q) x ORDER BY u.ord",
+        {"tenant": tenant, "groups": list(groups), "codes": list(codes)},
+    ).fetchall()
+    return [code for code, held in rows if not held]
+
+
 def phrase_frequencies(
     conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], tsqueries: Sequence[str], cap: int
 ) -> list[int]:
