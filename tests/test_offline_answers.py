@@ -266,3 +266,12 @@ def test_a_failed_check_for_codes_leaves_the_answer_degraded_and_saying_why(offl
                          route="local")
     assert "rate limit" in answer.answer and not answer.no_answer
     assert answer.degraded and any("codes no readable document mentions" in e for e in answer.errors)
+
+
+def test_a_question_of_thousands_of_codes_checks_only_the_first_few(offline, demo_tenant):
+    from vector.search.hybrid import MAX_CHECKED_CODES
+
+    codes = [f"ERR_{90000 + i}" for i in range(5000)]
+    assert offline.searcher.unmentioned(demo_tenant, ["public"], codes) == tuple(codes[:MAX_CHECKED_CODES])
+    hostile = ["ERR_\u0000", "INC-\ud800-1", "L4" * 50_000, "v\u202e4", "_" * 10]
+    assert offline.searcher.unmentioned(demo_tenant, ["public"], hostile)  # stored-text cleaning, no error
