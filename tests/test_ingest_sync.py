@@ -286,3 +286,65 @@ def test_failure_inside_a_document_transaction_keeps_the_old_version(db, setting
     after_chunks, _ = snapshot(db, tenant)
     payments_before = [r for r in before[0] if r[0] == "payments.md"]
     assert [r for r in after_chunks if r[0] == "payments.md"] == payments_before
+
+
+class GroupWatchingEmbedder(CountingEmbedder):
+    """Records how many embeddings run at once, and when each call starts; call `wrong_shape_on` returns
+    one vector too few (an embedder that broke)."""
+
+    def __init__(self, inner, wrong_shape_on: int | None = None):
+        super().__init__(inner)
+        self.wrong_shape_on = wrong_shape_on
+        self.started = {}  # call number -> threading.Event, set when it begins
+        self.running = self.most_at_once = 0
+        self.lock = __import__("threading").Lock()
+
+    def embed_documents(self, texts):
+        import threading
+
+        with self.lock:
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+            call = self.calls + 1
+            self.started.setdefault(call, threading.Event()).set()
+        try:
+            vectors = super().embed_documents(texts)
+            return vectors[:-1] if call == self.wrong_shape_on else vectors
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def test_a_group_is_embedded_while_the_one_before_it_is_written_one_embedding_at_a_time(
+        db, settings, embedder, tenant, tmp_path, monkeypatch):
+    import threading
+
+    root = tmp_path / "groups"
+    write_corpus(root, {f"doc{i}.md": LONG_EN.replace(". ", f". Doc {i}. ").replace("Dana", f"Doc {i} Dana") for i in range(4)})
+    monkeypatch.setattr(ingest_module, "CHUNKS_PER_GROUP", 3)  # one document per group
+    watching = GroupWatchingEmbedder(embedder.inner)
+    real_write = store.write_document
+    overlapped = []
+
+    def write_while_the_next_group_embeds(conn, tenant_, plan, vectors, model):
+        if plan.doc_id == "doc0.md":  # a serial runner would embed the second group only after this write
+            second = watching.started.setdefault(2, threading.Event())
+            overlapped.append(second.wait(timeout=20))
+        return real_write(conn, tenant_, plan, vectors, model)
+
+    monkeypatch.setattr(store, "write_document", write_while_the_next_group_embeds)
+    report = run_ingest(db, settings, watching, tenant, root)
+    assert overlapped == [True] and watching.most_at_once == 1 and watching.calls == 4
+    assert report.documents["added"] == 4 and report.embeddings_computed == report.chunks["added"] and report.clean
+
+
+def test_a_group_whose_embedding_breaks_is_counted_failed_and_the_others_land(db, settings, embedder, tenant, tmp_path,
+                                                                             monkeypatch):
+    root = tmp_path / "broken"
+    write_corpus(root, {f"doc{i}.md": LONG_EN.replace(". ", f". Doc {i}. ").replace("Dana", f"Doc {i} Dana") for i in range(3)})
+    monkeypatch.setattr(ingest_module, "CHUNKS_PER_GROUP", 3)
+    report = run_ingest(db, settings, GroupWatchingEmbedder(embedder.inner, wrong_shape_on=2), tenant, root)
+    assert report.documents["added"] == 2 and report.documents["failed"] == 1 and not report.clean
+    assert [e["doc_id"] for e in report.errors] == ["doc1.md"] and "returned shape" in report.errors[0]["error"]
+    again = run_ingest(db, settings, embedder, tenant, root)  # retried next time, the others left alone
+    assert again.documents["added"] == 1 and again.documents["unchanged"] == 2

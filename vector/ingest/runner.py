@@ -2,7 +2,8 @@
 
 A thin runner around pure steps (`prepare`, `sync`): it reads what the index holds, embeds only
 texts that have no vector yet, and writes each document in its own transaction, so a crash leaves
-every document either in its old or its new version and a re-run finishes the job. With `--batch`
+every document either in its old or its new version and a re-run finishes the job. Documents go in
+groups; a group is embedded while the one before it is written (vector/ingest/embedding_step.py). With `--batch`
 the LLM's chunk contexts of every changed document are asked first, in Message Batches (core.llm.batches):
 a re-run after a crash, with `--batch` or without, collects the batches already sent.
 """
@@ -27,7 +28,8 @@ from vector.ingest.contextualize import Contextualizer, TitleContextualizer
 from vector.ingest.prepare import (PreparedDocument, chunk_document, document_hash, fallback_key, index_key,
                             prepare_document)
 from vector.ingest.sources import Skipped, SourceDocument
-from vector.ingest.sync import DocumentPlan, classify, hashes_to_embed, plan_document
+from vector.ingest.embedding_step import GroupVectors
+from vector.ingest.sync import DocumentPlan, classify, plan_document
 
 log = logging.getLogger(__name__)
 
@@ -190,22 +192,41 @@ def _sync(db: Database, embedder: Embedder, settings: Settings, tenant: str, doc
                 report.documents["failed"] += 1
                 done += len(doc_drafts)
 
+    def write(pending: GroupVectors, vectors: dict | CrossroadsError) -> None:
+        """The group's documents with their vectors; a group whose embedding failed is counted."""
+        nonlocal done
+        if isinstance(vectors, CrossroadsError):
+            for plan in pending.group:
+                report.errors.append({"doc_id": plan.doc_id, "error": str(vectors)})
+            report.documents["failed"] += len(pending.group)
+            done += sum(len(plan.document.chunks) for plan in pending.group)
+            tell("write", done, total)
+            return
+        report.vectors_reused += len(pending.known)
+        report.embeddings_computed += len(pending.needed)
+        for plan in pending.group:
+            _write_one(db, embedder, tenant, plan, vectors, report)
+            done += len(plan.document.chunks)
+            tell("write", done, total)
+        _compact_statistics(db, tenant)
+
+    def finished(pending: GroupVectors) -> dict | CrossroadsError:
+        try:
+            return pending.result(embedder)
+        except CrossroadsError as exc:
+            return exc
+
+    # One group is embedded (embedding_step.py) while the one before it is written; never two embedded
+    # at once, which would only split the same cores.
+    pending = None
     for group in _groups(planned()):
         tell("embed", done, total)
-        try:
-            vectors = _vectors_for(db, embedder, tenant, group, report)
-        except CrossroadsError as exc:
-            for plan in group:
-                report.errors.append({"doc_id": plan.doc_id, "error": str(exc)})
-            report.documents["failed"] += len(group)
-            done += sum(len(plan.document.chunks) for plan in group)
-            tell("write", done, total)
-        else:
-            for plan in group:
-                _write_one(db, embedder, tenant, plan, vectors, report)
-                done += len(plan.document.chunks)
-                tell("write", done, total)
-            _compact_statistics(db, tenant)
+        previous = (pending, finished(pending)) if pending is not None else None
+        pending = GroupVectors.start(db, embedder, tenant, group)
+        if previous is not None:
+            write(*previous)
+    if pending is not None:
+        write(pending, finished(pending))
     if collector is not None:  # the contexts it collected are written (cached with their chunks): their rows go
         collector.finish()
 
@@ -309,25 +330,6 @@ def _plan_changed(db, tenant, doc, drafts, stored, key, contextualizer, embedder
     if cache is not None:
         plan.contexts, plan.context_mode = cache, contextualizer.mode
     return plan
-
-
-def _vectors_for(db: Database, embedder: Embedder, tenant: str, group: list[DocumentPlan], report: IngestReport):
-    wanted = {c.content_hash for plan in group for c in plan.write}
-    with db.connection() as conn:
-        vectors = store.fetch_vectors(conn, tenant, embedder.model_id, wanted)
-        conn.commit()
-    report.vectors_reused += len(vectors)
-    needed = hashes_to_embed(group, set(vectors))
-    if needed:
-        hashes = list(needed)
-        computed = embedder.embed_documents([needed[h] for h in hashes])
-        if computed.shape != (len(hashes), embedder.dimension):
-            raise CrossroadsError(
-                f"embedder {embedder.model_id} returned shape {computed.shape} for {len(hashes)} texts"
-            )
-        vectors.update(zip(hashes, computed))
-        report.embeddings_computed += len(hashes)
-    return vectors
 
 
 def _write_one(db: Database, embedder: Embedder, tenant: str, plan: DocumentPlan, vectors, report: IngestReport) -> None:
