@@ -14,8 +14,9 @@ merged into one answer. Here:
    depth 2 and on: the multi-hop loop's planner (LLM or offline) reads what was found and may ask more;
 4. merge: the primer reports, then the passages found (each follow-up's best first, deduplicated by chunk),
    numbered; with an LLM one answer cites them as [N] and every [N] is checked against the passages sent
-   (router/generate.llm_answer); offline, or when the answer fails its check, an extractive answer: one line
-   per report and one per follow-up (its best passage's sentence closest to it), each cited.
+   (answers/generate.llm_answer); offline, or when the answer fails its check, an extractive answer: one line
+   per report and one per follow-up (its best passage's sentence closest to it), each cited
+   (answers/drift_answer.py).
 
 Budgets (`DriftLimits`): follow-ups in all, depth, hits per search, primer reports, passages in the answer;
 `partial` when a budget stopped a planner that wanted more.
@@ -23,15 +24,11 @@ Budgets (`DriftLimits`): follow-ups in all, depth, hits per search, primer repor
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from core.citations import cited_numbers
 from core.llm.errors import LLMError
 from core.llm.prompting import call_tool
-from core.sentences import split_sentences
-from core.text.terms import normalise, stem
 from graph.query.drift_primer import Primer, PrimerReport, offline_follow_ups
 from router.agentic import Planner
 from router.prompts import DRIFT_PLAN, DRIFT_SYSTEM, drift_message
@@ -40,12 +37,6 @@ from answers.types import Passage
 
 log = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-HEADER = {"english": "Offline answer (extractive, DRIFT: from {reports} community reports to {searches} local "
-                     "searches; no LLM):",
-          "russian": "Офлайн-ответ (извлечённый, DRIFT: от {reports} отчётов сообществ к {searches} локальным "
-                     "поискам; без LLM):"}
-MAX_SENTENCE_CHARS = 400
 
 
 @dataclass(frozen=True)
@@ -135,41 +126,6 @@ def drift_search(search: Callable[[str], list[Passage]], planner: Planner | None
              "passages": [{"number": n, "kind": p.kind, "id": p.id, "doc_id": p.doc_id}
                           for n, p in enumerate(passages, 1)]}
     return DriftResult(follow_ups, passages, best, partial, trace)
-
-
-def _stems(text: str) -> set[str]:
-    return {stem(normalise(w)) for w in _WORD.findall(text.lower()) if len(w) >= 3}
-
-
-def best_sentence(query: str, text: str) -> str:
-    """The passage's sentence sharing most words with the query (the first on a tie)."""
-    q = _stems(query)
-    sentences = [s.strip() for s in split_sentences(text) if s.strip()] or [text.strip()]
-    chosen = max(sentences, key=lambda s: len(q & _stems(s)))
-    return chosen if len(chosen) <= MAX_SENTENCE_CHARS else chosen[:MAX_SENTENCE_CHARS].rstrip() + "…"
-
-
-def offline_answer(question: Question, result: DriftResult) -> tuple[str, dict[int, str]]:
-    """The extractive DRIFT answer and, per cited number, the text it quotes. Every [N] is a passage sent."""
-    language = question.language
-    lines = [HEADER.get(language, HEADER["english"]).format(
-        reports=sum(1 for p in result.passages if p.kind == "report"), searches=len(result.follow_ups))]
-    quotes: dict[int, str] = {}
-    for n, p in enumerate(result.passages, 1):
-        if p.kind == "report":
-            sentence = best_sentence(question.text, p.text)
-            lines.append(f"- {p.title}: {sentence} [{n}]")
-            quotes[n] = sentence
-    for i, f in enumerate(result.follow_ups):
-        n = result.best.get(i)
-        if n is None:
-            continue
-        sentence = best_sentence(f.query, result.passages[n - 1].text)
-        lines.append(f"- {f.query}: {sentence} [{n}]")
-        quotes[n] = f"{quotes[n]} {sentence}" if n in quotes and sentence not in quotes[n] else sentence
-    text = "\n".join(lines)
-    assert set(cited_numbers(text)) <= set(range(1, len(result.passages) + 1))
-    return text, quotes
 
 
 def first_follow_ups(llm, question: str, primer: Primer, limits: DriftLimits) -> tuple[list[str], dict]:

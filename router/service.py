@@ -35,8 +35,9 @@ from router.agentic import Limits, agentic_search
 from router.classify import classify
 from router.graph_leg import HybridGraphSearcher, merge_passages
 from router.question_cues import asks_relation
+from answers.drift_answer import drift_answer
 from answers.extractive import offline_answer
-from router.drift import DriftLimits, drift_search, first_follow_ups, offline_answer as drift_offline_answer
+from router.drift import DriftLimits, drift_search, first_follow_ups
 from answers.generate import (CitationError, check_citations, citations_for, is_no_answer, llm_answer,
                               no_answer_sentence, streaming_to, token_sink)
 from router.planner_llm import LLMPlanner
@@ -313,7 +314,7 @@ class QuestionRouter:
                 trace["withheld_answer"] = exc.answer
             except LLMError as exc:
                 reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
-        text, quotes = drift_offline_answer(question, result)
+        text, quotes = drift_answer(question, result.passages, [f.query for f in result.follow_ups], result.best)
         numbers = check_citations(text, len(result.passages))
         return Answer(question.text, text, citations_for(numbers, result.passages, quotes), decision, offline=True,
                       degraded=bool(reasons), degraded_reasons=reasons, partial=result.partial, errors=errors,

@@ -14,7 +14,8 @@ from graph.query.drift_primer import Primer, PrimerReport, offline_follow_ups, s
 from graph.query.global_budget import BudgetError, GlobalBudget, parse_budget, spread
 from graph.query.runner import ask_global
 from router.agentic import Decision
-from router.drift import DriftLimits, drift_search, offline_answer
+from answers.drift_answer import drift_answer
+from router.drift import DriftLimits, drift_search
 from router.service import QuestionRouter
 from answers.types import Passage
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
@@ -99,7 +100,8 @@ def test_drift_search_keeps_its_budgets_and_every_citation_points_at_a_passage()
     assert result.partial and planner.calls == 1  # "d" was left out by max_follow_ups
     assert [p.kind for p in result.passages] == ["report", "chunk", "chunk", "chunk"]
     assert [p.id for p in result.passages[1:]] == [1, 2, 3]  # each follow-up's best first
-    answer, quotes = offline_answer(Question("What fails?"), result)
+    answer, quotes = drift_answer(Question("What fails?"), result.passages, [f.query for f in result.follow_ups],
+                                 result.best)
     assert set(cited_numbers(answer)) == {1, 2, 3, 4} and set(quotes) == {1, 2, 3, 4}
     one_deep = drift_search(lambda q: found.get(q, []), Asks("c"), Question("What fails?"), primer, ["a"],
                             DriftLimits(max_depth=1))
