@@ -406,3 +406,16 @@ def test_openapi_is_valid_and_lists_every_route(client):
             "/v1/documents/{doc_id}/acl", "/v1/documents", "/v1/communities", "/v1/communities/{community_id}",
             "/v1/entities", "/v1/jobs/graph-build", "/v1/jobs/{job_id}", "/v1/jobs", "/v1/chat/completions",
             "/healthz", "/readyz", "/metrics"} <= paths
+
+
+def test_search_names_the_codes_no_readable_document_holds(client, tok, corpus):
+    """A code held only by an HR page is unmentioned for staff and mentioned for HR; the field is there
+    (empty) for a query without codes. Written last: the page it adds is seen by no earlier test."""
+    r = client.put("/v1/documents/hr/budget-codes.md", headers=bearer(tok["writer"]),
+                   json={"text": "# Budget codes\n\nBudget code FIN_7731 pays for Project Sandpiper.", "acl": ["hr"]})
+    assert r.status_code == 201, r.text
+    staff = search(client, tok["staff"], "What does budget code FIN_7731 pay for?")
+    assert staff["unmentioned"] == ["FIN_7731"] and not any(h["doc_id"].startswith("hr/") for h in staff["hits"])
+    hr = search(client, tok["hr"], "What does budget code FIN_7731 pay for? And ERR_9999?")
+    assert hr["unmentioned"] == ["ERR_9999"] and "hr/budget-codes.md" in {h["doc_id"] for h in hr["hits"]}
+    assert search(client, tok["staff"], "retry limit for error 429")["unmentioned"] == []

@@ -162,3 +162,29 @@ def test_the_cli_reads_min_score_as_the_api_does():
     for bad in ("high", "nan", "inf", ""):
         with pytest.raises(typer.Exit):
             _min_score(bad)
+
+
+class CheckingSearcher(ScriptedSearcher):
+    """The scripted searcher with a code check that answers, or fails as a dying database does."""
+
+    def __init__(self, fails: bool):
+        super().__init__()
+        self.fails, self.checked = fails, []
+
+    def unmentioned(self, tenant, groups, codes):
+        self.checked.append(tuple(codes))
+        if self.fails:
+            import psycopg
+
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return tuple(c for c in codes if c != "ERR_2043")
+
+
+def test_the_codes_no_readable_document_holds_are_named_and_a_failed_check_degrades_only():
+    searcher = CheckingSearcher(fails=False)
+    out = usecases.search(searcher, "t", ["g"], "ERR_2043 or ERR_9999?", 6)
+    assert out.unmentioned == ("ERR_9999",) and searcher.checked == [("ERR_2043", "ERR_9999")] and not out.degraded
+    assert usecases.search(searcher, "t", ["g"], "retry 429", 6).unmentioned == () and len(searcher.checked) == 1
+    broken = usecases.search(CheckingSearcher(fails=True), "t", ["g"], "ERR_9999", 6)
+    assert [h["id"] for h in broken.hits] == [1, 2, 3] and broken.unmentioned == ()
+    assert broken.degraded and "codes no readable document mentions failed" in broken.degraded_reason

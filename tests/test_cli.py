@@ -43,6 +43,9 @@ def test_ingest_json_contract_resync_and_partial_exit_code(cli_env, tmp_path):
                                   "--min-score", "none", "--group-by", "document", "--k", "5", "--json").stdout)
     assert found["group_by"] == "document" and found["threshold"]["source"] == "none"
     assert found["threshold"]["cut"] == 0 and sorted(h["doc_id"] for h in found["hits"]) == ["a.md", "b.md"]
+    assert found["unmentioned"] == []
+    coded = crossroads(cli_env, "search", "how many retries after ERR_5150?", "--tenant", "cli", "--groups", "staff")
+    assert "no document you can read mentions ERR_5150" in coded.stdout
 
     (corpus / "bad.md").write_bytes(b"\xff\xfe\x00garbage\x00")
     (corpus / "a.md").unlink()

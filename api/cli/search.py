@@ -47,8 +47,12 @@ def search(
     hits = result.hits
     if json_out:
         print_json({"hits": hits, "degraded": result.degraded, "degraded_reason": result.degraded_reason,
-                     "group_by": result.group_by, "threshold": result.threshold, "trace": result.trace})
+                     "group_by": result.group_by, "threshold": result.threshold,
+                     "unmentioned": list(result.unmentioned), "trace": result.trace})
         return
+    if result.unmentioned:  # the corpus's own words are data; these come from the query
+        out.print(Text(f"no document you can read mentions {', '.join(result.unmentioned)}: the hits are about "
+                       "something else"))
     if not hits:
         out.print("nothing relevant found")
     if result.threshold["cut"]:

@@ -84,7 +84,7 @@ def search(body: SearchRequest, principal: Principal = Depends(reader), svc: Ser
         log.warning("degraded search: %s", result.degraded_reason)
     svc.metrics.result("search", empty=not result.hits, degraded=result.degraded)
     return {"hits": result.hits, "degraded": result.degraded, "degraded_reason": public_reason(result.degraded_reason),
-            "group_by": result.group_by, "threshold": result.threshold}
+            "group_by": result.group_by, "threshold": result.threshold, "unmentioned": list(result.unmentioned)}
 
 
 @routes.post("/route", response_model=RouteResponse, responses=ERRORS,

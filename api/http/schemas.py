@@ -141,6 +141,10 @@ class SearchResponse(BaseModel):
     degraded_reason: str | None = None
     group_by: Literal["chunk", "document"] = "chunk"
     threshold: Threshold
+    unmentioned: list[str] = Field(
+        default_factory=list, description="Codes of the query (ERR_2043, INC-2023-005: a token that begins with a "
+        "letter and holds a digit or an underscore) that no document the caller may read holds: the hits are not "
+        "about them.")
 
 
 # --- documents ----------------------------------------------------------------------------------------
