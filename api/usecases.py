@@ -6,7 +6,6 @@ groups) and returns typed results the face renders as a table or as JSON.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -23,8 +22,7 @@ from graph import store as graph_store
 from graph.levels import levels_to_build
 from vector import store
 from vector.search.transforms import rewrite_conversational
-
-log = logging.getLogger(__name__)
+from vector.search.unmentioned import check_codes
 
 if TYPE_CHECKING:  # annotations only: the module imports these where a function needs them
     from graph.indexing.contracts import BuildSettings
@@ -228,17 +226,10 @@ def search(searcher, tenant: str, groups: Sequence[str], query: str, k: int, mod
              "score": round(_finite(score), 6)} for c, score in ranked[:k]]
     threshold = {"min_score": cutoff if reranked else None, "source": source if reranked else "none",
                  "applied": bool(reranked) and cutoff is not None, "cut": cut, "cut_at_rank": cut_at}
-    degraded, reason = result.degraded, result.degraded_reason
-    unmentioned: tuple[str, ...] = ()
-    asked_codes = codes(query)
-    if asked_codes:
-        try:
-            unmentioned = searcher.unmentioned(tenant, list(groups), asked_codes)
-        except Exception as exc:  # noqa: BLE001 - the hits stand; the response says the check is missing
-            log.warning("the check for unmentioned codes failed: %s", exc)
-            failed = f"the check for codes no readable document mentions failed: {type(exc).__name__}"
-            degraded, reason = True, "; ".join(r for r in (reason, failed) if r)
-    return SearchOutcome(hits, degraded, reason, result.trace, threshold, group_by, unmentioned)
+    check = check_codes(searcher, tenant, groups, codes(query))  # the hits stand when the check fails
+    reason = "; ".join(r for r in (result.degraded_reason, check.error) if r) or None
+    return SearchOutcome(hits, result.degraded or bool(check.error), reason, result.trace, threshold, group_by,
+                         check.unmentioned)
 
 
 def _finite(x: float) -> float:

@@ -38,6 +38,7 @@ from router.question_cues import asks_relation
 from answers.drift_answer import drift_answer
 from answers.extractive import offline_answer
 from router.drift import DriftLimits, drift_search, first_follow_ups
+from answers.no_answer import closest_no_answer, unmentioned_note
 from answers.generate import (CitationError, check_citations, citations_for, is_no_answer, llm_answer,
                               no_answer_sentence, streaming_to, token_sink)
 from router.planner_llm import LLMPlanner
@@ -49,13 +50,11 @@ from answers.unit_similarity import EmbeddingSimilarity
 from answers.reader import load_reader
 from vector.search.factory import make_searcher, with_transforms
 from vector.search.hybrid import HybridSearcher
+from vector.search.unmentioned import check_codes
 
 log = logging.getLogger(__name__)
 
 STREAM_PIECE_CHARS = 24
-CLOSEST_PASSAGES = 3  # listed when the corpus does not answer: where the search looked
-CLOSEST_LABEL = {"english": "The closest passages", "russian": "Ближайшие фрагменты"}
-UNMENTIONED_LABEL = {"english": "No document you can read mentions", "russian": "Ни в одном доступном вам документе нет"}
 
 
 class QuestionRouter:
@@ -235,9 +234,7 @@ class QuestionRouter:
             graph_local = local_context(self.graph, tenant, groups, question.text)
             passages = merge_passages([Passage.of_chunk(h) for h in graph_local.passages], passages,
                                       self.settings.answer_passages)
-        unmentioned, check_error = self._unmentioned(tenant, groups, question)
-        answer = self._write(question, passages, decision, llm, partial=False, unmentioned=unmentioned)
-        _note_check_error(answer, check_error)
+        answer = self._write(tenant, groups, question, passages, decision, llm, partial=False)
         answer.trace.update({"queries": [question.text], "search": result.trace})
         if graph_local is not None:
             answer.trace["graph_local"] = {"level": graph_local.level, "entities": graph_local.entities,
@@ -259,10 +256,8 @@ class QuestionRouter:
         if llm is None:  # the offline chain may run through any passage found: the context's first, then the rest
             shown = {p.id for p in context}
             context = context + [p for p in result.evidence if p.id not in shown]
-        unmentioned, check_error = self._unmentioned(tenant, groups, question)
-        answer = self._write(question, context, decision, llm, partial=result.partial, multihop=True,
-                             follow_ups=[q for q in result.asked if q != question.text], unmentioned=unmentioned)
-        _note_check_error(answer, check_error)
+        answer = self._write(tenant, groups, question, context, decision, llm, partial=result.partial, multihop=True,
+                             follow_ups=[q for q in result.asked if q != question.text])
         answer.partial = result.partial
         answer.trace.update({"queries": result.asked, "agentic": result.trace,
                              "evidence": [p.id for p in result.evidence], "context": [p.id for p in context],
@@ -340,23 +335,12 @@ class QuestionRouter:
                              "points": [asdict(p) for p in result.points],
                              "themes": [asdict(t) for t in result.themes]})
 
-    def _unmentioned(self, tenant, groups, question: Question) -> tuple[tuple[str, ...], str | None]:
-        """The question's codes (ERR_2043, INC-2023-005) that no document the reader may read holds, and
-        the error when the check itself failed (the answer goes on without it, degraded and saying so)."""
-        if not question.codes:
-            return (), None
-        try:
-            return self.searcher.unmentioned(tenant, groups, question.codes), None
-        except Exception as exc:  # noqa: BLE001 - a failed side check must not fail the answer
-            log.warning("the check for unmentioned codes failed: %s", exc)
-            return (), f"the check for codes no readable document mentions failed: {type(exc).__name__}: {exc}"
-
-    def _write(self, question: Question, passages: list[Passage], decision: RouteDecision, llm, *, partial: bool,
-               multihop: bool = False, follow_ups: list[str] = (), unmentioned: tuple[str, ...] = ()) -> Answer:
-        """The answer over `passages` (best first): the LLM's, citations checked, else extractive.
-        `unmentioned`: codes of the question no readable document holds. The extractive answer is then
-        that the documents do not say: its units would be about other codes (ERR_2043 for ERR_9999). An
-        LLM reads the passages itself and says so in its own words."""
+    def _write(self, tenant, groups, question: Question, passages: list[Passage], decision: RouteDecision, llm, *,
+               partial: bool, multihop: bool = False, follow_ups: list[str] = ()) -> Answer:
+        """The answer over `passages` (best first): the LLM's, citations checked, else extractive. A code of
+        the question no readable document holds (vector/search/unmentioned.py) makes the extractive answer
+        the no-answer naming it: its units would be about other codes (ERR_2043 for ERR_9999). An LLM reads
+        the passages itself and says so in its own words, so it is not asked then."""
         language = question.language
         trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
         errors, reasons = [], []
@@ -377,11 +361,14 @@ class QuestionRouter:
             except LLMError as exc:
                 log.warning("LLM answer failed: %s", exc)
                 reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
-        if unmentioned:
-            trace["unmentioned"] = list(unmentioned)
-            label = UNMENTIONED_LABEL.get(language, UNMENTIONED_LABEL["english"])
-            return self._closest(question, passages, decision, f"{label}: {', '.join(unmentioned)}.", reasons, errors,
-                                 trace)
+        check = check_codes(self.searcher, tenant, groups, question.codes)
+        if check.error:  # the answer goes on without the check, degraded and saying so
+            errors.append(check.error)
+            reasons.append(check.error)
+        if check.unmentioned:
+            trace["unmentioned"] = list(check.unmentioned)
+            return closest_no_answer(question, passages, decision, note=unmentioned_note(language, check.unmentioned),
+                                     reasons=reasons, errors=errors, trace=trace)
         extracted = offline_answer(question, passages, multihop=multihop, follow_ups=list(follow_ups),
                                    similarity=self.unit_similarity, reader=self.reader)
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
@@ -397,33 +384,12 @@ class QuestionRouter:
         if not extracted.answered:
             # the passages are about something else: say so, and show where the search looked
             trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
-            return self._closest(question, passages, decision, "", reasons, errors, trace)
+            return closest_no_answer(question, passages, decision, reasons=reasons, errors=errors, trace=trace)
         quotes: dict[int, str] = {}
         for p in extracted.picked:  # a citation quotes exactly the units the answer took from its passage
             quotes[p.passage] = f"{quotes[p.passage]} {p.text}" if p.passage in quotes else p.text
         return Answer(question.text, extracted.text, citations_for(sorted(quotes), passages, quotes), decision,
                       offline=True, degraded=bool(reasons), degraded_reasons=reasons, errors=errors, trace=trace)
-
-    @staticmethod
-    def _closest(question: Question, passages: list[Passage], decision: RouteDecision, note: str, reasons: list[str],
-                 errors: list[str], trace: dict) -> Answer:
-        """The offline no-answer: the documents do not say (`note`: why, when known), and where the search
-        looked, cited."""
-        language = question.language
-        closest = passages[:CLOSEST_PASSAGES]
-        listed = "; ".join(f"[{n}] {p.title}" for n, p in enumerate(closest, 1))
-        said = " ".join(x for x in (no_answer_sentence(language), note) if x)
-        text = f"{said} {CLOSEST_LABEL.get(language, CLOSEST_LABEL['english'])}: {listed}."
-        return Answer(question.text, text, citations_for(list(range(1, len(closest) + 1)), passages), decision,
-                      offline=True, degraded=bool(reasons), degraded_reasons=reasons, no_answer=True,
-                      errors=errors, trace=trace)
-
-
-def _note_check_error(answer: Answer, error: str | None) -> None:
-    if error:
-        answer.errors.append(error)
-        answer.degraded = True
-        answer.degraded_reasons.append(error)
 
 
 def _check_question(question: str) -> str:

@@ -269,7 +269,7 @@ def test_a_failed_check_for_codes_leaves_the_answer_degraded_and_saying_why(offl
 
 
 def test_a_question_of_thousands_of_codes_checks_only_the_first_few(offline, demo_tenant):
-    from vector.search.hybrid import MAX_CHECKED_CODES
+    from vector.search.unmentioned import MAX_CHECKED_CODES
 
     codes = [f"ERR_{90000 + i}" for i in range(5000)]
     assert offline.searcher.unmentioned(demo_tenant, ["public"], codes) == tuple(codes[:MAX_CHECKED_CODES])

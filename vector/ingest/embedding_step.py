@@ -12,9 +12,8 @@ read before the first is written. Groups further apart reuse it as before.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from core.database import Database
 from core.embeddings import Embedder
@@ -23,26 +22,18 @@ from vector import store
 from vector.ingest.sync import DocumentPlan, hashes_to_embed
 
 
-class _Embedding:
-    def __init__(self, embedder: Embedder, texts: list[str]):
-        self._done = threading.Event()
-        self._vectors: np.ndarray | None = None
-        self._error: BaseException | None = None
-        threading.Thread(target=self._run, args=(embedder, texts), name="ingest-embed", daemon=True).start()
+def _in_background(embedder: Embedder, texts: list[str]) -> Future:
+    """`embedder.embed_documents(texts)` on a daemon thread of its own; what it raises, `result()` raises."""
+    future: Future = Future()
 
-    def _run(self, embedder: Embedder, texts: list[str]) -> None:
+    def run() -> None:
         try:
-            self._vectors = embedder.embed_documents(texts)
+            future.set_result(embedder.embed_documents(texts))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised where it waits
-            self._error = exc
-        finally:
-            self._done.set()
+            future.set_exception(exc)
 
-    def result(self) -> np.ndarray:
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._vectors
+    threading.Thread(target=run, name="ingest-embed", daemon=True).start()
+    return future
 
 
 @dataclass
@@ -52,7 +43,7 @@ class GroupVectors:
     group: list[DocumentPlan]
     known: dict
     needed: dict[str, str]  # content hash -> text, embedded on the thread
-    _embedding: _Embedding | None = field(default=None, repr=False)
+    _embedding: Future | None = field(default=None, repr=False)
 
     @classmethod
     def start(cls, db: Database, embedder: Embedder, tenant: str, group: list[DocumentPlan]) -> "GroupVectors":
@@ -62,7 +53,7 @@ class GroupVectors:
             known = store.fetch_vectors(conn, tenant, embedder.model_id, wanted)
             conn.commit()
         needed = hashes_to_embed(group, set(known))
-        embedding = _Embedding(embedder, list(needed.values())) if needed else None
+        embedding = _in_background(embedder, list(needed.values())) if needed else None
         return cls(group, known, needed, embedding)
 
     def result(self, embedder: Embedder) -> dict:

@@ -26,6 +26,7 @@ from core.errors import ModelNotServedError, SearchUnavailableError
 from core.passages import ChunkText
 from core.text_safety import storable_text
 from vector.search import sql as search_sql
+from vector.search.unmentioned import lookup as lookup_codes
 from vector.search.bm25 import MAX_SCORED, Bm25Leg
 from vector.search.fulltext import build_query, query_pieces
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
@@ -39,7 +40,6 @@ MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 FTS_RANKINGS = ("bm25", *search_sql.FTS_RANKS)
 _RETRY_HINT = ("Try again shortly; a statement timeout (CROSSROADS_SEARCH_STATEMENT_TIMEOUT_MS) means the "
                "database was blocked (a lock held by a migration or maintenance) or overloaded.")
-MAX_CHECKED_CODES = 32  # codes of one question looked up by `HybridSearcher.unmentioned`
 EXACT_SCAN_MIN_ROWS = 2_000  # a reader with fewer rows always gets exact distances (a few ms)
 def _database_lost(exc: Exception) -> bool:
     """A lost or unreachable server (or no pooled connection in time), not a cancelled statement."""
@@ -232,16 +232,8 @@ class HybridSearcher:
         return found
 
     def unmentioned(self, tenant: str, groups: Sequence[str], codes: Sequence[str]) -> tuple[str, ...]:
-        """Which of `codes` (ERR_2043, INC-2023-005: core.text.terms.codes) no chunk the reader may read
-        holds, ACL in SQL: a question about one asks about something those documents never mention.
-        Every code, when the reader has no group (nothing is readable). Only the first MAX_CHECKED_CODES
-        are looked up (a pasted log must not become thousands of lookups); later ones are not claimed."""
-        groups = sorted({g for g in groups if g})
-        codes = [code for code in dict.fromkeys(storable_text(c) for c in codes) if code.strip()][:MAX_CHECKED_CODES]
-        if not codes or not groups:
-            return tuple(codes)
-        with self.db.connection() as conn, search_sql.read_only(conn, self._tx_settings):
-            return tuple(search_sql.unmentioned(conn, tenant=tenant, groups=groups, codes=codes))
+        """Which of `codes` no chunk the reader may read holds (vector/search/unmentioned.py)."""
+        return lookup_codes(self.db, self._tx_settings, tenant, groups, codes)
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
                vector_text: str | None = None, apply_threshold: bool = True) -> SearchResult:

@@ -1,0 +1,30 @@
+"""The offline no-answer over passages that do not answer: the fixed no-answer sentence, why when it is
+known (a code no readable document mentions), and where the search looked (the closest passages,
+cited), so a reader can check for themselves."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from answers.generate import citations_for, no_answer_sentence
+from answers.question import Question
+from answers.types import Answer, Passage, RouteDecision
+
+CLOSEST_PASSAGES = 3
+CLOSEST_LABEL = {"english": "The closest passages", "russian": "Ближайшие фрагменты"}
+UNMENTIONED_LABEL = {"english": "No document you can read mentions", "russian": "Ни в одном доступном вам документе нет"}
+
+
+def unmentioned_note(language: str, codes: Sequence[str]) -> str:
+    return f"{UNMENTIONED_LABEL.get(language, UNMENTIONED_LABEL['english'])}: {', '.join(codes)}."
+
+
+def closest_no_answer(question: Question, passages: list[Passage], decision: RouteDecision, *, note: str = "",
+                      reasons: list[str], errors: list[str], trace: dict) -> Answer:
+    language = question.language
+    closest = passages[:CLOSEST_PASSAGES]
+    listed = "; ".join(f"[{n}] {p.title}" for n, p in enumerate(closest, 1))
+    said = " ".join(x for x in (no_answer_sentence(language), note) if x)
+    text = f"{said} {CLOSEST_LABEL.get(language, CLOSEST_LABEL['english'])}: {listed}."
+    return Answer(question.text, text, citations_for(list(range(1, len(closest) + 1)), passages), decision,
+                  offline=True, degraded=bool(reasons), degraded_reasons=reasons, no_answer=True, errors=errors,
+                  trace=trace)
