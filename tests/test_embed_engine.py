@@ -313,3 +313,31 @@ def test_int8_weights_take_8_bits_only_where_the_cpu_adds_int8_products_without_
         q, scale = quantize_weight(w, bits)
         assert q.dtype == np.int8 and np.abs(q).max() == top and scale[2] == 1.0  # a zero column keeps scale 1
         assert np.allclose(q * scale, w, atol=scale.max() / 2)
+
+
+def test_window_runs_return_every_mean_in_order_and_raise_what_a_run_raised():
+    """The onnx engine's scheduler alone (a stand-in session whose hidden states are its inputs): full
+    batches go to the workers while windows are still being added, the rest at the end."""
+    from core.embedding_engines.onnx_e5 import _WindowRuns
+
+    class Session:
+        def run(self, _outputs, feeds):
+            x = feeds["embeddings"]
+            if (x < 0).any():
+                raise RuntimeError("run failed")
+            return [x]
+
+    def embeddings(rows):
+        return np.array(rows, dtype=np.float32)[:, :, None].repeat(2, axis=2)
+
+    rows = [[i] * (1 + i % 5) for i in range(40)]  # window i's mean is i
+    for workers in (1, 2):
+        with _WindowRuns(Session(), embeddings, 8, workers) as runs:
+            for row in rows:
+                runs.add(row)
+            assert np.array_equal(runs.means()[:, 0], np.arange(40, dtype=np.float32))
+        with pytest.raises(RuntimeError, match="run failed"):
+            with _WindowRuns(Session(), embeddings, 8, workers) as runs:
+                for row in rows[:20] + [[-1, -1]] + rows[20:]:
+                    runs.add(row)
+                runs.means()

