@@ -341,3 +341,21 @@ def test_window_runs_return_every_mean_in_order_and_raise_what_a_run_raised():
                 for row in rows[:20] + [[-1, -1]] + rows[20:]:
                     runs.add(row)
                 runs.means()
+
+
+@onnx_installed
+@pytest.mark.slow
+def test_concurrent_calls_on_one_engine_get_the_vectors_of_calls_made_one_at_a_time(engine):
+    """A server shares one engine between requests and ingests: calls from several threads at once
+    (each with its own workers on the one onnxruntime session) return what each returns alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls = [[f"call {c} passage {i}: " + "the billing team ships on tuesdays " * (1 + (c + i) % 9)
+              for i in range(6)] for c in range(4)]
+    alone = [engine.embed_documents(texts) for texts in calls]
+    queries = [engine.embed_query(texts[0]) for texts in calls]
+    with ThreadPoolExecutor(6) as pool:
+        together = list(pool.map(engine.embed_documents, calls))
+        asked = list(pool.map(lambda texts: engine.embed_query(texts[0]), calls))
+    for mine, theirs in zip(together + asked, alone + queries):
+        assert np.array_equal(mine, theirs)
