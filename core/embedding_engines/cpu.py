@@ -11,16 +11,13 @@ INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 def cpu_info() -> tuple[str, frozenset[str]]:
     """(model name, feature flags) from /proc/cpuinfo; ("?", no flags) where it cannot be read (not
     Linux), so every feature counts as missing."""
-    flags, model = frozenset(), "?"
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("flags") and not flags:
-                    flags = frozenset(line.split(":", 1)[1].split())
-                elif line.startswith("model name") and model == "?":
-                    model = line.split(":", 1)[1].strip()
+            lines = handle.read().splitlines()
     except OSError:
-        pass
+        return "?", frozenset()
+    flags = next((frozenset(l.split(":", 1)[1].split()) for l in lines if l.startswith("flags")), frozenset())
+    model = next((l.split(":", 1)[1].strip() for l in lines if l.startswith("model name")), "?")
     return model, flags
 
 

