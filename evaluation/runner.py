@@ -51,16 +51,19 @@ def evaluate(
     k: int,
     progress: Callable[[int, int], None] | None = None,
     extra: Mapping[str, Callable[[str, int], list[str]]] | None = None,
+    per_query: bool = False,
 ) -> dict[str, dict]:
     """config -> summary (means, latency percentiles, misses with what was found instead).
     `extra`: config -> search(question, n) returning the doc ids of its ranked chunks, for configs
-    not in CONFIGS (GRAPH_CONFIGS, made by the caller for the dataset's tenant and group)."""
+    not in CONFIGS (GRAPH_CONFIGS, made by the caller for the dataset's tenant and group).
+    `per_query`: each summary also holds "per_query", qid -> {recall, mrr, ndcg}, for paired
+    comparisons of two runs (evaluation/paired.py)."""
     extra = extra or {}
     results = {}
     queries = dataset.scored_queries
     total, done = len(queries) * len(configs), 0
     for config in configs:
-        per_query = []
+        scored = []
         for query in queries:
             started = time.perf_counter()
             if config in extra:
@@ -70,15 +73,17 @@ def evaluate(
                                          k=k * CHUNKS_PER_DOC_SLACK, mode=config)
                 doc_ids = [h.doc_id for h in result.hits]
             latency = (time.perf_counter() - started) * 1000
-            per_query.append(score_query(query.qid, doc_ids, query.grades, k,
+            scored.append(score_query(query.qid, doc_ids, query.grades, k,
                                          multi_gold=query.multi_gold, latency_ms=latency))
             done += 1
             if progress:
                 progress(done, total)
-        summary = summarise(per_query)
+        summary = summarise(scored)
         summary["miss_details"] = [
             {"qid": q.qid, "missing": list(q.missing), "found": list(q.found[:3])}
-            for q in per_query if q.recall < 1.0
+            for q in scored if q.recall < 1.0
         ][:20]
+        if per_query:
+            summary["per_query"] = {q.qid: {"recall": q.recall, "mrr": q.rr, "ndcg": q.ndcg} for q in scored}
         results[config] = summary
     return results
