@@ -7,7 +7,7 @@ The parts, and where the reading is written down:
 - `expected_type`: the answer type asked ("date", "number", "money", "person", "place" or None) and
   `asked_kind_words`, the noun a "what X" question asks for (answers/expected_type.py);
 - `names`: the entities the question spells (answers/question_text.py); `codes`: the codes and
-  identifiers among them (ERR_2043, INC-2023-005; core/text/terms.py);
+  identifiers among them (ERR_2043, INC-2023-005; core/text/terms.py); `words`: its content words;
 - `comparison`: the two compared entities and the attribute (answers/comparison_form.py);
 - `parts`, `nested`, `least_hops`: a chain's two questions, its relative clause, the fewest hops its form
   allows (answers/chain/question.py).
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from core.text.language import detect_language
-from core.text.terms import QueryTerms, codes
+from core.text.terms import QueryTerms, codes, content_words
 from answers.chain.question import Nested, least_hops, nested_question, question_parts
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
 from answers.expected_type import asked_kind_words, counted, question_kind
@@ -62,6 +62,12 @@ class Question:
     @cached_property
     def codes(self) -> tuple[str, ...]:
         return codes(self.text)
+
+    @cached_property
+    def words(self) -> tuple[str, ...]:
+        """Its content words as written (core.text.terms.content_words): what the corpus must mention
+        for a passage to be about what it asks."""
+        return content_words(self.text)
 
     @cached_property
     def comparison(self) -> Comparison | None:

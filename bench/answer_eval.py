@@ -20,6 +20,9 @@ blind_mh  - 24 multi-hop questions (chains of 2-4 documents, two-part questions,
 blind_mh2 - held out: the other 24 (bench/answer_blind_mh/README.md says how they were split).
 blind3    - held out: 24 multi-hop, 10 global and 6 negative questions written blind in session 21
             (bench/answer_blind3/README.md), run only to report a change's result, verdicts only.
+blind4    - held out: 24 multi-hop, 12 local and 12 negative questions (four kinds, three of them
+            answered only in documents the asker cannot read), written blind for issue 39 on
+            2026-12-05 (bench/answer_blind4/README.md); verdicts only.
 written   - bench/reader_data/questions.jsonl: 44 dev questions (12 negatives) on the fixtures corpus,
             written for the learned reader (its README); a dev set, looked at freely.
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
@@ -133,6 +136,7 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind_mh": ROOT / "bench" / "answer_blind_mh" / "questions.jsonl",
                "blind_mh2": ROOT / "bench" / "answer_blind_mh2" / "questions.jsonl",
                "blind3": ROOT / "bench" / "answer_blind3" / "questions.jsonl",
+               "blind4": ROOT / "bench" / "answer_blind4" / "questions.jsonl",
                "written": ROOT / "bench" / "reader_data" / "questions.jsonl"}
 
 
@@ -225,7 +229,7 @@ def main() -> int:
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written",
-                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3, written to run")
+                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3, blind4, written to run")
     parser.add_argument("--routes", default="local,multihop,global",
                         help="comma-separated: only these routes (a change to one route's answer needs only its own)")
     parser.add_argument("--dump", type=Path, default=None,

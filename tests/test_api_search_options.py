@@ -171,7 +171,7 @@ class CheckingSearcher(ScriptedSearcher):
         super().__init__()
         self.fails, self.checked = fails, []
 
-    def unmentioned(self, tenant, groups, codes):
+    def unmentioned(self, tenant, groups, codes, misspellings=False):
         self.checked.append(tuple(codes))
         if self.fails:
             import psycopg

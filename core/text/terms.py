@@ -88,6 +88,19 @@ def codes(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+_ROMAN = re.compile(r"[IVXLCDM]+")
+
+
+def content_words(text: str) -> tuple[str, ...]:
+    """The words of `text` that say what it is about, as written, each once, in text order: words of
+    letters only ("whom's" is "whom" and "s", "on-call" is "on" and "call"; SEV1 and ERR_2043 are codes,
+    core.text.terms.codes) of three letters or more, neither a closed-class word nor a Roman numeral
+    (a number, not a topic)."""
+    found = [w for w in _TOKEN.findall(text) if len(w) >= 3 and w.isalpha()
+             and normalise(w) not in CLOSED_CLASS and not _ROMAN.fullmatch(w)]
+    return tuple(dict.fromkeys(found))
+
+
 def content_stems(text: str) -> list[str]:
     return [stem(t) for t in _TOKEN.findall(normalise(text)) if t not in STOPWORDS]
 

@@ -231,9 +231,10 @@ class HybridSearcher:
         timings["fts"] = (time.perf_counter() - start) * 1000
         return found
 
-    def unmentioned(self, tenant: str, groups: Sequence[str], codes: Sequence[str]) -> tuple[str, ...]:
-        """Which of `codes` no chunk the reader may read holds (vector/search/unmentioned.py)."""
-        return lookup_codes(self.db, self._tx_settings, tenant, groups, codes)
+    def unmentioned(self, tenant: str, groups: Sequence[str], codes: Sequence[str], *,
+                    misspellings: bool = False) -> tuple[str, ...]:
+        """Which of `codes` (or words) no chunk the reader may read holds (vector/search/unmentioned.py)."""
+        return lookup_codes(self.db, self._tx_settings, tenant, groups, codes, misspellings=misspellings)
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
                vector_text: str | None = None, apply_threshold: bool = True) -> SearchResult:

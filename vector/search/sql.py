@@ -280,6 +280,23 @@ def unmentioned(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str],
     return [code for code, held in rows if not held]
 
 
+def readable_lexemes_like(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], lexemes: Sequence[str]
+) -> list[str]:
+    """The readable lexemes one edit could turn one of `lexemes` into, as a superset: those of the
+    same first letter and a length within one (the caller checks the edit). From the statistics kept
+    at write time, so a misspelt word of a question ("Brittish") is not taken for one the corpus lacks."""
+    if not lexemes:
+        return []
+    rows = conn.execute(
+        "SELECT DISTINCT s.lexeme FROM fulltext_lexeme_stats s, unnest(%(lexemes)s::text[]) AS u(x)"
+        " WHERE s.tenant_id = %(tenant)s AND s.acl && %(groups)s AND s.df > 0"
+        " AND left(s.lexeme, 1) = left(u.x, 1) AND abs(length(s.lexeme) - length(u.x)) <= 1 ORDER BY 1",
+        {"tenant": tenant, "groups": list(groups), "lexemes": list(lexemes)},
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 def phrase_frequencies(
     conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], tsqueries: Sequence[str], cap: int
 ) -> list[int]:

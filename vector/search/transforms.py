@@ -164,8 +164,9 @@ class TransformingSearcher:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def unmentioned(self, tenant: str, groups: Sequence[str], codes: Sequence[str]) -> tuple[str, ...]:
-        return self.searcher.unmentioned(tenant, groups, codes)
+    def unmentioned(self, tenant: str, groups: Sequence[str], codes: Sequence[str], *,
+                    misspellings: bool = False) -> tuple[str, ...]:
+        return self.searcher.unmentioned(tenant, groups, codes, misspellings=misspellings)
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
                history: Sequence[dict] | None = None) -> SearchResult:

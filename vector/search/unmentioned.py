@@ -1,9 +1,12 @@
-"""Codes a reader's documents never mention (ERR_9999, INC-2023-005: core.text.terms.codes).
+"""What a reader's documents never mention: codes (ERR_9999, INC-2023-005: core.text.terms.codes) and
+a question's content words (core.text.terms.content_words: "wifi", "password", "Lisbon").
 
-A question or query about such a code cannot be answered by any passage the reader may read: the
-passages found are about other codes. `lookup` asks the database (full-text GIN index, ACL in SQL);
-`check_codes` is what the answer writer and the search use case call: a failed lookup never fails
-their answer, it comes back as an error for them to report.
+A question about such a code cannot be answered by any passage the reader may read: the passages
+found are about other codes. Words are weaker evidence (a question may paraphrase, or misspell, what
+the documents say), so the answer writer needs two of them before it says the documents do not
+answer (router/service.py). `lookup` asks the database (full-text GIN index, ACL in SQL);
+`check_codes` / `check_words` are what the answer writer and the search use case call: a failed lookup
+never fails their answer, it comes back as an error for them to report.
 """
 from __future__ import annotations
 
@@ -11,24 +14,51 @@ import logging
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from core.text.script import mostly_cyrillic
 from core.text_safety import storable_text
 from vector.search import sql as search_sql
 
 log = logging.getLogger(__name__)
 
 MAX_CHECKED_CODES = 32  # a pasted log must not become thousands of lookups; later codes are not claimed
+# A word this long that one edit turns into a readable word is taken as a misspelling of it; shorter
+# words are too close to each other ("cat", "car") for an edit to say anything.
+MISSPELT_MIN_LETTERS = 5
 
 
 def lookup(db, tx_settings: Mapping[str, str], tenant: str, groups: Sequence[str],
-           codes: Sequence[str]) -> tuple[str, ...]:
+           codes: Sequence[str], *, misspellings: bool = False) -> tuple[str, ...]:
     """Which of the first MAX_CHECKED_CODES `codes` no chunk the reader may read holds; every code when
-    the reader has no group (nothing is readable)."""
+    the reader has no group (nothing is readable). `misspellings`: a word one edit away from a readable
+    word (its stem, as the index stems it) counts as mentioned; never for codes (ERR_2043 is not
+    ERR_2044)."""
     groups = sorted({g for g in groups if g})
     codes = [code for code in dict.fromkeys(storable_text(c) for c in codes) if code.strip()][:MAX_CHECKED_CODES]
     if not codes or not groups:
         return tuple(codes)
     with db.connection() as conn, search_sql.read_only(conn, tx_settings):
-        return tuple(search_sql.unmentioned(conn, tenant=tenant, groups=groups, codes=codes))
+        missing = search_sql.unmentioned(conn, tenant=tenant, groups=groups, codes=codes)
+        long_words = [w for w in missing if len(w) >= MISSPELT_MIN_LETTERS]
+        if not misspellings or not long_words:
+            return tuple(missing)
+        analysed = search_sql.analyse_pieces(
+            conn, [(w, "russian" if mostly_cyrillic(w) else "english") for w in long_words])
+        stems = {w: lexemes for w, (_, lexemes) in zip(long_words, analysed)}
+        near = search_sql.readable_lexemes_like(conn, tenant=tenant, groups=groups,
+                                                lexemes=sorted({x for xs in stems.values() for x in xs}))
+    return tuple(w for w in missing if not any(one_edit_apart(x, y) for x in stems.get(w, ()) for y in near))
+
+
+def one_edit_apart(a: str, b: str) -> bool:
+    """One letter inserted, deleted or replaced turns `a` into `b` (not equal: equal is mentioned)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i + (len(a) == len(b)):] == b[i + 1:]
 
 
 @dataclass(frozen=True)
@@ -39,10 +69,20 @@ class CodeCheck:
 
 def check_codes(searcher, tenant: str, groups: Sequence[str], codes: Sequence[str]) -> CodeCheck:
     """`searcher.unmentioned` (HybridSearcher or a wrapper of it) for `codes`, no lookup when there are none."""
-    if not codes:
+    return _check(searcher, tenant, groups, codes, misspellings=False)
+
+
+def check_words(searcher, tenant: str, groups: Sequence[str], words: Sequence[str]) -> CodeCheck:
+    """The same for a question's content words, a misspelt word counting as mentioned."""
+    return _check(searcher, tenant, groups, words, misspellings=True)
+
+
+def _check(searcher, tenant: str, groups: Sequence[str], items: Sequence[str], *, misspellings: bool) -> CodeCheck:
+    if not items:
         return CodeCheck()
+    what = "words" if misspellings else "codes"
     try:
-        return CodeCheck(tuple(searcher.unmentioned(tenant, list(groups), codes)))
+        return CodeCheck(tuple(searcher.unmentioned(tenant, list(groups), items, misspellings=misspellings)))
     except Exception as exc:  # noqa: BLE001 - a failed side check must not fail the answer or the search
-        log.warning("the check for unmentioned codes failed: %s", exc)
-        return CodeCheck(error=f"the check for codes no readable document mentions failed: {type(exc).__name__}: {exc}")
+        log.warning("the check for unmentioned %s failed: %s", what, exc)
+        return CodeCheck(error=f"the check for {what} no readable document mentions failed: {type(exc).__name__}: {exc}")
