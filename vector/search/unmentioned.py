@@ -72,9 +72,15 @@ def check_codes(searcher, tenant: str, groups: Sequence[str], codes: Sequence[st
     return _check(searcher, tenant, groups, codes, misspellings=False)
 
 
-def check_words(searcher, tenant: str, groups: Sequence[str], words: Sequence[str]) -> CodeCheck:
-    """The same for a question's content words, a misspelt word counting as mentioned."""
-    return _check(searcher, tenant, groups, words, misspellings=True)
+def check_words(searcher, tenant: str, groups: Sequence[str], words: Sequence[str], *, least: int) -> CodeCheck:
+    """The same for a question's content words, a misspelt word counting as mentioned, and only when at
+    least `least` are missing (0: no check). One missing word is often a paraphrase or the question's own
+    verb ("what does X mean"); two are a topic the documents lack ("the wifi password of the Berlin
+    office" answered by a sentence about the Berlin office)."""
+    if not least or len(words) < least:
+        return CodeCheck()
+    check = _check(searcher, tenant, groups, words, misspellings=True)
+    return check if len(check.unmentioned) >= least else CodeCheck(error=check.error)
 
 
 def _check(searcher, tenant: str, groups: Sequence[str], items: Sequence[str], *, misspellings: bool) -> CodeCheck:
