@@ -136,7 +136,7 @@ def collect(only: set[str] | None = None) -> list[dict]:
                     cases.append({**base, "variant": "elsewhere", "negative": True, "passages": elsewhere})
                 if i % 25 == 0:
                     print(f"collect: {i}/{len(questions)} questions, {len(cases)} cases", file=sys.stderr, flush=True)
-            similarity = CachedSimilarity(router.unit_similarity)
+            similarity = CachedSimilarity(router.writer.similarity)
             for i, case in enumerate(cases, 1):  # the pooled units' closeness, embedded once
                 reader_pool(Question(case["question"]), _as_passages(case), similarity=similarity)
                 if i % 100 == 0:

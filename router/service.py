@@ -36,10 +36,7 @@ from router.classify import classify
 from router.graph_leg import HybridGraphSearcher, merge_passages
 from router.question_cues import asks_relation
 from answers.drift_answer import drift_answer
-from answers.extractive import offline_answer
 from router.drift import DriftLimits, drift_search, first_follow_ups
-from answers.no_answer import closest_no_answer, unmentioned_note
-from core.text.language import detect_language
 from answers.generate import (CitationError, check_citations, citations_for, is_no_answer, llm_answer,
                               no_answer_sentence, streaming_to, token_sink)
 from router.planner_llm import LLMPlanner
@@ -49,9 +46,9 @@ from answers.question import Question
 from answers.types import FORCED_ROUTES, Answer, Citation, Passage, RouteDecision
 from answers.unit_similarity import EmbeddingSimilarity
 from answers.reader import load_reader
+from answers.writer import AnswerWriter
 from vector.search.factory import make_searcher, with_transforms
 from vector.search.hybrid import HybridSearcher
-from vector.search.unmentioned import check_codes, check_words
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +63,10 @@ class QuestionRouter:
         self._owns_searcher = searcher is None
         self.searcher = searcher or make_searcher(db, settings, embedder=embedder)
         self.embedder = self.searcher.embedder
-        self.unit_similarity = EmbeddingSimilarity(self.embedder)
         # the local route's offline reader (answers/reader.py); None: the hand-weighted scorer
-        self.reader = load_reader() if settings.answer_learned_reader else None
+        self.writer = AnswerWriter(self.searcher, EmbeddingSimilarity(self.embedder),
+                                   load_reader() if settings.answer_learned_reader else None,
+                                   settings.answer_unmentioned_words)
         # query transforms (multi-query, HyDE) apply to the local route when switched on
         self.local_searcher = with_transforms(self.searcher, settings)
         self.llm = None if use_llm is False else (llm or make_llm(settings))
@@ -235,7 +233,7 @@ class QuestionRouter:
             graph_local = local_context(self.graph, tenant, groups, question.text)
             passages = merge_passages([Passage.of_chunk(h) for h in graph_local.passages], passages,
                                       self.settings.answer_passages)
-        answer = self._write(tenant, groups, question, passages, decision, llm, partial=False)
+        answer = self.writer.write(tenant, groups, question, passages, decision, llm, partial=False)
         answer.trace.update({"queries": [question.text], "search": result.trace})
         if graph_local is not None:
             answer.trace["graph_local"] = {"level": graph_local.level, "entities": graph_local.entities,
@@ -257,7 +255,7 @@ class QuestionRouter:
         if llm is None:  # the offline chain may run through any passage found: the context's first, then the rest
             shown = {p.id for p in context}
             context = context + [p for p in result.evidence if p.id not in shown]
-        answer = self._write(tenant, groups, question, context, decision, llm, partial=result.partial, multihop=True,
+        answer = self.writer.write(tenant, groups, question, context, decision, llm, partial=result.partial, multihop=True,
                              follow_ups=[q for q in result.asked if q != question.text])
         answer.partial = result.partial
         answer.trace.update({"queries": result.asked, "agentic": result.trace,
@@ -336,84 +334,6 @@ class QuestionRouter:
                              "points": [asdict(p) for p in result.points],
                              "themes": [asdict(t) for t in result.themes]})
 
-    def _write(self, tenant, groups, question: Question, passages: list[Passage], decision: RouteDecision, llm, *,
-               partial: bool, multihop: bool = False, follow_ups: list[str] = ()) -> Answer:
-        """The answer over `passages` (best first): the LLM's, citations checked, else extractive. A code of
-        the question no readable document holds (vector/search/unmentioned.py) makes the extractive answer
-        the no-answer naming it: its units would be about other codes (ERR_2043 for ERR_9999). An LLM reads
-        the passages itself and says so in its own words, so it is not asked then."""
-        language = question.language
-        trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
-        errors, reasons = [], []
-        if not passages:
-            return Answer(question.text, no_answer_sentence(language), [], decision, offline=llm is None,
-                          no_answer=True, trace=trace)
-        if llm is not None:
-            try:
-                generated = llm_answer(llm, question.text, passages, language, partial=partial)
-                trace["prompt_chars"] = generated.prompt_chars
-                return Answer(question.text, generated.text, citations_for(generated.numbers, passages), decision,
-                              offline=False, no_answer=generated.no_answer, trace=trace)
-            except CitationError as exc:
-                log.warning("LLM answer withheld: %s", exc)
-                errors.append(f"LLM answer withheld: {exc}")
-                reasons.append("the LLM answer failed its citation check; extractive answer instead")
-                trace["withheld_answer"] = exc.answer
-            except LLMError as exc:
-                log.warning("LLM answer failed: %s", exc)
-                reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
-        withheld = _unmentioned(question, passages, decision, check_codes(self.searcher, tenant, groups, question.codes),
-                                reasons, errors, trace)
-        if withheld:
-            return withheld
-        extracted = offline_answer(question, passages, multihop=multihop, follow_ups=list(follow_ups),
-                                   similarity=self.unit_similarity, reader=self.reader)
-        trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
-        trace["confidence"] = extracted.confidence
-        trace["threshold"] = extracted.threshold
-        if extracted.logit is not None:
-            trace["reader"] = {"logit": round(extracted.logit, 4)}
-        if extracted.chain:
-            trace["chain"] = extracted.chain
-        if not extracted.picked:
-            return Answer(question.text, no_answer_sentence(language), [], decision, offline=True, degraded=bool(reasons),
-                          degraded_reasons=reasons, no_answer=True, errors=errors, trace=trace)
-        if not extracted.answered:
-            # the passages are about something else: say so, and show where the search looked
-            trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
-            return closest_no_answer(question, passages, decision, reasons=reasons, errors=errors, trace=trace)
-        # Local answers only: a multi-hop question describes what it chains through in words of its own
-        # ("the team that runs the service which ..."); there the check withheld 8 right held-out answers.
-        # A word is checked only against text in its own language, so only an answer in the question's.
-        said = " ".join(p.text for p in extracted.picked)
-        if not multihop and detect_language(said) == language:
-            words = check_words(self.searcher, tenant, groups, question.words,
-                                least=self.settings.answer_unmentioned_words)
-            if words.unmentioned:
-                trace["withheld"] = extracted.text  # what would have been said
-            withheld = _unmentioned(question, passages, decision, words, reasons, errors, trace)
-            if withheld:
-                return withheld
-        quotes: dict[int, str] = {}
-        for p in extracted.picked:  # a citation quotes exactly the units the answer took from its passage
-            quotes[p.passage] = f"{quotes[p.passage]} {p.text}" if p.passage in quotes else p.text
-        return Answer(question.text, extracted.text, citations_for(sorted(quotes), passages, quotes), decision,
-                      offline=True, degraded=bool(reasons), degraded_reasons=reasons, errors=errors, trace=trace)
-
-
-
-def _unmentioned(question: Question, passages: list[Passage], decision: RouteDecision, check, reasons: list[str],
-                 errors: list[str], trace: dict) -> Answer | None:
-    """The no-answer naming what no readable document mentions (vector/search/unmentioned.py), or None
-    when nothing is missing; a failed lookup is reported and the answer goes on, degraded."""
-    if check.error:
-        errors.append(check.error)
-        reasons.append(check.error)
-    if not check.unmentioned:
-        return None
-    trace["unmentioned"] = list(check.unmentioned)
-    return closest_no_answer(question, passages, decision, note=unmentioned_note(question.language, check.unmentioned),
-                             reasons=reasons, errors=errors, trace=trace)
 
 def _check_question(question: str) -> str:
     question = (question or "").strip()

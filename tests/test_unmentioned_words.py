@@ -60,7 +60,7 @@ def test_words_only_documents_the_reader_may_not_read_use_are_unmentioned_for_th
 
 
 def test_the_setting_at_zero_turns_the_check_off(offline, demo_tenant, monkeypatch):
-    monkeypatch.setattr(offline, "settings", offline.settings.model_copy(update={"answer_unmentioned_words": 0}))
+    monkeypatch.setattr(offline.writer, "unmentioned_words", 0)
     answer = offline.ask(demo_tenant, ["public", "staff"], "What brand of espresso machine stands in the Berlin office?",
                          route="local")
     assert "unmentioned" not in answer.trace

@@ -1,0 +1,117 @@
+"""The one answer writer every search route shares (local, multi-hop): the LLM's answer with its
+citations checked, else the offline extractive one (answers/extractive.py); either way, an answer that
+would be about something no readable document mentions becomes the no-answer naming it.
+
+The router runs a route's search and hands the passages here; it decides nothing about what is said.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from answers.extractive import offline_answer
+from answers.generate import CitationError, citations_for, llm_answer, no_answer_sentence
+from answers.no_answer import closest_no_answer, unmentioned_note
+from answers.question import Question
+from answers.reader import ReaderModel
+from answers.types import Answer, Passage, RouteDecision
+from answers.unit_similarity import UnitSimilarity
+from core.llm.client import LLM
+from core.llm.errors import LLMError
+from core.text.language import detect_language
+from vector.search.hybrid import HybridSearcher
+from vector.search.unmentioned import check_codes, check_words
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AnswerWriter:
+    """`searcher`: looks up, with the reader's ACL in SQL, whether any readable document mentions the
+    question's codes and words; `similarity`: units against the question across languages; `reader`:
+    the learned reader (None: the hand-weighted scorer); `unmentioned_words`: how many of the question's
+    content words no readable document uses withhold a local answer (0: never; docs/reader.md)."""
+
+    searcher: HybridSearcher
+    similarity: UnitSimilarity
+    reader: ReaderModel | None = None
+    unmentioned_words: int = 0
+
+    def write(self, tenant: str, groups: list[str], question: Question, passages: list[Passage],
+              decision: RouteDecision, llm: LLM | None, *, partial: bool, multihop: bool = False,
+              follow_ups: list[str] = ()) -> Answer:
+        """The answer over `passages` (best first): the LLM's, citations checked, else extractive. A code of
+        the question no readable document holds (vector/search/unmentioned.py) makes the extractive answer
+        the no-answer naming it: its units would be about other codes (ERR_2043 for ERR_9999). An LLM reads
+        the passages itself and says so in its own words, so it is not asked then."""
+        language = question.language
+        trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
+        errors, reasons = [], []
+        if not passages:
+            return Answer(question.text, no_answer_sentence(language), [], decision, offline=llm is None,
+                          no_answer=True, trace=trace)
+        if llm is not None:
+            try:
+                generated = llm_answer(llm, question.text, passages, language, partial=partial)
+                trace["prompt_chars"] = generated.prompt_chars
+                return Answer(question.text, generated.text, citations_for(generated.numbers, passages), decision,
+                              offline=False, no_answer=generated.no_answer, trace=trace)
+            except CitationError as exc:
+                log.warning("LLM answer withheld: %s", exc)
+                errors.append(f"LLM answer withheld: {exc}")
+                reasons.append("the LLM answer failed its citation check; extractive answer instead")
+                trace["withheld_answer"] = exc.answer
+            except LLMError as exc:
+                log.warning("LLM answer failed: %s", exc)
+                reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
+        withheld = _unmentioned(question, passages, decision, check_codes(self.searcher, tenant, groups, question.codes),
+                                reasons, errors, trace)
+        if withheld:
+            return withheld
+        extracted = offline_answer(question, passages, multihop=multihop, follow_ups=list(follow_ups),
+                                   similarity=self.similarity, reader=self.reader)
+        trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
+        trace["confidence"] = extracted.confidence
+        trace["threshold"] = extracted.threshold
+        if extracted.logit is not None:
+            trace["reader"] = {"logit": round(extracted.logit, 4)}
+        if extracted.chain:
+            trace["chain"] = extracted.chain
+        if not extracted.picked:
+            return Answer(question.text, no_answer_sentence(language), [], decision, offline=True, degraded=bool(reasons),
+                          degraded_reasons=reasons, no_answer=True, errors=errors, trace=trace)
+        if not extracted.answered:
+            # the passages are about something else: say so, and show where the search looked
+            trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
+            return closest_no_answer(question, passages, decision, reasons=reasons, errors=errors, trace=trace)
+        # Local answers only: a multi-hop question describes what it chains through in words of its own
+        # ("the team that runs the service which ..."); there the check withheld 8 right held-out answers.
+        # A word is checked only against text in its own language, so only an answer in the question's.
+        said = " ".join(p.text for p in extracted.picked)
+        if not multihop and detect_language(said) == language:
+            words = check_words(self.searcher, tenant, groups, question.words,
+                                least=self.unmentioned_words)
+            if words.unmentioned:
+                trace["withheld"] = extracted.text  # what would have been said
+            withheld = _unmentioned(question, passages, decision, words, reasons, errors, trace)
+            if withheld:
+                return withheld
+        quotes: dict[int, str] = {}
+        for p in extracted.picked:  # a citation quotes exactly the units the answer took from its passage
+            quotes[p.passage] = f"{quotes[p.passage]} {p.text}" if p.passage in quotes else p.text
+        return Answer(question.text, extracted.text, citations_for(sorted(quotes), passages, quotes), decision,
+                      offline=True, degraded=bool(reasons), degraded_reasons=reasons, errors=errors, trace=trace)
+
+
+def _unmentioned(question: Question, passages: list[Passage], decision: RouteDecision, check, reasons: list[str],
+                 errors: list[str], trace: dict) -> Answer | None:
+    """The no-answer naming what no readable document mentions (vector/search/unmentioned.py), or None
+    when nothing is missing; a failed lookup is reported and the answer goes on, degraded."""
+    if check.error:
+        errors.append(check.error)
+        reasons.append(check.error)
+    if not check.unmentioned:
+        return None
+    trace["unmentioned"] = list(check.unmentioned)
+    return closest_no_answer(question, passages, decision, note=unmentioned_note(question.language, check.unmentioned),
+                             reasons=reasons, errors=errors, trace=trace)
