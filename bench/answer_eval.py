@@ -23,6 +23,8 @@ blind3    - held out: 24 multi-hop, 10 global and 6 negative questions written b
 blind4    - held out: 24 multi-hop, 12 local and 12 negative questions (four kinds, three of them
             answered only in documents the asker cannot read), written blind for issue 39 on
             2026-12-05 (bench/answer_blind4/README.md); verdicts only.
+blind5    - held out: the same make-up as blind4, written blind on 2026-12-05 before this session's answer changes
+            (bench/answer_blind5/README.md); verdicts only.
 written   - bench/reader_data/questions.jsonl: 44 dev questions (12 negatives) on the fixtures corpus,
             written for the learned reader (its README); a dev set, looked at freely.
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
@@ -137,6 +139,7 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind_mh2": ROOT / "bench" / "answer_blind_mh2" / "questions.jsonl",
                "blind3": ROOT / "bench" / "answer_blind3" / "questions.jsonl",
                "blind4": ROOT / "bench" / "answer_blind4" / "questions.jsonl",
+               "blind5": ROOT / "bench" / "answer_blind5" / "questions.jsonl",
                "written": ROOT / "bench" / "reader_data" / "questions.jsonl"}
 
 
@@ -229,7 +232,7 @@ def main() -> int:
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written",
-                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3, blind4, written to run")
+                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3, blind4, blind5, written to run")
     parser.add_argument("--routes", default="local,multihop,global",
                         help="comma-separated: only these routes (a change to one route's answer needs only its own)")
     parser.add_argument("--dump", type=Path, default=None,
