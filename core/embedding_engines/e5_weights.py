@@ -68,6 +68,19 @@ def dequantize_q4_0(blocks: np.ndarray) -> np.ndarray:
     return (q * d).reshape(-1)
 
 
+def q4_blocks(weights: E5Weights, name: str, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """A Q4_0 matrix [rows, n / rows] as MatMulNBits takes it, the same numbers: its nibbles repacked
+    in weight order (byte j of a block holds weight 2j in its low and 2j + 1 in its high nibble, where
+    Q4_0 pairs j with j + 16), shaped [rows, blocks per row, 16], and the blocks' scales as float32
+    [rows, blocks per row]."""
+    _, n, data = weights.raw[name]
+    blocks = np.frombuffer(data, dtype=_Q4_BLOCK, count=n // QK)
+    nibbles = np.concatenate([blocks["qs"] & 0x0F, blocks["qs"] >> 4], axis=1)  # [blocks, 32] in weight order
+    packed = (nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)).astype(np.uint8)
+    per_row = n // rows // QK
+    return packed.reshape(rows, per_row, QK // 2), blocks["d"].astype(np.float32).reshape(rows, per_row)
+
+
 def read_image(path: str) -> E5Weights:
     with open(path, "rb") as handle:
         data = memoryview(handle.read())
