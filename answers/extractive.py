@@ -50,7 +50,8 @@ probability that it is right, held to the reader's own threshold (answers/reader
 """
 from __future__ import annotations
 
-from answers.units import Extracted, display, units
+from answers.expected_type import VALUE_KINDS, holds_value
+from answers.units import Extracted, Picked, display, units
 from answers.chain.answer import chain_answer
 from answers.comparison import comparison_answer
 from answers.local import local_answer
@@ -80,13 +81,40 @@ def offline_answer(question: Question, passages: list[Passage], *, multihop: boo
         return chain
     support = [local_answer(question, passages)] + [local_answer(Question(q), passages, max_units=1)
                                                     for q in follow_ups[:2]]
-    seen = {(p.passage, p.position) for p in chain.picked}
-    extra = [p for answer in support for p in answer.picked if (p.passage, p.position) not in seen
+    if not chain.reached and _states_asked(question, support[0]):
+        # the chain ended at something the question does not ask for (a team where a date is asked), and
+        # the plain answer to the question's own words holds what it asks: that leads, the chain follows
+        # as what was tried
+        lead, rest = support[0], [chain] + support[1:]
+    else:
+        lead, rest = chain, support
+    seen = {(p.passage, p.position) for p in lead.picked}
+    extra = [p for answer in rest for p in answer.picked if (p.passage, p.position) not in seen
              and not seen.add((p.passage, p.position))]
+    if lead is not chain:
+        head = f"{lead.text} {_chain_label(question)}: {' -> '.join(chain.chain)}."
+        return Extracted(_with_units(head, extra, passages), lead.picked + extra,
+                         max(chain.confidence, lead.confidence), chain.chain, chain.reached)
     if not extra:
         return chain
+    return Extracted(_with_units(chain.text, extra, passages), chain.picked + extra,
+                     max(chain.confidence, support[0].confidence), chain.chain, chain.reached)
+
+
+def _states_asked(question: Question, answer: Extracted) -> bool:
+    """Whether an answer's first unit holds a value of the type the question asks (a date, a sum, a
+    number); names are not checked, since any capitalised word would pass for one."""
+    kind = question.expected_type
+    return bool(answer.picked) and kind in VALUE_KINDS and holds_value(kind, answer.picked[0].text)
+
+
+def _chain_label(question: Question) -> str:
+    return "Цепочка (не дошла до ответа)" if question.language == "russian" else "Chain (did not reach the answer)"
+
+
+def _with_units(text: str, extra: list[Picked], passages: list[Passage]) -> str:
+    if not extra:
+        return text
     units_by = {(u.passage, u.position): u for u in units(passages)}
-    text = chain.text + " " + " ".join(f"{display(units_by[(p.passage, p.position)])} [{p.passage}]" for p in extra)
-    return Extracted(text, chain.picked + extra, max(chain.confidence, support[0].confidence), chain.chain,
-                     chain.reached)
+    return text + " " + " ".join(f"{display(units_by[(p.passage, p.position)])} [{p.passage}]" for p in extra)
 

@@ -360,3 +360,47 @@ def test_a_question_naming_only_a_year_asks_its_clause_first():
     got = chain_answer(Question("Сколько человек работает в офисе инженера, который вёл инцидент с очередью событий "
                        "в августе 2031 г.?"), pages)
     assert got.chain[:2] == ["2031", "Вера Соколова"], got.text
+
+
+# --- the chain that did not reach what the question asks --------------------------------------------
+
+CONTRACT = [
+    p(1, "Label Printer", "The Label Printer renders shipping labels. **Owner: Fulfilment team** (`#team-fulfilment`)."),
+    p(2, "Vendor contracts", "The contract with Inkwell Labels for the label printer ends on 2031-09-30."),
+]
+
+
+def _unreached(monkeypatch):
+    """The chain stops at the team (a name) though the question asks a date."""
+    from answers import extractive
+    from answers.units import Extracted, Picked
+
+    stopped = Extracted("Fulfilment team. Chain: Label Printer -> Fulfilment team. **Owner: Fulfilment team** [1]",
+                        [Picked(1, 1, "**Owner: Fulfilment team** (`#team-fulfilment`).", 1.0)], 0.5,
+                        ["Label Printer", "Fulfilment team"], reached=False)
+    monkeypatch.setattr(extractive, "chain_answer", lambda question, passages, similarity=None: stopped)
+    return stopped
+
+
+def test_an_unreached_chain_follows_the_sentence_that_holds_the_asked_value(monkeypatch):
+    from answers.extractive import offline_answer
+
+    _unreached(monkeypatch)
+    got = offline_answer(Question("When does the label printer vendor contract of the Label Printer team end?"),
+                         CONTRACT, multihop=True)
+    assert got.text.startswith("The contract with Inkwell Labels"), got.text  # the date leads
+    assert "Chain (did not reach the answer): Label Printer -> Fulfilment team." in got.text
+    assert [pick.passage for pick in got.picked][:2] == [2, 1] and not got.reached
+
+
+def test_an_unreached_chain_still_leads_when_nothing_holds_the_asked_value_or_no_value_is_asked(monkeypatch):
+    from answers.extractive import offline_answer
+
+    stopped = _unreached(monkeypatch)
+    no_date = [CONTRACT[0], p(2, "Vendor contracts", "The contract with Inkwell Labels covers the label printer.")]
+    got = offline_answer(Question("When does the label printer vendor contract of the Label Printer team end?"),
+                         no_date, multihop=True)
+    assert got.text.startswith(stopped.text), got.text
+    got = offline_answer(Question("Who signed the label printer vendor contract of the Label Printer team?"),
+                         CONTRACT, multihop=True)  # a person is asked: any capitalised word would pass for one
+    assert got.text.startswith(stopped.text), got.text
