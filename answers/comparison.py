@@ -20,7 +20,6 @@ import math
 import re
 from typing import Sequence
 
-from core.text.script import CYRILLIC
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from answers.expected_type import VALUE_KINDS, holds_value
 from answers.units import Extracted
@@ -40,7 +39,7 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
                       attribute: str = "", similarity: UnitSimilarity | None = None) -> Extracted:
     """`sides`: (name, query) per compared entity; `attribute`: what is compared ("film directors");
     `similarity`: for a side whose passages are in the other language (answers/local.py)."""
-    language = "russian" if CYRILLIC.search(question.text) else "english"
+    language = "russian" if question.language == "russian" else "english"
     lines, picked, confidences, stated = [], [], [], []
     seen: set[tuple[int, int]] = set()
     # the side's query ("<side> <attribute>") has lost "how long", "when"; a yes/no question wants no value

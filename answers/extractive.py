@@ -65,7 +65,8 @@ def offline_answer(question: Question, passages: list[Passage], *, multihop: boo
                    reader: ReaderModel | None = None) -> Extracted:
     """The route's offline answer: on the multi-hop route, a comparison (`question.comparison`) answers
     each side from the passages about it (answers/comparison.py); another multi-hop question states its
-    chain first, then the units that answer the question's own words and the loop's later queries
+    chain first (after the plain answer when the chain stopped short of the asked kind of value and that
+    answer holds one: `_states_asked`), then the units that answer the question's own words and the loop's later queries
     (`follow_ups`: "Billing team lead"), since a chain through unfamiliar text may miss a hop the plain
     evidence holds; any other question gets the local answer (`similarity`: for passages in the other
     language, answers/local.py, a comparison's sides too; `reader`: the learned reader, answers/reader.py,

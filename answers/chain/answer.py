@@ -239,7 +239,7 @@ def _closest_in_meaning(question: Question, ranked: list[_Chain], similarity: Un
         return best
     near = [c for c in ranked if c.reached and c.score / len(c.hops) >= best.score / len(best.hops) - MEANING_MARGIN]
     near = near[:MEANING_CANDIDATES]
-    russian = bool(CYRILLIC.search(question.text))
+    russian = question.language == "russian"
     if len(near) < 2 or all(bool(CYRILLIC.search(c.hops[-1][0].text)) == russian for c in near):
         return best
     # what is asked of the last entity, without the names that started the chain: they would pull the
