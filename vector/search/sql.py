@@ -262,41 +262,6 @@ def lexeme_frequencies(
     return [max(0, found.get(x, 0)) for x in lexemes]
 
 
-def unmentioned(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], codes: Sequence[str]) -> list[str]:
-    """The `codes` (core.text.terms.codes) no readable chunk holds. A chunk's text was parsed in its own
-    language's configuration, so a code is looked for as each configuration parses it (phrases OR-ed);
-    one that parses to no lexeme at all counts as held: nothing can be said of it. Index lookups on
-    the full-text GIN index, one EXISTS per code."""
-    if not codes:
-        return []
-    rows = conn.execute(
-        "SELECT u.code, x.q IS NULL OR numnode(x.q) = 0 OR EXISTS (SELECT 1 FROM chunks WHERE tenant_id = %(tenant)s"
-        " AND acl && %(groups)s AND tsv @@ x.q)"
-        " FROM unnest(%(codes)s::text[]) WITH ORDINALITY AS u(code, ord),"
-        " LATERAL (SELECT phraseto_tsquery('simple', u.code) || phraseto_tsquery('english', u.code)"
-        " || phraseto_tsquery('russian', u.code) AS q) x ORDER BY u.ord",
-        {"tenant": tenant, "groups": list(groups), "codes": list(codes)},
-    ).fetchall()
-    return [code for code, held in rows if not held]
-
-
-def readable_lexemes_like(
-    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], lexemes: Sequence[str]
-) -> list[str]:
-    """The readable lexemes one edit could turn one of `lexemes` into, as a superset: those of the
-    same first letter and a length within one (the caller checks the edit). From the statistics kept
-    at write time, so a misspelt word of a question ("Brittish") is not taken for one the corpus lacks."""
-    if not lexemes:
-        return []
-    rows = conn.execute(
-        "SELECT DISTINCT s.lexeme FROM fulltext_lexeme_stats s, unnest(%(lexemes)s::text[]) AS u(x)"
-        " WHERE s.tenant_id = %(tenant)s AND s.acl && %(groups)s AND s.df > 0"
-        " AND left(s.lexeme, 1) = left(u.x, 1) AND abs(length(s.lexeme) - length(u.x)) <= 1 ORDER BY 1",
-        {"tenant": tenant, "groups": list(groups), "lexemes": list(lexemes)},
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
 def phrase_frequencies(
     conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], tsqueries: Sequence[str], cap: int
 ) -> list[int]:

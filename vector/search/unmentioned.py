@@ -3,8 +3,9 @@ a question's content words (core.text.terms.content_words: "wifi", "password", "
 
 A question about such a code cannot be answered by any passage the reader may read: the passages
 found are about other codes. Words are weaker evidence (a question may paraphrase, or misspell, what
-the documents say), so the answer writer needs two of them before it says the documents do not
-answer (router/service.py). `lookup` asks the database (full-text GIN index, ACL in SQL);
+the documents say), so the answer writer needs several of them (the setting
+`answer_unmentioned_words`, off by default) before it says the documents do not answer
+(answers/writer.py). `lookup` asks the database (full-text GIN index, ACL in SQL, the statements below);
 `check_codes` / `check_words` are what the answer writer and the search use case call: a failed lookup
 never fails their answer, it comes back as an error for them to report.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Mapping, Sequence
+
+import psycopg
 
 from core.text.script import mostly_cyrillic
 from core.text_safety import storable_text
@@ -37,14 +40,14 @@ def lookup(db, tx_settings: Mapping[str, str], tenant: str, groups: Sequence[str
     if not codes or not groups:
         return tuple(codes)
     with db.connection() as conn, search_sql.read_only(conn, tx_settings):
-        missing = search_sql.unmentioned(conn, tenant=tenant, groups=groups, codes=codes)
+        missing = _unheld(conn, tenant=tenant, groups=groups, codes=codes)
         long_words = [w for w in missing if len(w) >= MISSPELT_MIN_LETTERS]
         if not misspellings or not long_words:
             return tuple(missing)
         analysed = search_sql.analyse_pieces(
             conn, [(w, "russian" if mostly_cyrillic(w) else "english") for w in long_words])
         stems = {w: lexemes for w, (_, lexemes) in zip(long_words, analysed)}
-        near = search_sql.readable_lexemes_like(conn, tenant=tenant, groups=groups,
+        near = _readable_lexemes_like(conn, tenant=tenant, groups=groups,
                                                 lexemes=sorted({x for xs in stems.values() for x in xs}))
     return tuple(w for w in missing if not any(one_edit_apart(x, y) for x in stems.get(w, ()) for y in near))
 
@@ -92,3 +95,40 @@ def _check(searcher, tenant: str, groups: Sequence[str], items: Sequence[str], *
     except Exception as exc:  # noqa: BLE001 - a failed side check must not fail the answer or the search
         log.warning("the check for unmentioned %s failed: %s", what, exc)
         return CodeCheck(error=f"the check for {what} no readable document mentions failed: {type(exc).__name__}: {exc}")
+
+
+# --- the statements (ACL in SQL: only chunks and lexeme statistics the reader's groups may read) -------
+
+def _unheld(conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], codes: Sequence[str]) -> list[str]:
+    """The `codes` (core.text.terms.codes) no readable chunk holds. A chunk's text was parsed in its own
+    language's configuration, so a code is looked for as each configuration parses it (phrases OR-ed);
+    one that parses to no lexeme at all counts as held: nothing can be said of it. Index lookups on
+    the full-text GIN index, one EXISTS per code."""
+    if not codes:
+        return []
+    rows = conn.execute(
+        "SELECT u.code, x.q IS NULL OR numnode(x.q) = 0 OR EXISTS (SELECT 1 FROM chunks WHERE tenant_id = %(tenant)s"
+        " AND acl && %(groups)s AND tsv @@ x.q)"
+        " FROM unnest(%(codes)s::text[]) WITH ORDINALITY AS u(code, ord),"
+        " LATERAL (SELECT phraseto_tsquery('simple', u.code) || phraseto_tsquery('english', u.code)"
+        " || phraseto_tsquery('russian', u.code) AS q) x ORDER BY u.ord",
+        {"tenant": tenant, "groups": list(groups), "codes": list(codes)},
+    ).fetchall()
+    return [code for code, held in rows if not held]
+
+
+def _readable_lexemes_like(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], lexemes: Sequence[str]
+) -> list[str]:
+    """The readable lexemes one edit could turn one of `lexemes` into, as a superset: those of the
+    same first letter and a length within one (the caller checks the edit). From the statistics kept
+    at write time, so a misspelt word of a question ("Brittish") is not taken for one the corpus lacks."""
+    if not lexemes:
+        return []
+    rows = conn.execute(
+        "SELECT DISTINCT s.lexeme FROM fulltext_lexeme_stats s, unnest(%(lexemes)s::text[]) AS u(x)"
+        " WHERE s.tenant_id = %(tenant)s AND s.acl && %(groups)s AND s.df > 0"
+        " AND left(s.lexeme, 1) = left(u.x, 1) AND abs(length(s.lexeme) - length(u.x)) <= 1 ORDER BY 1",
+        {"tenant": tenant, "groups": list(groups), "lexemes": list(lexemes)},
+    ).fetchall()
+    return [r[0] for r in rows]
