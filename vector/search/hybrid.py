@@ -9,13 +9,12 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
-import numbers
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Literal, Protocol, Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 import psycopg
@@ -31,6 +30,7 @@ from vector.search.bm25 import MAX_SCORED, Bm25Leg
 from vector.search.fulltext import build_query, query_pieces
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
 from vector.search.language_bias import SCRIPT_MEANS_UP_TO, ScriptMeans, calibrated
+from vector.search.rerank.contract import Reranker, validated_ranking
 from core.text.language import detect_language
 
 log = logging.getLogger(__name__)
@@ -80,39 +80,8 @@ class SearchResult:
     trace: dict = field(default_factory=dict)
 
 
-class Reranker(Protocol):
-    name: str
-
-    def rerank(self, query: str, candidates: list[Candidate], top_k: int) -> list[tuple[int, float]]:
-        """(index into candidates, score) best first, at most top_k. May raise or be slow."""
-        ...
-
-
 def _trace_list(items: Sequence[tuple[int, float]]) -> list[dict]:
     return [{"id": i, "rank": r, "score": s} for r, (i, s) in enumerate(items, start=1)]
-
-
-def _check_rerank_output(output, n: int, top_k: int) -> list[tuple[int, float]]:
-    """A reranker's answer is untrusted input (it may come from an HTTP API): validate all of it."""
-    checked: list[tuple[int, float]] = []
-    seen: set[int] = set()
-    for item in list(output):
-        index, score = item
-        if isinstance(index, bool) or not isinstance(index, numbers.Integral):  # numpy ints are fine
-            raise ValueError(f"index {index!r} is not an integer")
-        index = int(index)
-        if not 0 <= index < n:
-            raise ValueError(f"index {index} out of range 0..{n - 1}")
-        if index in seen:
-            raise ValueError(f"index {index} returned twice")
-        score = float(score)
-        if not math.isfinite(score):
-            raise ValueError(f"score {score!r} for index {index} is not finite")
-        seen.add(index)
-        checked.append((index, score))
-    if n and not checked:
-        raise ValueError("reranker returned nothing for a non-empty candidate list")
-    return checked[:top_k]
 
 
 class HybridSearcher:
@@ -363,7 +332,8 @@ class HybridSearcher:
         start = time.perf_counter()
         try:
             output = self._call_reranker(query, [_copy(c) for c in candidates], k)
-            ranked = _check_rerank_output(output, len(candidates), k)
+            # its answer is untrusted input (it may come from an HTTP API): all of it is checked, its order kept
+            ranked = validated_ranking(output, len(candidates), self.reranker.name)[:k]
         except Exception as exc:  # noqa: BLE001 - any reranker failure degrades to the fused order
             timings["rerank"] = (time.perf_counter() - start) * 1000
             log.warning("reranker %s failed: %s", self.reranker.name, exc)

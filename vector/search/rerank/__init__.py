@@ -1,6 +1,6 @@
 """Rerankers of the fused top-50: offline learning-to-rank (default), Voyage, Cohere v2, LLM listwise.
 
-Every reranker satisfies `vector.search.hybrid.Reranker`. Each raises `RerankError` on a failure it can
+Every reranker satisfies `vector.search.rerank.contract.Reranker`. Each raises `RerankError` on a failure it can
 name (timeout, HTTP status, malformed answer) and checks untrusted output with `checked_ranking`;
 the searcher answers any exception with the RRF order, flagged degraded. The implementations are imported lazily: an
 offline deployment never loads httpx clients or the Anthropic SDK for reranking.
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from vector.search.hybrid import Reranker
-from vector.search.rerank.contract import DEFAULT_TIMEOUT_S, RerankError
+from vector.search.rerank.contract import DEFAULT_TIMEOUT_S, Reranker, RerankError
 
 log = logging.getLogger(__name__)
 
