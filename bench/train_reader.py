@@ -36,7 +36,7 @@ from answers.extractive import offline_answer
 from answers.local import reader_pool
 from answers.reader import ANSWER_FEATURES, FEATURES, MODEL_PATH, ReaderModel
 from answers.types import Passage
-from answers.units import MIN_CONFIDENCE, display
+from answers.units import display
 from bench.answer_eval import contains_answer
 from bench.common import ROOT, SHARED_DATA
 from answers.question import Question
