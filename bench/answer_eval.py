@@ -27,6 +27,8 @@ blind5    - held out: the same make-up as blind4, written blind on 2026-12-05 be
             (bench/answer_blind5/README.md); verdicts only.
 written   - bench/reader_data/questions.jsonl: 44 dev questions (12 negatives) on the fixtures corpus,
             written for the learned reader (its README); a dev set, looked at freely.
+xl_dev    - bench/answer_xl_dev/questions.jsonl: 40 questions asked in the other language than the only
+            document that answers them and 8 same-language controls (its README); a dev set, looked at freely.
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
 
 Every answer's confidence is kept, so the no-answer threshold (router/answer_units.MIN_CONFIDENCE, a
@@ -140,7 +142,8 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind3": ROOT / "bench" / "answer_blind3" / "questions.jsonl",
                "blind4": ROOT / "bench" / "answer_blind4" / "questions.jsonl",
                "blind5": ROOT / "bench" / "answer_blind5" / "questions.jsonl",
-               "written": ROOT / "bench" / "reader_data" / "questions.jsonl"}
+               "written": ROOT / "bench" / "reader_data" / "questions.jsonl",
+               "xl_dev": ROOT / "bench" / "answer_xl_dev" / "questions.jsonl"}
 
 
 def run_golden(router: QuestionRouter, name: str, tenant: str = "demo", routes=("local", "multihop", "global")) -> dict:
@@ -231,8 +234,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N questions per dataset")
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written",
-                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3, blind4, blind5, written to run")
+    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written,xl_dev",
+                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3, blind4, blind5, written, xl_dev to run")
     parser.add_argument("--routes", default="local,multihop,global",
                         help="comma-separated: only these routes (a change to one route's answer needs only its own)")
     parser.add_argument("--dump", type=Path, default=None,
