@@ -40,7 +40,8 @@ name after a locative preposition ("formed in Leyton") or a place's kind word ("
 is a place, however the mention finder typed it; a question asking no person, place, date or number
 ("what genre") is answered, after its hops, by a sentence about the last entity. The answer states the chain and cites every
 hop, then the units that answer the question's own words and the loop's later queries
-(`offline_answer`).
+(`offline_answer`); a chain that stopped short of the asked kind of value (a date, a sum, a number)
+follows the plain answer when that one holds such a value.
 
 Either answer carries a confidence: the share of the question (rarity-weighted stems, names twice)
 that the answering units and their passages' titles cover. Below MIN_CONFIDENCE the answer is that
