@@ -5,16 +5,7 @@ a Platt calibration of the answer's confidence on held-out folds, and the no-ans
     python -m bench.train_reader             # fit, report leave-one-dataset-out, write nothing
     python -m bench.train_reader --write     # ... and write answers/reader_model.json
 
-The data (bench/reader_data/README.md says where each part comes from):
-- the dev questions of ../shared/data multihop and xquad_ru and the local questions of
-  fixtures/questions.jsonl, and the questions written for this reader over fixtures/corpus
-  (bench/reader_data/questions.jsonl), each searched as the local route searches it ("asked");
-- the same questions with every passage of their gold documents taken out of the search's results
-  ("removed": the passages a search returns when the corpus lacks the answer, near the topic);
-- the same questions asked of another corpus ("elsewhere": off-topic passages; the dev questions of
-  the fixtures corpus, the fixtures' questions of xquad_ru's);
-- the negatives written for the fixtures corpus (no document answers them).
-A negative whose remaining passages hold the gold string anywhere is dropped (it may be answerable).
+The cases and their provenance: bench/reader_cases.py.
 
 Validation is leave-one-dataset-out: each dataset's questions (all their variants) are scored by a
 model fitted on the other datasets, and the threshold it is held to is the one the other datasets'
@@ -27,7 +18,7 @@ import argparse
 import datetime
 import json
 import sys
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,153 +26,20 @@ import numpy as np
 from answers.extractive import offline_answer
 from answers.local import reader_pool
 from answers.reader import ANSWER_FEATURES, FEATURES, MODEL_PATH, ReaderModel
-from answers.types import Passage
 from answers.units import display
 from bench.answer_eval import contains_answer
-from bench.common import ROOT, SHARED_DATA
+from bench.common import ROOT
+from bench.reader_cases import CACHE, CachedSimilarity, as_passages, collect, holds_gold
 from answers.question import Question
 
-CACHE = ROOT / ".crossroads" / "reader_cases.json"
-SIMS = ROOT / ".crossroads" / "reader_similarities.json"
-WRITTEN = ROOT / "bench" / "reader_data" / "questions.jsonl"
 KEEP = 0.95  # the threshold withholds at most 1 - KEEP of the right answers
 L2 = 1.0
-PASSAGES = 5
-REMOVED_K = 20
 # What the answer model learns: "answerable" (the passages hold a gold: the documents answer the question,
 # whoever reads them) or "right" (the extractive answer holds it). Right-or-wrong carries each dataset's
 # difficulty for the extractive reader (most multi-hop questions are answered wrong by the local route
 # from passages that hold the answer), which did not transfer held out; answerability is what a no-answer
 # claims.
 LABEL = "right"  # the shipped model's; --label answerable refits on the other (docs/reader.md has both)
-
-
-# --- collection ------------------------------------------------------------------------------------
-
-def _questions() -> list[dict]:
-    """Every training question as {group, qid, question, golds, tenant, groups, docs, negative}."""
-    out = []
-    for name in ("multihop", "xquad_ru"):
-        path = SHARED_DATA / name / "queries.jsonl"
-        if not path.exists():
-            print(f"{path} is absent: {name} is left out", file=sys.stderr)
-            continue
-        for line in path.open(encoding="utf-8"):
-            if not line.strip():
-                continue
-            q = json.loads(line)
-            golds = [q["answer"], *q.get("aliases", [])] if name == "multihop" else list(q["answers"])
-            out.append({"group": name, "qid": q["qid"], "question": q["question"], "golds": golds,
-                        "tenant": f"eval_{name}", "groups": ["public"], "docs": [str(d) for d in q["gold"]],
-                        "negative": False})
-    for group, path in (("fixtures", ROOT / "fixtures" / "questions.jsonl"), ("written", WRITTEN)):
-        for line in path.open(encoding="utf-8"):
-            if not line.strip():
-                continue
-            q = json.loads(line)
-            if q["route"] != "local":
-                continue
-            negative = not q["expected_docs"]
-            out.append({"group": group, "qid": q["qid"], "question": q["question"],
-                        "golds": [] if negative else [q["answer"], *q.get("aliases", [])], "tenant": "demo",
-                        "groups": q["groups"], "docs": list(q["expected_docs"]), "negative": negative})
-    return out
-
-
-# (multihop's questions are asked nowhere else: its 100 searches of another corpus would cost a quarter of
-# an hour of embedding on the shared machine, and xquad_ru's already ask the fixtures corpus)
-ELSEWHERE = {"eval_multihop": None, "eval_xquad_ru": ("demo", ["public", "staff"]),
-             "demo": ("eval_xquad_ru", ["public"])}
-
-
-def _passages(searcher, tenant: str, groups: list[str], question: str, k: int, drop: set[str] = frozenset()):
-    result = searcher.search(tenant, groups, question, k=k, mode="hybrid+rerank")
-    calibrated = result.trace.get("rerank_threshold") is not None and not result.degraded
-    hits = [h for h in result.hits if str(h.doc_id) not in drop][:PASSAGES]
-    return [asdict(Passage.of_chunk(h, h.score if calibrated else None)) for h in hits]
-
-
-def _holds_gold(passages: list[dict], golds: list[str]) -> bool:
-    return bool(golds) and contains_answer(" ".join(f"{p['title']} {p['text']}" for p in passages), golds)
-
-
-def collect(only: set[str] | None = None) -> list[dict]:
-    """Searches the questions (of the `only` datasets, the cache keeping the others') and embeds
-    their pooled units; returns every cached case."""
-    from core.database import open_database
-    from core.settings import Settings
-    from router.service import QuestionRouter
-
-    settings = Settings()
-    db = open_database(settings)
-    cases = []
-    try:
-        with QuestionRouter(db, settings, use_llm=False) as router:
-            searcher = router.local_searcher
-            questions = [q for q in _questions() if only is None or q["group"] in only]
-            for i, q in enumerate(questions, 1):
-                base = {k: q[k] for k in ("group", "qid", "question", "golds")}
-                asked = _passages(searcher, q["tenant"], q["groups"], q["question"], settings.answer_passages)
-                cases.append({**base, "variant": "asked", "negative": q["negative"], "passages": asked})
-                if q["negative"]:
-                    continue
-                removed = _passages(searcher, q["tenant"], q["groups"], q["question"], REMOVED_K, set(q["docs"]))
-                if not _holds_gold(removed, q["golds"]):
-                    cases.append({**base, "variant": "removed", "negative": True, "passages": removed})
-                if ELSEWHERE[q["tenant"]] is None:
-                    continue
-                tenant, groups = ELSEWHERE[q["tenant"]]
-                elsewhere = _passages(searcher, tenant, groups, q["question"], settings.answer_passages)
-                if not _holds_gold(elsewhere, q["golds"]):
-                    cases.append({**base, "variant": "elsewhere", "negative": True, "passages": elsewhere})
-                if i % 25 == 0:
-                    print(f"collect: {i}/{len(questions)} questions, {len(cases)} cases", file=sys.stderr, flush=True)
-            similarity = CachedSimilarity(router.writer.similarity)
-            for i, case in enumerate(cases, 1):  # the pooled units' closeness, embedded once
-                reader_pool(Question(case["question"]), _as_passages(case), similarity=similarity)
-                if i % 100 == 0:
-                    print(f"embed: {i}/{len(cases)} cases", file=sys.stderr, flush=True)
-                    similarity.save()
-            similarity.save()
-    finally:
-        db.close()
-    kept = [c for c in json.loads(CACHE.read_text(encoding="utf-8"))
-            if only is not None and c["group"] not in only] if CACHE.exists() else []
-    cases = kept + cases
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    CACHE.write_text(json.dumps(cases, ensure_ascii=False), encoding="utf-8")
-    return cases
-
-
-class CachedSimilarity:
-    """The search's e5 closeness of units to questions, remembered in SIMS (a fit reads only these)."""
-
-    def __init__(self, inner=None):
-        self.inner = inner
-        self.missed = 0
-        self.cache: dict[str, float] = json.loads(SIMS.read_text(encoding="utf-8")) if SIMS.exists() else {}
-
-    def __call__(self, question: str, texts):
-        keys = [f"{question}\u241e{t}" for t in texts]
-        missing = list(dict.fromkeys(t for k, t in zip(keys, texts) if k not in self.cache))
-        if missing:
-            if self.inner is None:  # the hand-weighted answer embeds more of a cross-language lead than the pool
-                from answers.unit_similarity import EmbeddingSimilarity
-                from core.embeddings import make_embedder
-                from core.settings import Settings
-                self.inner = EmbeddingSimilarity(make_embedder(Settings()))
-            self.missed += len(missing)
-            for t, v in zip(missing, self.inner(question, missing)):
-                self.cache[f"{question}\u241e{t}"] = round(float(v), 6)
-        return [self.cache[k] for k in keys]
-
-    def save(self) -> None:
-        SIMS.parent.mkdir(parents=True, exist_ok=True)
-        SIMS.write_text(json.dumps(self.cache, ensure_ascii=False), encoding="utf-8")
-
-
-def _as_passages(case: dict) -> list[Passage]:
-    return [Passage(**p) for p in case["passages"]]
 
 
 # --- fitting ---------------------------------------------------------------------------------------
@@ -208,7 +66,7 @@ def unit_data(cases: list[dict], similarity: CachedSimilarity) -> dict[int, tupl
     """Per case (index), its pooled units' feature rows and labels (the unit holds a gold string)."""
     out = {}
     for i, case in enumerate(cases):
-        pool = reader_pool(Question(case["question"]), _as_passages(case), similarity=similarity)
+        pool = reader_pool(Question(case["question"]), as_passages(case), similarity=similarity)
         if pool is None:
             continue
         rows = pool.rows()
@@ -249,10 +107,10 @@ def fit_answer(ranker: ReaderModel, rows: np.ndarray, right: np.ndarray) -> Read
 
 def answer_case(case: dict, model: ReaderModel | None, similarity: CachedSimilarity) -> dict:
     """The local answer over the case's passages, by `model` (None: the hand-weighted scorer)."""
-    extracted = offline_answer(Question(case["question"]), _as_passages(case), similarity=similarity, reader=model)
+    extracted = offline_answer(Question(case["question"]), as_passages(case), similarity=similarity, reader=model)
     right = not case["negative"] and contains_answer(extracted.text, case["golds"])
     return {"right": bool(right), "picked": bool(extracted.picked), "negative": case["negative"],
-            "answerable": not case["negative"] and _holds_gold(case["passages"], case["golds"]),
+            "answerable": not case["negative"] and holds_gold(case["passages"], case["golds"]),
             "score": extracted.logit if model is not None else extracted.confidence,
             "row": extracted.row, "answered_baseline": extracted.answered if model is None else None}
 
