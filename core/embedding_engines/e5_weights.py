@@ -61,11 +61,15 @@ class E5Weights:
         return values.reshape(rows, -1) if rows else values
 
 
+def q4_nibbles(qs: np.ndarray) -> np.ndarray:
+    """The 32 nibbles (0..15) of each block's 16 bytes, in weight order (low nibbles, then high)."""
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
+
+
 def dequantize_q4_0(blocks: np.ndarray) -> np.ndarray:
-    d = blocks["d"].astype(np.float32)[:, None]
-    qs = blocks["qs"]
-    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32) - 8.0
-    return (q * d).reshape(-1)
+    """Blocks of any shape, flattened to their weights in order."""
+    q = q4_nibbles(blocks["qs"]).astype(np.float32) - 8.0
+    return (q * blocks["d"].astype(np.float32)[..., None]).reshape(-1)
 
 
 def q4_blocks(weights: E5Weights, name: str, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +79,7 @@ def q4_blocks(weights: E5Weights, name: str, rows: int) -> tuple[np.ndarray, np.
     [rows, blocks per row]."""
     _, n, data = weights.raw[name]
     blocks = np.frombuffer(data, dtype=_Q4_BLOCK, count=n // QK)
-    nibbles = np.concatenate([blocks["qs"] & 0x0F, blocks["qs"] >> 4], axis=1)  # [blocks, 32] in weight order
+    nibbles = q4_nibbles(blocks["qs"])  # [blocks, 32]
     packed = (nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)).astype(np.uint8)
     per_row = n // rows // QK
     return packed.reshape(rows, per_row, QK // 2), blocks["d"].astype(np.float32).reshape(rows, per_row)

@@ -34,7 +34,8 @@ import numpy as np
 
 from core.embedding_engines.cpu import weight_bits
 from core.embedding_engines.e5_graph import PRECISIONS
-from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, E5Weights, bundled_image, bundled_image_fingerprint
+from core.embedding_engines.e5_weights import (_Q4_BLOCK, QK, E5Weights, bundled_image, bundled_image_fingerprint,
+                                              dequantize_q4_0)
 from core.embedding_engines.e5_tokenizer import E5Tokenizer, bundled_tokenizer
 from core.embedding_engines.windows import first_window
 from core.errors import EngineUnavailableError
@@ -171,9 +172,7 @@ class OnnxE5Embedder:
         """Input embeddings (word + position + type) of `rows`, all of one length."""
         width = len(rows[0])
         flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=len(rows) * width)
-        blocks = self._word[flat]  # (tokens, 12) Q4_0 blocks
-        q = np.concatenate([blocks["qs"] & 0x0F, blocks["qs"] >> 4], axis=2).astype(np.float32) - 8.0
-        words = (q * blocks["d"].astype(np.float32)[:, :, None]).reshape(len(rows), width, self.dimension)
+        words = dequantize_q4_0(self._word[flat]).reshape(len(rows), width, self.dimension)  # (tokens, 12) blocks
         return words + self._position[:width]
 
     def _embed_ids(self, contents: Iterable[list[int]], count: int) -> np.ndarray:
