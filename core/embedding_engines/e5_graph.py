@@ -32,7 +32,11 @@ from core.embedding_engines.e5_weights import QK, E5Weights, q4_blocks
 
 OPSET = 17
 MS = "com.microsoft"
-PRECISIONS = ("int8", "q4", "fp32")
+# each precision's graph and the engine name it runs as: the `embed_engine` setting's values, what
+# `crossroads config` and `db status` print
+ENGINE_OF = {"int8": "onnx", "q4": "onnx-q4", "fp32": "onnx-fp32"}
+PRECISION_OF = {engine: precision for precision, engine in ENGINE_OF.items()}
+PRECISIONS = tuple(ENGINE_OF)
 # MatMulNBits' accuracy level 4: the activations quantized to int8 per block, as e5.c's Q8_0 does
 INT8_ACTIVATIONS = 4
 # the value projection in float32 even in the int8 graph: of the six projections it moved the vectors

@@ -33,7 +33,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from core.embedding_engines.cpu import weight_bits
-from core.embedding_engines.e5_graph import PRECISIONS
+from core.embedding_engines.e5_graph import ENGINE_OF, PRECISIONS
 from core.embedding_engines.e5_weights import (_Q4_BLOCK, QK, E5Weights, bundled_image, bundled_image_fingerprint,
                                               dequantize_q4_0)
 from core.embedding_engines.e5_tokenizer import E5Tokenizer, bundled_tokenizer
@@ -85,11 +85,6 @@ def load_model_bytes(precision: str, cache_dir: Path | None, *, rebuild: bool = 
         except OSError:
             pass  # a read-only state dir: build again next time
     return data
-
-
-# the engine name each precision runs as (settings embed_engine, `crossroads config`)
-ENGINE_OF = {"int8": "onnx", "q4": "onnx-q4", "fp32": "onnx-fp32"}
-PRECISION_OF = {engine: precision for precision, engine in ENGINE_OF.items()}
 
 
 class OnnxE5Embedder:
