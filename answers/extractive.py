@@ -52,8 +52,8 @@ probability that it is right, held to the reader's own threshold (answers/reader
 from __future__ import annotations
 
 from answers.expected_type import VALUE_KINDS, holds_value
-from answers.units import Extracted, Picked, display, units
-from answers.chain.answer import chain_answer
+from answers.units import Extracted, display, units
+from answers.chain.answer import chain_answer, chain_label
 from answers.comparison import comparison_answer
 from answers.local import local_answer
 from answers.question import Question
@@ -88,19 +88,19 @@ def offline_answer(question: Question, passages: list[Passage], *, multihop: boo
         # the plain answer to the question's own words holds what it asks: that leads, the chain follows
         # as what was tried
         lead, rest = support[0], [chain] + support[1:]
+        head = f"{lead.text} {chain_label(question, reached=False)}: {' -> '.join(chain.chain)}."
     else:
-        lead, rest = chain, support
+        lead, rest, head = chain, support, chain.text
     seen = {(p.passage, p.position) for p in lead.picked}
     extra = [p for answer in rest for p in answer.picked if (p.passage, p.position) not in seen
              and not seen.add((p.passage, p.position))]
-    if lead is not chain:
-        head = f"{lead.text} {_chain_label(question)}: {' -> '.join(chain.chain)}."
-        return Extracted(_with_units(head, extra, passages), lead.picked + extra,
-                         max(chain.confidence, lead.confidence), chain.chain, chain.reached)
-    if not extra:
+    if lead is chain and not extra:
         return chain
-    return Extracted(_with_units(chain.text, extra, passages), chain.picked + extra,
-                     max(chain.confidence, support[0].confidence), chain.chain, chain.reached)
+    if extra:
+        units_by = {(u.passage, u.position): u for u in units(passages)}
+        head += " " + " ".join(f"{display(units_by[(p.passage, p.position)])} [{p.passage}]" for p in extra)
+    return Extracted(head, lead.picked + extra, max(chain.confidence, support[0].confidence), chain.chain,
+                     chain.reached)
 
 
 def _states_asked(question: Question, answer: Extracted) -> bool:
@@ -108,15 +108,3 @@ def _states_asked(question: Question, answer: Extracted) -> bool:
     number); names are not checked, since any capitalised word would pass for one."""
     kind = question.expected_type
     return bool(answer.picked) and kind in VALUE_KINDS and holds_value(kind, answer.picked[0].text)
-
-
-def _chain_label(question: Question) -> str:
-    return "Цепочка (не дошла до ответа)" if question.language == "russian" else "Chain (did not reach the answer)"
-
-
-def _with_units(text: str, extra: list[Picked], passages: list[Passage]) -> str:
-    if not extra:
-        return text
-    units_by = {(u.passage, u.position): u for u in units(passages)}
-    return text + " " + " ".join(f"{display(units_by[(p.passage, p.position)])} [{p.passage}]" for p in extra)
-

@@ -134,7 +134,7 @@ def _through(first_question: Question, then: Callable[[str], str], question: Que
     seen = {(p.passage, p.position) for p in first.picked}
     picked = first.picked + [p for p in second.picked if (p.passage, p.position) not in seen]
     steps = " ".join(f"{display(by_place[(p.passage, p.position)])} [{p.passage}]" for p in picked)
-    text = f"{entity}; {chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps}"
+    text = f"{entity}; {chain[-1]}. {chain_label(question)}: {' -> '.join(chain)}. {steps}"
     return Extracted(text, picked, min(first.confidence, second.confidence), chain, second.reached), True
 
 
@@ -219,7 +219,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
     # checked link by link; otherwise it is as sure as the share of the question its hops cover
     confidence = 1.0 if best.reached and len(hops) >= least else scorer.confidence([u for u, _, _ in hops])
     steps_text = " ".join(f"{display(u)} [{u.passage}]" for u, _, _ in hops)
-    text = f"{chain[-1]}. {_chain_label(question)}: {' -> '.join(chain)}. {steps_text}"
+    text = f"{chain[-1]}. {chain_label(question)}: {' -> '.join(chain)}. {steps_text}"
     scores = {id(u): s for u, _, s in hops}
     return Extracted(text, cite([u for u, _, _ in hops], scores), round(confidence, 4), chain,
                      best.reached or focus.kind not in NAME_TYPE and focus.kind not in VALUE_KINDS)
@@ -336,8 +336,12 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
     return out
 
 
-def _chain_label(question: Question) -> str:
-    return "Цепочка" if question.language == "russian" else "Chain"
+def chain_label(question: Question, reached: bool = True) -> str:
+    """What a chain is called in the answer, in the question's language; one that stopped short of
+    what was asked says so."""
+    if question.language == "russian":
+        return "Цепочка" if reached else "Цепочка (не дошла до ответа)"
+    return "Chain" if reached else "Chain (did not reach the answer)"
 
 
 def _subject(p: Passage) -> tuple[str, str, str] | None:
