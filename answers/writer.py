@@ -88,7 +88,7 @@ class AnswerWriter:
         # ("the team that runs the service which ..."); there the check withheld 8 right held-out answers.
         # A word is checked only against text in its own language, so only an answer in the question's.
         said = " ".join(p.text for p in extracted.picked)
-        if not multihop and detect_language(said) == language:
+        if not multihop and self.unmentioned_words and detect_language(said) == language:
             words = check_words(self.searcher, tenant, groups, question.words,
                                 least=self.unmentioned_words)
             if words.unmentioned:
