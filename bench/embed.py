@@ -184,7 +184,7 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: throughput, query, cosine, ingest")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # one part in a process of its own (see _in_child)
     args = parser.parse_args()
-    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    engines = _names(args.engines)
     if args.child:
         return _child(args, engines)
     skip = set(args.skip.split(","))
@@ -233,8 +233,12 @@ def _child(args, engines: list[str]) -> None:
     elif part == "cosine":
         out = cosine(engines, args.cosine or (1000 if args.long else 100))
     else:
-        out = ingest([e.strip() for e in args.ingest_engines.split(",") if e.strip()], args.ingest_chars)
+        out = ingest(_names(args.ingest_engines), args.ingest_chars)
     print(json.dumps(out), flush=True)
+
+
+def _names(listed: str) -> list[str]:
+    return [e.strip() for e in listed.split(",") if e.strip()]
 
 
 if __name__ == "__main__":
