@@ -141,3 +141,23 @@ def test_starting_the_http_app_loads_no_ingest_build_or_evaluation_module():
     assert "router.service" in loaded and "api.http.app" in loaded
     wrong = sorted(m for m in loaded if _under(m, OFF_THE_SERVING_PATH))
     assert not wrong, "importing the HTTP app loaded: " + ", ".join(wrong)
+
+
+# data files under the packages that an installed copy does not need: training data the bench reads
+NOT_SHIPPED = ("router/training/*",)
+
+
+def test_every_data_file_the_packages_hold_is_in_the_wheel():
+    """A data file missing from pyproject's package-data is missing from a pip-installed copy, which
+    then fails where the checkout works (the offline reranker's weights once did)."""
+    import fnmatch
+    import tomllib
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    shipped = [f"{package.replace('.', '/')}/{pattern}" for package, patterns in globs.items() for pattern in patterns]
+    tracked = subprocess.run(["git", "ls-files", *PACKAGES], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    data = [f for f in tracked if not f.endswith(".py")]
+    assert data, "git ls-files found nothing: run from a checkout"
+    missing = [f for f in data if not any(fnmatch.fnmatch(f, g) for g in shipped + list(NOT_SHIPPED))]
+    assert not missing, f"add these to [tool.setuptools.package-data] in pyproject.toml: {missing}"
