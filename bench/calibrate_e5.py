@@ -11,7 +11,6 @@ changes (the ranges belong to its weights; stale ones still give a correct graph
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
 from pathlib import Path
 
@@ -68,7 +67,7 @@ def main() -> None:
     ranges = measure(texts)
     if not all(np.all(np.isfinite(r.astype(np.float16))) for r in ranges.values()):
         raise SystemExit("an activation range does not fit float16: store the ranges as float32")
-    provenance = {"script": "bench/calibrate_e5.py", "measured": datetime.date.today().isoformat(),
+    provenance = {"script": "bench/calibrate_e5.py",
                   "corpus": "fixtures/corpus", "windows": len(texts), "window_chars": WINDOW_CHARS,
                   "corpus_sha256": hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]}
     save_activation_ranges(ranges, provenance, args.out)
