@@ -1,6 +1,7 @@
-"""The one answer writer every search route shares (local, multi-hop): the LLM's answer with its
-citations checked, else the offline extractive one (answers/extractive.py); either way, an answer that
-would be about something no readable document mentions becomes the no-answer naming it.
+"""The one answer writer the search routes share (local, multi-hop, DRIFT): the LLM's answer with its
+citations checked, else the offline extractive one (answers/extractive.py; DRIFT's answers/drift_answer.py);
+a local or multi-hop answer that would be about something no readable document mentions becomes the
+no-answer naming it.
 
 The router runs a route's search and hands the passages here; it decides nothing about what is said.
 """
@@ -9,8 +10,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from answers.drift_answer import drift_answer
 from answers.extractive import offline_answer
-from answers.generate import CitationError, citations_for, llm_answer, no_answer_sentence
+from answers.generate import CitationError, check_citations, citations_for, llm_answer, no_answer_sentence
 from answers.no_answer import closest_no_answer, unmentioned_note
 from answers.question import Question
 from answers.reader import ReaderModel
@@ -51,19 +53,9 @@ class AnswerWriter:
             return Answer(question.text, no_answer_sentence(language), [], decision, offline=llm is None,
                           no_answer=True, trace=trace)
         if llm is not None:
-            try:
-                generated = llm_answer(llm, question.text, passages, language, partial=partial)
-                trace["prompt_chars"] = generated.prompt_chars
-                return Answer(question.text, generated.text, citations_for(generated.numbers, passages), decision,
-                              offline=False, no_answer=generated.no_answer, trace=trace)
-            except CitationError as exc:
-                log.warning("LLM answer withheld: %s", exc)
-                errors.append(f"LLM answer withheld: {exc}")
-                reasons.append("the LLM answer failed its citation check; extractive answer instead")
-                trace["withheld_answer"] = exc.answer
-            except LLMError as exc:
-                log.warning("LLM answer failed: %s", exc)
-                reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
+            generated = _llm_answer(question, passages, decision, llm, partial, trace, reasons, errors)
+            if generated is not None:
+                return generated
         withheld = _unmentioned(question, passages, decision, check_codes(self.searcher, tenant, groups, question.codes),
                                 reasons, errors, trace)
         if withheld:
@@ -101,6 +93,49 @@ class AnswerWriter:
             quotes[p.passage] = f"{quotes[p.passage]} {p.text}" if p.passage in quotes else p.text
         return Answer(question.text, extracted.text, citations_for(sorted(quotes), passages, quotes), decision,
                       offline=True, degraded=bool(reasons), degraded_reasons=reasons, errors=errors, trace=trace)
+
+
+    def write_drift(self, question: Question, passages: list[Passage], decision: RouteDecision, llm: LLM | None, *,
+                    partial: bool, follow_ups: list[str], best: dict[int, int], trace: dict,
+                    reasons: list[str]) -> Answer:
+        """DRIFT's answer over `passages` (community reports first, then the follow-up searches' chunks):
+        the LLM's, citations checked, else one extractive line per report and per follow-up
+        (answers/drift_answer.py; `best`: a follow-up's index -> its best passage's number). `reasons`:
+        what already degraded the answer (a failed primer call)."""
+        errors: list[str] = []
+        if not passages:
+            return Answer(question.text, no_answer_sentence(question.language), [], decision, offline=llm is None,
+                          no_answer=True, partial=partial, trace=trace)
+        if llm is not None:
+            generated = _llm_answer(question, passages, decision, llm, partial, trace, reasons, errors)
+            if generated is not None:
+                return generated
+        text, quotes = drift_answer(question, passages, follow_ups, best)
+        numbers = check_citations(text, len(passages))
+        return Answer(question.text, text, citations_for(numbers, passages, quotes), decision, offline=True,
+                      degraded=bool(reasons), degraded_reasons=reasons, partial=partial, errors=errors, trace=trace)
+
+
+def _llm_answer(question: Question, passages: list[Passage], decision: RouteDecision, llm: LLM, partial: bool,
+                trace: dict, reasons: list[str], errors: list[str]) -> Answer | None:
+    """The LLM's answer, every [N] checked against the passages sent; None when it failed its check or
+    the LLM failed (why is added to `reasons` and `errors`): the caller answers offline instead."""
+    try:
+        generated = llm_answer(llm, question.text, passages, question.language, partial=partial)
+    except CitationError as exc:
+        log.warning("LLM answer withheld: %s", exc)
+        errors.append(f"LLM answer withheld: {exc}")
+        reasons.append("the LLM answer failed its citation check; extractive answer instead")
+        trace["withheld_answer"] = exc.answer
+        return None
+    except LLMError as exc:
+        log.warning("LLM answer failed: %s", exc)
+        reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
+        return None
+    trace["prompt_chars"] = generated.prompt_chars
+    return Answer(question.text, generated.text, citations_for(generated.numbers, passages), decision, offline=False,
+                  no_answer=generated.no_answer, partial=partial, degraded=bool(reasons), degraded_reasons=reasons,
+                  trace=trace)
 
 
 def _unmentioned(question: Question, passages: list[Passage], decision: RouteDecision, check, reasons: list[str],

@@ -23,7 +23,6 @@ from core.database import Database
 from core.embeddings import Embedder
 from core.llm.client import LLM, make_llm
 from core.llm.usage import UsageMeter
-from core.llm.errors import LLMError
 from core.settings import Settings
 from graph.query.graph_search import GraphSearcher
 from graph.query.local_context import local_context
@@ -35,10 +34,8 @@ from router.agentic import Limits, agentic_search
 from router.classify import classify
 from router.graph_leg import HybridGraphSearcher, merge_passages
 from router.question_cues import asks_relation
-from answers.drift_answer import drift_answer
 from router.drift import DriftLimits, drift_search, first_follow_ups
-from answers.generate import (CitationError, check_citations, citations_for, is_no_answer, llm_answer,
-                              no_answer_sentence, streaming_to, token_sink)
+from answers.generate import is_no_answer, streaming_to, token_sink
 from router.planner_llm import LLMPlanner
 from router.planner_offline import OfflinePlanner
 from router.route_model import offline_classifier
@@ -290,29 +287,9 @@ class QuestionRouter:
         result = drift_search(search, planner, question, primer, first, limits)
         trace = {"level": primer.level, "drift": {**result.trace, "first_follow_ups": source},
                  "queries": [f.query for f in result.follow_ups]}
-        reasons, errors = ([f"DRIFT primer: {source['error']}"] if source.get("error") else []), []
-        if not result.passages:
-            return Answer(question.text, no_answer_sentence(question.language), [], decision, offline=llm is None,
-                          no_answer=True, partial=result.partial, trace=trace)
-        if llm is not None:
-            try:
-                generated = llm_answer(llm, question.text, result.passages, question.language,
-                                       partial=result.partial)
-                return Answer(question.text, generated.text, citations_for(generated.numbers, result.passages), decision,
-                              offline=False, no_answer=generated.no_answer, partial=result.partial,
-                              degraded=bool(reasons), degraded_reasons=reasons,
-                              trace={**trace, "prompt_chars": generated.prompt_chars})
-            except CitationError as exc:
-                errors.append(f"LLM answer withheld: {exc}")
-                reasons.append("the LLM answer failed its citation check; extractive answer instead")
-                trace["withheld_answer"] = exc.answer
-            except LLMError as exc:
-                reasons.append(f"LLM unavailable ({exc}); extractive answer instead")
-        text, quotes = drift_answer(question, result.passages, [f.query for f in result.follow_ups], result.best)
-        numbers = check_citations(text, len(result.passages))
-        return Answer(question.text, text, citations_for(numbers, result.passages, quotes), decision, offline=True,
-                      degraded=bool(reasons), degraded_reasons=reasons, partial=result.partial, errors=errors,
-                      trace=trace)
+        reasons = [f"DRIFT primer: {source['error']}"] if source.get("error") else []
+        return self.writer.write_drift(question, result.passages, decision, llm, partial=result.partial,
+                                       follow_ups=[f.query for f in result.follow_ups], best=result.best, trace=trace, reasons=reasons)
 
     def _global(self, tenant, groups, question: Question, decision, llm, budget: GlobalBudget | None = None) -> Answer:
         result = ask_global(self.db, self.embedder, tenant, groups, question.text, llm=llm,
