@@ -1,14 +1,14 @@
-"""The one answer writer the search routes share (local, multi-hop, DRIFT): the LLM's answer with its
+"""The one answer writer the routes share (local, multi-hop, DRIFT, global): the LLM's answer with its
 citations checked, else the offline extractive one (answers/extractive.py; DRIFT's answers/drift_answer.py);
 a local or multi-hop answer that would be about something no readable document mentions becomes the
-no-answer naming it.
+no-answer naming it; a global answer (graph/query's map-reduce) gets its reports as citations.
 
 The router runs a route's search and hands the passages here; it decides nothing about what is said.
 """
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from answers.drift_answer import drift_answer
 from answers.extractive import offline_answer
@@ -16,11 +16,12 @@ from answers.generate import CitationError, check_citations, citations_for, llm_
 from answers.no_answer import closest_no_answer, unmentioned_note
 from answers.question import Question
 from answers.reader import ReaderModel
-from answers.types import Answer, Passage, RouteDecision
+from answers.types import Answer, Citation, Passage, RouteDecision
 from answers.unit_similarity import UnitSimilarity
 from core.llm.client import LLM
 from core.llm.errors import LLMError
 from core.text.language import detect_language
+from graph.query.runner import GlobalAnswer
 from vector.search.hybrid import HybridSearcher
 from vector.search.unmentioned import check_codes, check_words
 
@@ -114,6 +115,28 @@ class AnswerWriter:
         numbers = check_citations(text, len(passages))
         return Answer(question.text, text, citations_for(numbers, passages, quotes), decision, offline=True,
                       degraded=bool(reasons), degraded_reasons=reasons, partial=partial, errors=errors, trace=trace)
+
+
+    @staticmethod
+    def write_global(question: Question, result: GlobalAnswer, decision: RouteDecision) -> Answer:
+        """The global route's answer, written by graph/query (map-reduce over community reports), with a
+        citation per report it cites, quoting what the answer shows of it: a theme's sentence, else the
+        points taken from it."""
+        quotes: dict[int, list[str]] = {}
+        for theme in result.themes:
+            quotes.setdefault(theme.report_id, []).append(theme.summary)
+        for point in result.points if not result.themes else ():
+            quotes.setdefault(point.report_id, []).append(point.text)
+        citations = [Citation(r.number, "report", r.id, None, r.title, f"community report, rating {r.rating}",
+                              " ".join(quotes.get(r.id, [])), r.documents)
+                     for r in sorted(result.reports, key=lambda r: r.number)]
+        degraded = result.trace.get("degraded")
+        return Answer(question.text, result.answer, citations, decision, offline=result.offline,
+                      degraded=result.degraded, degraded_reasons=[str(degraded)] if result.degraded else [],
+                      no_answer=not citations,
+                      trace={"level": result.level, "global": result.trace,
+                             "points": [asdict(p) for p in result.points],
+                             "themes": [asdict(t) for t in result.themes]})
 
 
 def _llm_answer(question: Question, passages: list[Passage], decision: RouteDecision, llm: LLM, partial: bool,

@@ -40,7 +40,7 @@ from router.planner_llm import LLMPlanner
 from router.planner_offline import OfflinePlanner
 from router.route_model import offline_classifier
 from answers.question import Question
-from answers.types import FORCED_ROUTES, Answer, Citation, Passage, RouteDecision
+from answers.types import FORCED_ROUTES, Answer, Passage, RouteDecision
 from answers.unit_similarity import EmbeddingSimilarity
 from answers.reader import load_reader
 from answers.writer import AnswerWriter
@@ -295,21 +295,7 @@ class QuestionRouter:
         result = ask_global(self.db, self.embedder, tenant, groups, question.text, llm=llm,
                             max_map_calls=self.settings.global_max_map_calls,
                             max_cost_usd=self.settings.global_max_cost_usd, budget=budget, on_text=token_sink())
-        quotes: dict[int, list[str]] = {}
-        for theme in result.themes:  # a theme's citation quotes the sentence the answer shows
-            quotes.setdefault(theme.report_id, []).append(theme.summary)
-        for point in result.points if not result.themes else ():
-            quotes.setdefault(point.report_id, []).append(point.text)
-        citations = [Citation(r.number, "report", r.id, None, r.title, f"community report, rating {r.rating}",
-                              " ".join(quotes.get(r.id, [])), r.documents)
-                     for r in sorted(result.reports, key=lambda r: r.number)]
-        degraded = result.trace.get("degraded")
-        return Answer(question.text, result.answer, citations, decision, offline=result.offline,
-                      degraded=result.degraded, degraded_reasons=[str(degraded)] if result.degraded else [],
-                      no_answer=not citations,
-                      trace={"level": result.level, "global": result.trace,
-                             "points": [asdict(p) for p in result.points],
-                             "themes": [asdict(t) for t in result.themes]})
+        return self.writer.write_global(question, result, decision)
 
 
 def _check_question(question: str) -> str:
