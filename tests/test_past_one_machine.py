@@ -157,10 +157,12 @@ def test_builds_shared_by_workers_questions_from_the_replica_writes_read_back(
         env.update(CROSSROADS_DATABASE_URL=primary_url, CROSSROADS_JOB_LEASE_S=str(LEASE_S),
                    CROSSROADS_WORKER_POLL_S="0.1", CROSSROADS_STATE_DIR=str(tmp_path / "state"),
                    CROSSROADS_EMBED_THREADS="1")
-        workers = [start_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
-        prefix = [f"{socket.gethostname()}:{w.pid}:" for w in workers]
+        # --- worker 0, alone at first, is killed in the middle of a build, after it has finished one. Alone:
+        # with both started together, worker 1 could drain the queue before worker 0 took a second build
+        # (it did once in CI), and there would be nothing to kill it in the middle of.
+        workers = [start_worker(env, tmp_path / "worker0.log")]
+        prefix = [f"{socket.gethostname()}:{workers[0].pid}:"]
 
-        # --- worker 0 is killed in the middle of a build, after it has finished one
         def jobs_of(i: int, status: str) -> list[int]:
             with dbs[0].connection() as conn:
                 return [r[0] for r in conn.execute("SELECT id FROM jobs WHERE worker LIKE %s AND status = %s",
@@ -173,6 +175,9 @@ def test_builds_shared_by_workers_questions_from_the_replica_writes_read_back(
             if jobs_of(0, "running") == victim:
                 break
             os.kill(workers[0].pid, signal.SIGCONT)  # it finished in between: catch the next one
+        # worker 1 starts beside the frozen worker 0, which still holds its build's lease, and is then killed
+        workers.append(start_worker(env, tmp_path / "worker1.log"))
+        prefix.append(f"{socket.gethostname()}:{workers[1].pid}:")
         workers[0].kill()
         workers[0].wait(10)
         killed = victim[0]
