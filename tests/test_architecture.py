@@ -153,11 +153,12 @@ def test_every_data_file_the_packages_hold_is_in_the_wheel():
     import fnmatch
     import tomllib
 
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the tracked files are unknown")
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
     shipped = [f"{package.replace('.', '/')}/{pattern}" for package, patterns in globs.items() for pattern in patterns]
     tracked = subprocess.run(["git", "ls-files", *PACKAGES], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.split()
     data = [f for f in tracked if not f.endswith(".py")]
-    assert data, "git ls-files found nothing: run from a checkout"
     missing = [f for f in data if not any(fnmatch.fnmatch(f, g) for g in shipped + list(NOT_SHIPPED))]
     assert not missing, f"add these to [tool.setuptools.package-data] in pyproject.toml: {missing}"
