@@ -95,7 +95,6 @@ class AnswerWriter:
         return Answer(question.text, extracted.text, citations_for(sorted(quotes), passages, quotes), decision,
                       offline=True, degraded=bool(reasons), degraded_reasons=reasons, errors=errors, trace=trace)
 
-
     def write_drift(self, question: Question, passages: list[Passage], decision: RouteDecision, llm: LLM | None, *,
                     partial: bool, follow_ups: list[str], best: dict[int, int], trace: dict,
                     reasons: list[str]) -> Answer:
@@ -115,7 +114,6 @@ class AnswerWriter:
         numbers = check_citations(text, len(passages))
         return Answer(question.text, text, citations_for(numbers, passages, quotes), decision, offline=True,
                       degraded=bool(reasons), degraded_reasons=reasons, partial=partial, errors=errors, trace=trace)
-
 
     @staticmethod
     def write_global(question: Question, result: GlobalAnswer, decision: RouteDecision) -> Answer:

@@ -31,7 +31,7 @@ xl_dev    - bench/answer_xl_dev/questions.jsonl: 40 questions asked in the other
             document that answers them and 8 same-language controls (its README); a dev set, looked at freely.
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
 
-Every answer's confidence is kept, so the no-answer threshold (router/answer_units.MIN_CONFIDENCE, a
+Every answer's confidence is kept, so the no-answer threshold (answers/units.MIN_CONFIDENCE, a
 fixed majority rule) is reported leave-one-dataset-out: for each dataset, the share of its right
 answers the threshold withholds, next to the threshold the other datasets would pick (the highest
 that withholds at most 5% of their right answers).

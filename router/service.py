@@ -285,11 +285,11 @@ class QuestionRouter:
             return [Passage.of_chunk(h) for h in result.hits]
 
         result = drift_search(search, planner, question, primer, first, limits)
-        trace = {"level": primer.level, "drift": {**result.trace, "first_follow_ups": source},
-                 "queries": [f.query for f in result.follow_ups]}
+        queries = [f.query for f in result.follow_ups]
+        trace = {"level": primer.level, "drift": {**result.trace, "first_follow_ups": source}, "queries": queries}
         reasons = [f"DRIFT primer: {source['error']}"] if source.get("error") else []
         return self.writer.write_drift(question, result.passages, decision, llm, partial=result.partial,
-                                       follow_ups=[f.query for f in result.follow_ups], best=result.best, trace=trace, reasons=reasons)
+                                       follow_ups=queries, best=result.best, trace=trace, reasons=reasons)
 
     def _global(self, tenant, groups, question: Question, decision, llm, budget: GlobalBudget | None = None) -> Answer:
         result = ask_global(self.db, self.embedder, tenant, groups, question.text, llm=llm,

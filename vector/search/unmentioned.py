@@ -48,7 +48,7 @@ def lookup(db, tx_settings: Mapping[str, str], tenant: str, groups: Sequence[str
             conn, [(w, "russian" if mostly_cyrillic(w) else "english") for w in long_words])
         stems = {w: lexemes for w, (_, lexemes) in zip(long_words, analysed)}
         near = _readable_lexemes_like(conn, tenant=tenant, groups=groups,
-                                                lexemes=sorted({x for xs in stems.values() for x in xs}))
+                                      lexemes=sorted({x for xs in stems.values() for x in xs}))
     return tuple(w for w in missing if not any(one_edit_apart(x, y) for x in stems.get(w, ()) for y in near))
 
 
