@@ -127,14 +127,15 @@ def test_builds_shared_by_workers_questions_from_the_replica_writes_read_back(
                                     headers=bearer(admin[tenant]))
                 assert r.status_code == 201, r.text
 
-        # --- every build queued, through either API
+        # --- the first tenant's build queued; the others once worker 0 has finished it (below)
         job_ids = {}
-        for n, tenant in enumerate(tenants):
-            r = apis[n % 2].post("/v1/jobs/graph-build", json={}, headers=bearer(admin[tenant]))
+
+        def queue_build(n: int) -> None:
+            r = apis[n % 2].post("/v1/jobs/graph-build", json={}, headers=bearer(admin[tenants[n]]))
             assert r.status_code == 202 and r.json()["status"] == "queued", r.text
-            job_ids[tenant] = r.json()["job_id"]
-        again = apis[0].post("/v1/jobs/graph-build", json={}, headers=bearer(admin[tenants[0]]))
-        assert again.status_code == 409 and again.json()["job_id"] == job_ids[tenants[0]], again.text
+            job_ids[tenants[n]] = r.json()["job_id"]
+
+        queue_build(0)
 
         # --- questions throughout, from both APIs
         answers: list[tuple[int, str | None]] = []
@@ -157,9 +158,10 @@ def test_builds_shared_by_workers_questions_from_the_replica_writes_read_back(
         env.update(CROSSROADS_DATABASE_URL=primary_url, CROSSROADS_JOB_LEASE_S=str(LEASE_S),
                    CROSSROADS_WORKER_POLL_S="0.1", CROSSROADS_STATE_DIR=str(tmp_path / "state"),
                    CROSSROADS_EMBED_THREADS="1")
-        # --- worker 0, alone at first, is killed in the middle of a build, after it has finished one. Alone:
-        # with both started together, worker 1 could drain the queue before worker 0 took a second build
-        # (it did once in CI), and there would be nothing to kill it in the middle of.
+        # --- worker 0 finishes the first build, then is killed in the middle of the next. A build of these
+        # corpora takes 0.1 s, too short to catch running, so the test holds it there: a SHARE lock on
+        # graph_entities (reads pass, a build's write of its entities waits) taken before the other builds
+        # are queued, released once worker 0 is dead.
         workers = [start_worker(env, tmp_path / "worker0.log")]
         prefix = [f"{socket.gethostname()}:{workers[0].pid}:"]
 
@@ -169,17 +171,22 @@ def test_builds_shared_by_workers_questions_from_the_replica_writes_read_back(
                                                    (prefix[i] + "%", status))]
 
         wait_until(lambda: jobs_of(0, "done"), 60, "worker 0 to finish a build")
-        while True:
+        hold = psycopg.connect(primary_url, autocommit=False)
+        try:
+            hold.execute("LOCK TABLE graph_entities IN SHARE MODE")
+            for n in range(1, TENANTS):
+                queue_build(n)
+            again = apis[0].post("/v1/jobs/graph-build", json={}, headers=bearer(admin[tenants[-1]]))
+            assert again.status_code == 409 and again.json()["job_id"] == job_ids[tenants[-1]], again.text
             victim = wait_until(lambda: jobs_of(0, "running"), 30, "worker 0 to start another build")
-            os.kill(workers[0].pid, signal.SIGSTOP)  # frozen: no more writes, so what we see is what it holds
-            if jobs_of(0, "running") == victim:
-                break
-            os.kill(workers[0].pid, signal.SIGCONT)  # it finished in between: catch the next one
-        # worker 1 starts beside the frozen worker 0, which still holds its build's lease, and is then killed
-        workers.append(start_worker(env, tmp_path / "worker1.log"))
-        prefix.append(f"{socket.gethostname()}:{workers[1].pid}:")
-        workers[0].kill()
-        workers[0].wait(10)
+            # worker 1 starts beside worker 0, which still holds its build's lease, and is then killed
+            workers.append(start_worker(env, tmp_path / "worker1.log"))
+            prefix.append(f"{socket.gethostname()}:{workers[1].pid}:")
+            workers[0].kill()
+            workers[0].wait(10)
+        finally:
+            hold.rollback()
+            hold.close()
         killed = victim[0]
 
         # --- the other worker finishes every build, the killed one resumed in place
