@@ -100,3 +100,13 @@ class Community:
     parent: int | None  # id of the level-1 community that contains this one; None at level 0
     members: tuple[str, ...]  # node keys, sorted
     children: tuple[int, ...]  # ids at level + 1, sorted; empty = final (not split further)
+
+
+@dataclass(frozen=True)
+class ScopePassage:
+    """A passage of the level, readable by every group of the level."""
+    id: int
+    doc_id: str
+    title: str
+    content: str
+    heading: str = ""  # the path of headings above it, the document's title first ("Guide > Install")

@@ -43,6 +43,7 @@ from answers.question import Question
 from answers.types import FORCED_ROUTES, Answer, Passage, RouteDecision
 from answers.unit_similarity import EmbeddingSimilarity
 from answers.reader import load_reader
+from answers.themes.answer import themes_in_scope
 from answers.writer import AnswerWriter
 from vector.search.factory import make_searcher, with_transforms
 from vector.search.hybrid import HybridSearcher
@@ -294,7 +295,8 @@ class QuestionRouter:
     def _global(self, tenant, groups, question: Question, decision, llm, budget: GlobalBudget | None = None) -> Answer:
         result = ask_global(self.db, self.embedder, tenant, groups, question.text, llm=llm,
                             max_map_calls=self.settings.global_max_map_calls,
-                            max_cost_usd=self.settings.global_max_cost_usd, budget=budget, on_text=token_sink())
+                            max_cost_usd=self.settings.global_max_cost_usd, budget=budget, on_text=token_sink(),
+                            scope_themes=themes_in_scope)
         return self.writer.write_global(question, result, decision)
 
 

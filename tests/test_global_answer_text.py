@@ -4,7 +4,8 @@ from __future__ import annotations
 from graph.levels import AccessLevel
 from graph.query.answer_text import _TEXTS, say
 from graph.query.global_search import global_search
-from graph.query.theme_text import ScopePassage
+from graph.types import ScopePassage
+from answers.themes.answer import themes_in_scope
 
 LEVEL = AccessLevel("staff", ("staff",), 2)
 REPORTS = [{"id": 10, "parent": None, "title": "Алерты", "summary": "Порог алерта.", "rating": 5.0, "findings": [],
@@ -19,11 +20,11 @@ def test_every_text_is_written_in_both_languages():
 
 def test_a_russian_question_gets_russian_words_around_its_themes_and_any_other_english():
     russian = global_search([LEVEL], {"staff"}, lambda name: REPORTS, "Какие темы повторяются в разборах?", None,
-                            load_scope=lambda level: (PASSAGES, {1: 0.9, 2: 0.8}))
+                            load_scope=lambda level: (PASSAGES, {1: 0.9, 2: 0.8}), scope_themes=themes_in_scope)
     assert russian.themes and russian.answer.startswith(say("scope_header", "Какие темы?"))
     assert russian.answer.startswith("Офлайн-ответ")
     english = global_search([LEVEL], {"staff"}, lambda name: REPORTS, "What recurs across the reviews?", None,
-                            load_scope=lambda level: (PASSAGES, {1: 0.9, 2: 0.8}))
+                            load_scope=lambda level: (PASSAGES, {1: 0.9, 2: 0.8}), scope_themes=themes_in_scope)
     assert english.answer.startswith("Offline answer")
     german = global_search([LEVEL], {"staff"}, lambda name: REPORTS, "Welche Themen wiederholen sich?", None)
     assert german.answer == "No community report in the corpus addresses this question."  # English, not Russian

@@ -1,16 +1,18 @@
-"""Offline global answers as themes over the documents a question is about (graph/query/themes.py and
+"""Offline global answers as themes over the documents a question is about (answers/themes/scoped.py and
 its use in graph/query/global_search.py). Pure: invented passages and reports, no database."""
 from __future__ import annotations
 
 import pytest
 
-import graph.query.themes as themes_module
+import answers.themes.scoped as themes_module
 from core.text.terms import stem
 from graph.levels import AccessLevel
 from graph.query.global_search import global_search, stems
-import graph.query.theme_text as theme_text
-from graph.query.theme_text import ScopePassage, field_values, level_text, sentence_terms, units
-from graph.query.themes import document_relevance, nearest, scope_documents, scoped_themes
+import answers.themes.text as theme_text
+from graph.types import ScopePassage
+from answers.themes.answer import themes_in_scope
+from answers.themes.text import field_values, level_text, sentence_terms, units
+from answers.themes.scoped import document_relevance, nearest, scope_documents, scoped_themes
 
 REVIEWS = [
     ScopePassage(1, "postmortems/a.md", "Postmortem A: the billing outage",
@@ -132,7 +134,7 @@ def test_global_search_cites_the_report_holding_each_theme_and_falls_back_to_com
     ]
     similarities = {1: 0.9, 2: 0.8, 3: 0.85, 4: 0.7, 5: 0.6, 6: 0.5}
     result = global_search([level], {"staff"}, lambda name: reports, QUESTION, None,
-                           load_scope=lambda lvl: (REVIEWS, similarities))
+                           load_scope=lambda lvl: (REVIEWS, similarities), scope_themes=themes_in_scope)
     assert result.trace["themes_from"] == "scope" and "recur across the documents" in result.answer
     assert "postmortems/c.md" in result.trace["scope"] and "guides/travel.md" not in result.trace["scope"]
     by_label = {t.label: t for t in result.themes}
@@ -145,7 +147,7 @@ def test_global_search_cites_the_report_holding_each_theme_and_falls_back_to_com
     lonely = [ScopePassage(1, "a/x.md", "X", "Nothing written here recurs at all."),
               ScopePassage(2, "a/y.md", "Y", "Completely different words appear below.")]
     fallback = global_search([level], {"staff"}, lambda name: reports, QUESTION, None,
-                             load_scope=lambda lvl: (lonely, {1: 0.9, 2: 0.8}))
+                             load_scope=lambda lvl: (lonely, {1: 0.9, 2: 0.8}), scope_themes=themes_in_scope)
     assert fallback.trace["themes_from"] == "communities" and fallback.themes
 
 
@@ -154,7 +156,7 @@ def test_without_the_questions_vector_its_words_find_the_scope():
     reports = [{"id": 10, "parent": None, "title": "Alerts", "summary": "Alert findings.", "rating": 5.0,
                 "findings": [], "source_chunk_ids": [1, 2, 3, 4, 5, 6], "embedding": None}]
     result = global_search([level], {"staff"}, lambda name: reports, "What recurs across all postmortems?", None,
-                           load_scope=lambda lvl: (REVIEWS, {}))
+                           load_scope=lambda lvl: (REVIEWS, {}), scope_themes=themes_in_scope)
     assert result.trace["scope"] == ["postmortems/a.md", "postmortems/b.md", "postmortems/c.md", "postmortems/d.md"]
     assert result.trace["themes_from"] == "scope" and result.reports[0]["id"] == 10
 
@@ -193,7 +195,7 @@ def test_a_name_of_two_common_words_is_an_example_not_a_theme():
     reviews.append(ScopePassage(40, "reviews/x.md", "Review X", "Our status board was green; a missing runbook again."))
     labels = [t.label for t in scoped_themes(set(stems("What recurs across all reviews?")), reviews,
                                              {p.doc_id for p in reviews}, {}, 6)]
-    assert labels[0] == "no runbook"  # what every review says was missing (graph/query/gaps.py)
+    assert labels[0] == "no runbook"  # what every review says was missing (answers/themes/gaps.py)
     assert not any(w in label for label in labels for w in ("status", "board"))  # nor a pair holding one of them
 
 

@@ -9,6 +9,7 @@ from graph import store
 from graph.indexing.contracts import BuildSettings, LevelReport, OfflineReporter
 from graph.indexing.runner import build_graph, build_level_graph, cluster
 from graph.indexing.extract_offline import OfflineExtractor
+from answers.themes.answer import themes_in_scope
 from graph.query.runner import ask_global
 from tests.conftest import FIXTURES
 from vector.ingest.runner import ingest_documents
@@ -82,7 +83,7 @@ def test_hr_only_entity_never_reaches_another_level(db, demo):
 
 def test_global_answer_uses_only_the_users_level(db, demo, local_embedder):
     question = "What are the main recurring themes across all documents, including reorganisation projects?"
-    staff = ask_global(db, local_embedder, demo, ["public", "staff"], question)
+    staff = ask_global(db, local_embedder, demo, ["public", "staff"], question, scope_themes=themes_in_scope)
     assert staff.level == "staff"
     assert HR_ONLY.lower() not in str(staff).lower()
     with db.connection() as conn:
@@ -90,7 +91,8 @@ def test_global_answer_uses_only_the_users_level(db, demo, local_embedder):
     assert staff.reports and {r.id for r in staff.reports} <= staff_ids
     assert all(d["doc_id"].split("/")[0] != "hr" or d["doc_id"] == "hr/vacation-policy.md"
                for r in staff.reports for d in r.documents)
-    everyone = ask_global(db, local_embedder, demo, ["public", "staff", "hr", "finance"], question)
+    everyone = ask_global(db, local_embedder, demo, ["public", "staff", "hr", "finance"], question,
+                          scope_themes=themes_in_scope)
     assert everyone.level == "all"  # the fitting level with the most chunks
 
 

@@ -17,6 +17,7 @@ from graph import browse_store, store
 from graph.indexing.contracts import BuildSettings, OfflineReporter
 from graph.indexing.runner import build_graph
 from graph.indexing.extract_offline import OfflineExtractor
+from answers.themes.answer import themes_in_scope
 from graph.query.runner import ask_global
 from tests.conftest import FIXTURES, crossroads
 from vector import store as vector_store
@@ -153,7 +154,8 @@ def test_deleted_document_disappears_from_every_level(db, graph, settings, local
             for key in sorted(before[level]["entities"] & gone[level]["entities"])[:10]:
                 found = client.get("/v1/entities", params={"q": key, "limit": 500}, headers=headers).json()
                 assert key not in {e["key"] for e in found["entities"]}
-    answer = ask_global(db, local_embedder, TENANT, STAFF, "What are the main themes across all services?")
+    answer = ask_global(db, local_embedder, TENANT, STAFF, "What are the main themes across all services?",
+                        scope_themes=themes_in_scope)
     assert answer.level == "staff" and answer.reports
     assert not {r.id for r in answer.reports} & gone["staff"]["reports"]
 

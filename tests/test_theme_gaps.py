@@ -1,15 +1,17 @@
-"""What documents say was missing (graph/query/gaps.py) and the theme it makes among the scoped themes
-(graph/query/themes.py). Pure: invented passages, no database."""
+"""What documents say was missing (answers/themes/gaps.py) and the theme it makes among the scoped themes
+(answers/themes/scoped.py). Pure: invented passages, no database."""
 from __future__ import annotations
 
 import time
 
 import pytest
 
-from graph.query.gaps import GAP_TERM, gaps, missing_things
+from answers.themes.gaps import GAP_TERM, gaps, missing_things
 from graph.query.global_search import stems
-from graph.query.theme_text import ScopePassage, level_text
-from graph.query.themes import scoped_themes
+from graph.types import ScopePassage
+from answers.themes.answer import themes_in_scope
+from answers.themes.text import level_text
+from answers.themes.scoped import scoped_themes
 
 
 @pytest.mark.parametrize("sentence, missing", [
@@ -101,5 +103,5 @@ def test_a_hostile_level_answers_with_gaps_and_sections_in_bounded_time():
     started = time.perf_counter()
     result = global_search([AccessLevel("staff", ("staff",), 6)], {"staff"}, lambda name: reports,
                            "What are the main risks across all reviews?", None,
-                           load_scope=lambda lvl: (passages, {p.id: 0.5 for p in passages}))
+                           load_scope=lambda lvl: (passages, {p.id: 0.5 for p in passages}), scope_themes=themes_in_scope)
     assert result.answer and time.perf_counter() - started < 20.0

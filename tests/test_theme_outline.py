@@ -1,4 +1,4 @@
-"""The sections documents of one kind share (graph/query/outline.py), shown after the themes of a
+"""The sections documents of one kind share (answers/themes/outline.py), shown after the themes of a
 corpus-wide answer (graph/query/global_search.py). Pure: invented passages and reports, no database."""
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import time
 
 from graph.levels import AccessLevel
 from graph.query.global_search import global_search
-from graph.query.outline import section_names, shared_sections
-from graph.query.theme_text import ScopePassage, field_label
+from answers.themes.outline import section_names, shared_sections
+from graph.types import ScopePassage
+from answers.themes.answer import themes_in_scope
+from answers.themes.text import field_label
 
 
 def page(id_, doc, heading, content, title="Page"):
@@ -71,12 +73,12 @@ def test_the_outline_follows_the_themes_in_the_questions_language():
     similarities = {p.id: (0.9 if p.doc_id.startswith("services/") else 0.1) for p in passages}
     level = AccessLevel("staff", ("staff",), 6)
     result = global_search([level], {"staff"}, lambda name: reports, "What do all service pages cover?", None,
-                           load_scope=lambda lvl: (passages, similarities))
+                           load_scope=lambda lvl: (passages, similarities), scope_themes=themes_in_scope)
     assert result.themes[-1].label == "sections these documents share", [t.label for t in result.themes]
     assert result.themes[-1].summary == "Configuration (5 of 5); Error codes (3 of 5)"
     assert result.answer.splitlines()[-1].startswith("- sections these documents share: Configuration (5 of 5)")
     russian = global_search([level], {"staff"}, lambda name: reports, "Что есть на всех страницах сервисов?", None,
-                            load_scope=lambda lvl: (passages, similarities))
+                            load_scope=lambda lvl: (passages, similarities), scope_themes=themes_in_scope)
     assert russian.themes[-1].summary == "Configuration (5 из 5); Error codes (3 из 5)"
 
 

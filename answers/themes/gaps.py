@@ -2,9 +2,9 @@
 
 A postmortem states its findings as absences: "No runbook.", "there was no secondary geocoder",
 "Нет лимита на отправку SMS", "Отсутствие нагрузочного тестирования". Each missing thing is told by
-one or two documents, in either language, too few for its words to recur as a phrase (graph/query/
-themes.py), while that something was missing recurs across most of them: the theme a reader of the
-reviews names first ("missing runbooks and load tests"). So a sentence stating an absence holds one
+one or two documents, in either language, too few for its words to recur as a phrase
+(answers/themes/scoped.py), while that something was missing recurs across most of them: the theme a
+reader of the reviews names first ("missing runbooks and load tests"). So a sentence stating an absence holds one
 more term, `GAP_TERM`, weighed, kept key and ranked as any other term, and the theme it starts is
 named by the missing things, those most documents miss first.
 

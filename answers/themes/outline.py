@@ -4,7 +4,7 @@ Documents of a kind are written to a template: every service page has its error 
 configuration, every team page its lead, channel and on-call rotation, every incident review its
 date, severity and action items. A question about what such pages say ("what does every service page
 keep coming back to", "какие сведения повторяются на страницах команд") is answered first by that
-template, which the phrase themes (graph/query/themes.py) never see: headings and a record's field
+template, which the phrase themes (answers/themes/scoped.py) never see: headings and a record's field
 labels are no prose. Here a section is a heading under the document's title ("Carrier Connector >
 Error codes": "Error codes") or a record field's label ("- **Team lead:** Marcus Oyelaran": "Team
 lead") that its document writes at most twice (a transcript's "KEVIN SCOTT:" opens its turns); two
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from core.sentences import split_sentences
 from core.text.script import mostly_cyrillic
 from core.text.terms import CLOSED_CLASS, normalise, shared_stem
-from graph.query.theme_text import TERM_WORD, ScopePassage, field_label
+from graph.types import ScopePassage
+from answers.themes.text import TERM_WORD, field_label
 
 MIN_DOCUMENTS = 2  # a shared section: at least this many of the kind's documents have it
 MIN_SECTIONS = 2  # one shared heading is a coincidence, not a template

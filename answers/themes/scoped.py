@@ -33,7 +33,7 @@ Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
    says weighs least), times one plus the share of the question's focus (its words beyond what the
    scope's documents are called) its sentences say.
    A sentence stating that something was missing ("No runbook.", "Нет лимита на отправку SMS") also
-   holds the gap term (graph/query/gaps.py), weighed and kept key as any other: each missing thing
+   holds the gap term (answers/themes/gaps.py), weighed and kept key as any other: each missing thing
    is told by a review or two, that something was missing by most of them.
 3. Themes: terms taken best first; the gaps start a theme of their own, named by the missing things
    most of the kind's documents miss, and a term mostly told as a missing thing joins it; any other
@@ -50,7 +50,7 @@ Clustering (Zamir & Etzioni, 1998) finds the topics of a set of search results:
 
 Pure: the passages come from graph/query/runner.py, read through SQL with the level's groups. What
 is read of the whole level (its sentences, terms and document frequencies) is analysed once per
-version of its text and kept (graph/query/theme_text.py); a question then costs only its scope's
+version of its text and kept (answers/themes/text.py); a question then costs only its scope's
 sentences.
 """
 from __future__ import annotations
@@ -59,12 +59,12 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Iterable
 
-from core.text.terms import loanword, normalise, shared_stem, stem
+from core.text.terms import distinct_terms, loanword, normalise, shared_stem, stem
 from core.text.script import mostly_cyrillic
-from graph.query.gaps import GAP_TERM, missing_things
-from graph.query.theme_text import TERM_WORD, WORD, LevelText, ScopePassage, is_cyrillic, level_text
+from graph.types import ScopePassage
+from answers.themes.gaps import GAP_TERM, missing_things
+from answers.themes.text import TERM_WORD, WORD, LevelText, is_cyrillic, level_text
 
 _CYRILLIC_LETTER = re.compile(r"[а-яёА-ЯЁ]")
 _LATIN_LETTER = re.compile(r"[a-zA-Z]")
@@ -367,17 +367,3 @@ def _label(terms: list[str], phrase_of: dict[str, str]) -> list[str]:
     """The theme's best terms: a word gives way to the recurring phrase holding it (`_named`), and a
     term another chosen one holds is left out."""
     return distinct_terms((_named(t, phrase_of) for t in terms), LABEL_TERMS)
-
-
-def distinct_terms(terms: Iterable[str], limit: int) -> list[str]:
-    """The first `limit` terms, each left out when a chosen one holds its words or it holds a chosen
-    one's ("drift" after "configuration drift")."""
-    chosen: list[str] = []
-    for t in terms:
-        parts = set(t.split())
-        if any(parts <= set(c.split()) or set(c.split()) <= parts for c in chosen):
-            continue
-        chosen.append(t)
-        if len(chosen) >= limit:
-            break
-    return chosen

@@ -1,4 +1,4 @@
-"""The level's text as the themes read it (graph/query/themes.py): prose sentences, each one's
+"""The level's text as the themes read it (answers/themes/scoped.py): prose sentences, each one's
 terms (stems and adjacent pairs, common words and names set apart), a list item's field values, and
 the documents saying each term, analysed once per version of the level's text and kept in memory.
 
@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from core.sentences import split_sentences
 from core.text.markdown import LIST_MARK, without_fenced_code
 from core.text.terms import CLOSED_CLASS, normalise, stem
-from graph.query.gaps import GAP_TERM, Gap, gaps
+from graph.types import ScopePassage
+from answers.themes.gaps import GAP_TERM, Gap, gaps
 
 WORD = re.compile(r"\w+", re.UNICODE)
 # a term's word: a hyphenated compound is one word ("on-call engineer", not "call engineer")
@@ -24,16 +25,6 @@ TERM_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
 # one form ("которые"), the text uses others ("которых")
 _STOP_STEMS = frozenset(stem(normalise(w)) for w in CLOSED_CLASS)
 _MARKUP = re.compile(r"^(?:[-*+>]|\d+[.)])\s+|\*\*|__|`")
-
-
-@dataclass(frozen=True)
-class ScopePassage:
-    """A passage of the level, readable by every group of the level."""
-    id: int
-    doc_id: str
-    title: str
-    content: str
-    heading: str = ""  # the path of headings above it, the document's title first ("Guide > Install")
 
 
 def units(content: str) -> list[str]:
@@ -154,7 +145,7 @@ class LevelText:
     sentences: list[tuple[str, int, str]]
     terms: list[frozenset[str]]
     fields: list[frozenset[str]]
-    gaps: list[tuple[Gap, ...]]  # what each sentence says was missing (graph/query/gaps.py)
+    gaps: list[tuple[Gap, ...]]  # what each sentence says was missing (answers/themes/gaps.py)
     documents: dict[str, frozenset[str]]
     written: dict[bool, frozenset[str]]
 
@@ -198,7 +189,7 @@ def _analyse_level(passages: list[ScopePassage]) -> LevelText:
             fields.append(frozenset(field_values(text)) if item else frozenset())
     common = _common_words([s for s, _, _ in sentences])
     names = _names([s for s, _, _ in sentences])
-    # a sentence stating that something was missing holds the gap term too (graph/query/gaps.py)
+    # a sentence stating that something was missing holds the gap term too (answers/themes/gaps.py)
     missing = [tuple(gaps(s)) for s, _, _ in sentences]
     terms = [frozenset(sentence_terms(s, common, names)) | ({GAP_TERM} if g else frozenset())
              for (s, _, _), g in zip(sentences, missing)]

@@ -1,7 +1,7 @@
 """Which script a text is written in, and Russian letters spelt in Latin ones (pure).
 
 One table for both uses: a name's consonant skeleton across scripts (core/text/skeletons.skeleton:
-"Москве" and "Moscow") and a borrowed word spelt back ("алерт" and "alert", graph/query/themes.py).
+"Москве" and "Moscow") and a borrowed word spelt back ("алерт" and "alert", answers/themes/scoped.py).
 "ц" is "c" as borrowed words spell it back (инцидент, incident; Цинциннати, Cincinnati).
 """
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterable
 
 from core.text.script import latin_spelling
 from core.text.stemming import stem_word
@@ -40,7 +41,7 @@ both some such only own same other more most few s t don isn aren does did vs vi
 """.split())
 # The rest of the closed word classes (numerals, conjunctions, prepositions, pronouns and quantifiers
 # STOPWORDS leaves out): words that carry grammar or a count, never what a text is about, so they
-# never name a theme (graph/query/themes.py). STOPWORDS stays as it is: lexical matching uses it.
+# never name a theme (answers/themes/scoped.py). STOPWORDS stays as it is: lexical matching uses it.
 CLOSED_CLASS = STOPWORDS | frozenset("""
 zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
 seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred hundreds
@@ -160,3 +161,17 @@ def loanword(word: str) -> str:
     if not any("а" <= ch <= "я" for ch in word):
         return word
     return stem(latin_spelling(word))
+
+
+def distinct_terms(terms: Iterable[str], limit: int) -> list[str]:
+    """The first `limit` terms, each left out when a chosen one holds its words or it holds a chosen
+    one's ("drift" after "configuration drift")."""
+    chosen: list[str] = []
+    for t in terms:
+        parts = set(t.split())
+        if any(parts <= set(c.split()) or set(c.split()) <= parts for c in chosen):
+            continue
+        chosen.append(t)
+        if len(chosen) >= limit:
+            break
+    return chosen

@@ -12,11 +12,11 @@
    the best ones, each citing its report and, through its chunks, the documents.
 
 Offline (no LLM) the rating is lexical + vector similarity and the answer is the extractive list of
-themes, labelled offline. When the caller hands over the level's passages, the themes are those that
-recur across the documents the question is about (graph/query/themes.py: entity-centred communities
-mix an incident with its vendor and service, so what recurs across the incidents is in none of them),
-each citing the report holding most of its passages; steps 3-4 make the themes when those documents
-share none. The LLM rating / map / reduce live in graph/query/global_llm.py.
+themes, labelled offline. When the caller hands over the level's passages and a `ScopeThemes`
+writer (answers/themes: entity-centred communities mix an incident with its vendor and service, so
+what recurs across the incidents is in none of them), the themes are that writer's, each citing the
+report holding most of its passages; steps 3-4 make the themes when those documents share none. The
+LLM rating / map / reduce live in graph/query/global_llm.py.
 """
 from __future__ import annotations
 
@@ -24,18 +24,15 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from core.sentences import split_sentences
-from core.text.language import detect_language
-from core.text.terms import STOPWORDS, normalise, stem
+from core.text.terms import STOPWORDS, distinct_terms, normalise, stem
 from graph.levels import AccessLevel, choose_level
 from graph.query.answer_text import say
-from graph.query.outline import shared_sections
-from graph.query.theme_text import ScopePassage
-from graph.query.themes import (ScopedTheme, distinct_terms, document_relevance, folder, kind_documents, nearest,
-                               scope_documents, scoped_themes)
+from graph.types import ScopePassage
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that say "corpus-wide" rather than what about: they match every report equally.
@@ -77,6 +74,16 @@ class Theme:
     summary: str
     score: float  # 0-100: the report's relevance to the question, or a scoped theme's weight against the first's
     chunk_ids: list[int]
+
+
+class ScopeThemes(Protocol):
+    """Writes a corpus-wide answer's themes from the level's own passages (answers/themes/answer.py):
+    `similarities` holds each passage's closeness to the question (empty without its vector), `reports`
+    are the level's, each theme cites one of them; what it decided goes into `trace`."""
+
+    def __call__(self, question: str, query_stems: set[str], passages: list[ScopePassage],
+                 similarities: dict[int, float], reports: list[dict], max_themes: int,
+                 trace: dict) -> list[Theme]: ...
 
 
 @dataclass
@@ -138,15 +145,16 @@ def global_search(
     query_vec: np.ndarray | None,
     *,
     load_scope=None,
+    scope_themes: ScopeThemes | None = None,
     threshold: float = 0.15,
     max_themes: int = 6,
 ) -> GlobalResult:
     """`load_reports(level_name)` returns the level's reports (graph/store.list_reports rows);
-    `load_scope(level)` the level's passages and their similarities to the question
-    (graph/query/themes.py), when the caller can read them. The offline answer is a list of themes
-    (`themes`), each citing the community report that holds most of its passages; the points are
-    the themes as text, for callers that read points. Without passages, or when the documents the
-    question is about share no theme, each relevant community is a theme."""
+    `load_scope(level)` the level's passages and their similarities to the question, when the caller
+    can read them, and `scope_themes` writes the themes from them. The offline answer is a list of
+    themes (`themes`), each citing the community report that holds most of its passages; the points
+    are the themes as text, for callers that read points. Without passages or a scope writer, or when
+    the documents the question is about share no theme, each relevant community is a theme."""
     level = choose_level(levels, user_groups)
     if level is None:
         return GlobalResult(say("no_level", question), None, trace={"levels": [lvl.name for lvl in levels]})
@@ -158,11 +166,11 @@ def global_search(
     trace = {"level": level.name, "reports": len(reports), "selected": selected_ids,
              "scores": {rid: round(s, 3) for rid, s in sorted(scores.items())}}
     themes, header = [], "scope_header"
-    if load_scope is not None:
+    if load_scope is not None and scope_themes is not None:
         passages, similarities = load_scope(level)
         trace["scope_passages"] = len(passages)  # 0: none handed over (a level too large to read per question)
         if passages:
-            themes = themes_in_scope(question, q, passages, similarities, reports, max_themes, trace)
+            themes = scope_themes(question, q, passages, similarities, reports, max_themes, trace)
     if not themes:
         themes, header = rank_themes(q, [r for r in reports if r["id"] in chosen], reports, scores, max_themes), \
             "community_header"
@@ -181,43 +189,6 @@ def global_search(
               "chunk_ids": sorted(chunks_of[rid])} for rid, n in numbers.items()]
     return GlobalResult(themes_answer(themes, numbers, say(header, question)), level.name, points, cited, selected_ids,
                         True, trace, themes=themes)
-
-
-def themes_in_scope(question: str, query_stems: set[str], passages: list[ScopePassage],
-                    similarities: dict[int, float], reports: list[dict], max_themes: int, trace: dict) -> list[Theme]:
-    """The recurring themes of the documents the question is about (graph/query/themes.py), and after
-    them the sections the documents of the kind asked about share (graph/query/outline.py), each
-    tied to the report holding most of its passages (the smaller one on a tie: it says more about
-    them). Without the question's vector the passages are ranked by its words."""
-    if not similarities:
-        similarities = {p.id: lexical_score(query_stems, f"{p.title or ''} {p.content}") for p in passages}
-    relevance = document_relevance(passages, similarities)
-    scope = scope_documents(passages, nearest(similarities), relevance)
-    kind = kind_documents(scope, relevance)
-    found = scoped_themes(query_stems, passages, scope, relevance, max_themes, kind)
-    sections = shared_sections(passages, kind, detect_language(question) == "russian")
-    if found and sections:  # a template is what the kind's documents share beside their themes, not instead
-        of = say("outline_count", question)
-        # counted among the documents of the folders the sections are found in (of two kinds tied, the
-        # one with a template)
-        total = len({d for d in kind if folder(d) in {folder(x) for s in sections for x in s.documents}})
-        found.append(ScopedTheme(say("outline_label", question), "; ".join(
-            f"{s.name} ({of.format(n=len(s.documents), total=total)})" for s in sections),
-            0.0, tuple(sorted({c for s in sections for c in s.chunk_ids})),
-            tuple(sorted({d for s in sections for d in s.documents}))))
-    trace["scope"] = sorted(scope)
-    themes = []
-    for f in found:
-        held = set(f.chunk_ids)
-        report = max(reports, key=lambda r: (len(held & set(r["source_chunk_ids"])), -len(r["source_chunk_ids"]),
-                                             -r["id"]), default=None)
-        if report is None or not held & set(report["source_chunk_ids"]):
-            # no community holds these passages (a report withdrawn since): nothing to cite it by
-            trace.setdefault("uncited_themes", []).append(f.label)
-            continue
-        top = found[0].score or 1.0
-        themes.append(Theme(report["id"], f.label, f.summary, round(100 * f.score / top, 2), list(f.chunk_ids)))
-    return themes
 
 
 # --- themes -------------------------------------------------------------------------------------------

@@ -12,11 +12,11 @@ from core.llm.client import LLM
 from graph import retrieval_store, store
 from graph.query.global_budget import GlobalBudget
 from graph.query.global_llm import LLMGlobalSearch
-from graph.query.global_search import GlobalResult, Point, Theme, global_search
-from graph.query.theme_text import ScopePassage
+from graph.query.global_search import GlobalResult, Point, ScopeThemes, Theme, global_search
+from graph.types import ScopePassage
 
 # The scoped themes read the whole level's text per question (about 20 ms at 1,560 chunks) and analyse
-# it once per version of it (graph/query/themes.level_text: 1-4 s at 1,560 chunks, then 0.1-0.3 s a
+# it once per version of it (answers/themes/text.level_text: 1-4 s at 1,560 chunks, then 0.1-0.3 s a
 # question), holding it in memory (about 12 MB per 1,500 chunks). Past this many chunks the community
 # reports' themes answer instead, as they do without a question vector's scope.
 SCOPED_THEMES_UP_TO = 20_000
@@ -48,12 +48,13 @@ class GlobalAnswer:
 def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: list[str], question: str,
                llm: LLM | None = None, *, max_map_calls: int | None = None,
                max_cost_usd: float | None = None, budget: GlobalBudget | None = None,
-               on_text=None) -> GlobalAnswer:
+               on_text=None, scope_themes: ScopeThemes | None = None) -> GlobalAnswer:
     """The answer, cited reports with the documents behind them, and a trace. Groups come from auth.
     With an `llm` the LLM map-reduce answers (falling back offline itself, `degraded`), its map phase
     capped per question by `max_map_calls` and `max_cost_usd`, its calls set by `budget` (a call budget
     ranks the reports offline first, by the question's vector too), its answer streamed to `on_text`;
-    else offline (no call: the budget changes nothing)."""
+    else offline (no call: the budget changes nothing): from `scope_themes`, the themes of the level's
+    passages (answers/themes/answer.py), when given, else each relevant community's report."""
     with db.connection() as conn:
         levels = store.list_levels(conn, tenant)
 
@@ -82,7 +83,8 @@ def ask_global(db: Database, embedder: Embedder | None, tenant: str, groups: lis
                 ) if vector is not None else {}
             return passages, similarities
 
-        result = global_search(levels, set(groups), load, question, vector, load_scope=load_scope)
+        result = global_search(levels, set(groups), load, question, vector, load_scope=load_scope,
+                               scope_themes=scope_themes)
     chunk_ids = sorted({c for r in result.reports for c in r["chunk_ids"]})
     with db.connection() as conn:
         docs = store.documents_of_chunks(conn, tenant, chunk_ids) if chunk_ids else {}
