@@ -1,0 +1,225 @@
+"""Which answer rules earn their place (issue #39, step 6): each rule of the offline answer writers
+neutralised in turn, and the dev answer sets answered again.
+
+A rule here is a module-level regular expression or word list of `answers/` (its word classes from
+answers/words/*.toml included, as the modules hold them), the global themes' own excepted (their
+sets hold two questions). Neutralised, a regex matches nothing and a word list is empty; every module
+holding the same object gets the neutral one, and the answer modules' caches are cleared. The
+searches and embeddings are memoised across variants (vector/ and core/ read no answer rule), so a
+variant costs only the answer writing. The baseline is answered twice, first and last: any answer
+that differs between those two runs would show state leaking between variants, and is reported.
+
+A rule whose neutralisation changes no answer of any dev set is a candidate for deletion; the
+deletion itself is decided on the untouched sets (`make eval-answers-blind`: no set may drop by more
+than 0.01), never here.
+
+    python -m bench.rule_ablation [--sets multihop,xquad_ru,fixtures,written,xl_dev] [--only NAME,...] [--json F]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import json
+import pkgutil
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import answers
+from bench.answer_eval import GOLDEN_SETS, run, run_golden
+from bench.common import SHARED_DATA
+from core.database import open_database
+from core.settings import Settings
+from router.service import QuestionRouter
+
+NEVER = re.compile(r"(?!)")
+SKIPPED_PACKAGES = ("answers.themes", "answers.reader", "answers.types")  # own rules; model features; labels
+MIN_WORDS = 3  # a collection of fewer strings is a set of labels, not a word list
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str  # module.attribute where it is defined
+    kind: str  # regex | words
+    size: int  # pattern characters, or words
+
+
+def answer_modules() -> list:
+    found = []
+    for info in pkgutil.walk_packages(answers.__path__, "answers."):
+        if not info.name.startswith(SKIPPED_PACKAGES):
+            found.append(importlib.import_module(info.name))
+    return found
+
+
+def _is_words(value) -> bool:
+    return (isinstance(value, (frozenset, set, tuple, list)) and len(value) >= MIN_WORDS
+            and all(isinstance(v, str) for v in value))
+
+
+def find_rules(modules) -> dict[Rule, object]:
+    """Each rule object once, named by the module whose source assigns it."""
+    rules: dict[Rule, object] = {}
+    seen: set[int] = set()
+    for module in modules:
+        source = Path(module.__file__).read_text(encoding="utf-8")
+        for attr, value in sorted(vars(module).items()):
+            if id(value) in seen or not re.search(rf"^{re.escape(attr)}\s*[:=]", source, re.M):
+                continue
+            if isinstance(value, re.Pattern):
+                rule = Rule(f"{module.__name__}.{attr}", "regex", len(value.pattern))
+            elif _is_words(value):
+                rule = Rule(f"{module.__name__}.{attr}", "words", len(value))
+            else:
+                continue
+            seen.add(id(value))
+            rules[rule] = value
+    return rules
+
+
+def _replace(original, replacement) -> list[tuple[object, str]]:
+    """Every module of the project holding `original` gets `replacement`; the places it was held (an
+    empty frozenset or tuple is one shared object, so restoring goes by place, not by identity)."""
+    places = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(("answers", "router", "core", "graph", "vector")):
+            continue
+        for attr, value in list(vars(module).items()):
+            if value is original:
+                setattr(module, attr, replacement)
+                places.append((module, attr))
+    return places
+
+
+def _clear_caches(modules) -> None:
+    for module in modules:
+        for value in vars(module).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+
+
+def _memoised(obj, method: str) -> None:
+    inner = getattr(obj, method)
+    cache: dict = {}
+
+    def call(*args, **kwargs):
+        key = repr((args, sorted(kwargs.items())))
+        if key not in cache:
+            cache[key] = inner(*args, **kwargs)
+        return copy.deepcopy(cache[key])
+
+    setattr(obj, method, call)
+
+
+def answer_sets(router: QuestionRouter, sets: set[str]) -> dict[tuple[str, str, str], tuple[str, float]]:
+    """(set, route, qid) -> (answer, score) for every dev question asked."""
+    out: dict = {}
+    results = {}
+    if "multihop" in sets:
+        results["multihop"] = run(router, "multihop", ["local", "multihop"],
+                                  lambda q: [q["answer"], *q.get("aliases", [])], None)
+    if "xquad_ru" in sets:
+        results["xquad_ru"] = run(router, "xquad_ru", ["local"], lambda q: q["answers"], None)
+    for name in GOLDEN_SETS:
+        if name in sets:
+            results[name] = run_golden(router, name, "demo", ("local", "multihop"))
+    for by_route in results.values():
+        for r in by_route.values():
+            for e in r["every"]:
+                score = float(e["right"]) if "right" in e else float(e["score"])
+                out[(e["set"], e["route"], e["qid"])] = (e["answer"], score)
+    return out
+
+
+def compare(base: dict, variant: dict) -> dict:
+    """Answers that changed, and each set's score moved (mean over its questions; unmoved sets left out)."""
+    changed = sorted(key for key in base if base[key][0] != variant.get(key, ("", 0.0))[0])
+    moved: dict[str, list[float]] = {}
+    for key, (_, score) in base.items():
+        moved.setdefault(f"{key[0]}/{key[1]}", []).append(variant.get(key, ("", 0.0))[1] - score)
+    return {"answers_changed": len(changed),
+            "delta": {name: round(sum(d) / len(d), 4) for name, d in sorted(moved.items()) if any(d)},
+            "changed": ["/".join(key) for key in changed[:20]]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written,xl_dev")
+    parser.add_argument("--only", default="", help="comma-separated rule names (module.attribute) to neutralise; "
+                        "with --together, groups separated by ';', each one variant")
+    parser.add_argument("--together", action="store_true",
+                        help="neutralise the --only rules all at once, as one variant (a deletion's check)")
+    parser.add_argument("--baseline-only", action="store_true", help="answer the sets once, neutralising nothing")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write every answer, the baseline's and each variant's, here (to check that a deletion "
+                             "answers as its neutralised variant did)")
+    parser.add_argument("--json", type=Path, default=None, help="write every rule's result here")
+    args = parser.parse_args()
+    sets = set(args.sets.split(","))
+    if not SHARED_DATA.exists():
+        sets -= {"multihop", "xquad_ru"}
+    modules = answer_modules()
+    rules = find_rules(modules)
+    groups = [set(group.split(",")) for group in args.only.split(";")] if args.only else []
+    if groups:
+        rules = {r: v for r, v in rules.items() if any(r.name in g for g in groups)}
+    print(f"{len(rules)} rules: {sum(r.kind == 'regex' for r in rules)} regexes, "
+          f"{sum(r.kind == 'words' for r in rules)} word lists", file=sys.stderr)
+    settings = Settings()
+    db = open_database(settings)
+    report: dict = {"rules": {}}
+    dumped: dict = {}
+    try:
+        with QuestionRouter(db, settings, use_llm=False) as router:
+            _memoised(router.searcher, "search")
+            for method in ("embed_query", "embed_documents"):
+                _memoised(router.embedder, method)
+            started = time.perf_counter()
+            base = answer_sets(router, sets)
+            print(f"baseline: {len(base)} answers in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            dumped["baseline"] = {"/".join(k): v[0] for k, v in base.items()}
+            if args.baseline_only:
+                variants = []
+            elif args.together:
+                variants = [[(r, v) for r, v in rules.items() if r.name in g] for g in groups]
+            else:
+                variants = [[item] for item in rules.items()]
+            for variant in variants:
+                name = " + ".join(rule.name for rule, _ in variant)
+                places = [(value, _replace(value, NEVER if rule.kind == "regex" else type(value)()))
+                          for rule, value in variant]
+                _clear_caches(modules)
+                try:
+                    answered = answer_sets(router, sets)
+                    dumped[name] = {"/".join(k): v[0] for k, v in answered.items()}
+                    result = compare(base, answered)
+                except Exception as exc:  # a rule some code cannot do without: essential by construction
+                    result = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+                finally:
+                    for value, held in places:
+                        for module, attr in held:
+                            setattr(module, attr, value)
+                    _clear_caches(modules)
+                rule = variant[0][0]
+                result.update(kind=rule.kind, size=rule.size, held_by=sum(len(held) for _, held in places))
+                report["rules"][name] = result
+                print(f"{name[:60]:60} {json.dumps(result, ensure_ascii=False)[:300]}", file=sys.stderr, flush=True)
+            again = answer_sets(router, sets) if variants else base
+            report["baseline_drift"] = compare(base, again)
+    finally:
+        db.close()
+    if args.dump:
+        args.dump.write_text(json.dumps(dumped, ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.json:
+        args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    unused = [name for name, r in report["rules"].items() if r.get("answers_changed") == 0]
+    print(f"baseline drift: {report['baseline_drift']['answers_changed']} answers; "
+          f"{len(unused)} of {len(report['rules'])} rules change no answer: {', '.join(unused)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
