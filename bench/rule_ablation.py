@@ -180,7 +180,7 @@ def main() -> int:
             started = time.perf_counter()
             base = answer_sets(router, sets)
             print(f"baseline: {len(base)} answers in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-            dumped["baseline"] = {"/".join(k): v[0] for k, v in base.items()}
+            dumped["baseline"] = {"/".join(k): list(v) for k, v in base.items()}
             if args.baseline_only:
                 variants = []
             elif args.together:
@@ -194,7 +194,7 @@ def main() -> int:
                 _clear_caches(modules)
                 try:
                     answered = answer_sets(router, sets)
-                    dumped[name] = {"/".join(k): v[0] for k, v in answered.items()}
+                    dumped[name] = {"/".join(k): list(v) for k, v in answered.items()}
                     result = compare(base, answered)
                 except Exception as exc:  # a rule some code cannot do without: essential by construction
                     result = {"error": f"{type(exc).__name__}: {exc}"[:200]}

@@ -8,15 +8,13 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from core.text.mentions import mentioned_names
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
 from answers.chain.answer import MAX_HOPS, chain_answer
 from answers.comparison import about_indices
-from answers.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, DEMONYM, FUNCTION_WORDS, IMPERATIVES,
-                                  PAIR_CUES, SENTENCE_END, WORD, content_words, covers, fold, is_function_word,
-                                  question_mentions, stem_of, stems_of, title_core, words_of)
+from answers.question_text import (DEMONYM, FUNCTION_WORDS, SENTENCE_END, content_words, covers, fold, stem_of,
+                                  stems_of, title_core, words_of)
 from answers.comparison_form import Comparison
 from answers.question import Question
 from answers.types import Passage

@@ -155,13 +155,14 @@ def test_another_name_of_the_question_points_to_the_last_hop():
     assert got.chain == ["Stone Fist", "Karsa Island", "1851"], got.text
 
 
-def test_a_question_for_a_town_takes_the_first_place_and_one_for_a_region_the_last():
+def test_a_question_for_a_town_or_a_region_takes_the_first_place_shown_with_its_region():
     passages = [p(1, "Low Tide", "Low Tide is the third album by the singer Ora Venn."),
                 p(2, "Ora Venn", "Ora Venn is a singer from Marrowby, Wexshire.")]
-    # the town, shown with the region its sentence places it in; asked for the region, the region alone
-    assert chain_answer(Question("Low Tide is the third album by a singer from what city?"), passages).chain[-1] == \
-        "Marrowby, Wexshire"
-    assert chain_answer(Question("Low Tide is the third album by a singer from what state?"), passages).chain[-1] == "Wexshire"
+    # the town, shown with the region its sentence places it in, answers either (a rule that answered a
+    # region alone was deleted: docs/reader.md, "Rules deleted by measurement")
+    for asked in ("city", "state"):
+        assert chain_answer(Question(f"Low Tide is the third album by a singer from what {asked}?"),
+                            passages).chain[-1] == "Marrowby, Wexshire"
 
 
 def test_an_untyped_question_is_answered_by_the_last_entitys_own_page_after_its_hops():

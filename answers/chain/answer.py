@@ -4,10 +4,10 @@ reaches what the question asks for, after as many hops as its form needs (`least
 A hop states a relation of the question in its own words or in its section's heading ("Billing team >
 Services owned" over a row naming the service); a relation an earlier hop or its page stated counts
 no more, nor, after the first hop, one only the start's own clause states ("the performer of X"), while
-the question's other names count as relations ("... taken by the British"). A chain starts at a name,
-never at a bare year or at a part of a longer name, and goes on through names a unit writes as names
-(capitalised as in the question, every word of them, consonant skeletons only across scripts), never
-through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a place's
+the question's other names count as relations ("... taken by the British"). A chain starts at any name
+the question holds, a bare year included, never at a part of a longer name, and goes on through names a
+unit writes as names (capitalised as in the question, every word of them, consonant skeletons only
+across scripts), never through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a place's
 kind word ("the county of Cumbria") is a place, whatever the mention finder typed, and a name with a
 leading demonym ("the English Lake District") links to the page of the name without it. A hop that
 states a relation word leads to the name nearest that word ("a story written by Dale Brown" for "the
@@ -36,7 +36,7 @@ from answers.units import WORD, Extracted, Unit, cite, display, entity_key, type
 from answers.chain.names import names_in, place_in_name, without_demonym
 from answers.chain.question import extended_names, other_name_stems, start_clause
 from answers.chain.links import BRIDGE_TYPES, bridge, is_alias, is_type_word, related
-from answers.chain.targets import ASKS_REGION, is_wanted, order_in, value_in, with_region
+from answers.chain.targets import is_wanted, order_in, value_in, with_region
 from answers.local import local_answer
 from answers.question import Question
 from answers.question_text import title_core
@@ -174,9 +174,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
     hops written in the other language (`_closest_in_meaning`)."""
     focus = Focus.of(question)
     every = units(passages)
-    # a bare number or year the question holds is a value a hop must state, not an entity to start
-    # from: "1989" links every passage that mentions the year
-    names = names or extended_names(question.text, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
+    names = names or extended_names(question.text, focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
@@ -268,7 +266,6 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
     other than the chain's start count as its relations: "When was the country that produced X taken
     by the British?" asks for the hop that names the British."""
     taken = {id(u) for u, _, _ in chain.hops}
-    region = bool(ASKS_REGION.search(focus.question))
     described = frozenset(w for w in WORD.findall(focus.question) if w.islower())
     out = []
     for u in every:
@@ -311,13 +308,12 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         rel = sum(scorer.weight(s) for s in own) + 0.5 * sum(scorer.weight(s) for s in heading)
         rel /= sum(scorer.weight(s) for s in asked) or 1.0
         # the page's own subject first (the Berlin office page answers "Berlin"), then the first place
-        # the unit names ("headquartered in Harlow, Essex": Harlow), or the last for a question asking a
-        # region, which a text names after the town in it ("from what state": Essex)
+        # the unit names ("headquartered in Harlow, Essex": Harlow, shown with its region)
         wanted = sorted((e for e in fresh if is_wanted(e, focus.kind, u.text, typed)),
-                        key=lambda e: (e is not subject, order_in(u.text, e[1], region))) if final else []
+                        key=lambda e: (e is not subject, order_in(u.text, e[1]))) if final else []
         if value and final:  # a date or a number ends the chain; never on the first hop
             wanted = [(f"value:{u.passage}:{u.position}", value_in(u, scorer), "value")]
-        elif wanted and focus.kind == "place" and not region:
+        elif wanted and focus.kind == "place":
             wanted[0] = with_region(wanted[0], u.text)
         if not own and not wanted and not answers and not listed and not (
                 link[0] == "text" and any(e[2] in BRIDGE_TYPES for e in fresh)):

@@ -77,7 +77,7 @@ def capital_stems(text: str) -> frozenset[str]:
 # Oregon" (and the name after the comma: "City, State"), "в Екатеринбурге"; so is one after a place's
 # kind word ("the county of Cumbria"). The mention finder
 # types names by their own words and cue words next to them, which a town name lacks: it leaves
-# them untyped, or calls two capitalised words a person ("East London"). Only "in" re-types a person:
+# them untyped, or calls two capitalised words a person ("East London"). A person is never re-typed:
 # "a letter from Ann Lee" is from a person.
 _LOCATIVE = (r"(?:\b(?:[Ii]n|[Aa]t|[Ff]rom|[Nn]ear|[Oo]utside|[Ii]nside|[Ww]ithin)\s+(?:the\s+)?"
              r"|(?<!\w)(?:[Вв]|[Вв]о|[Ии]з|[Пп]од)\s+)")
@@ -88,15 +88,13 @@ PLACE_KINDS = frozenset("city town village state country nation province county 
                         "kingdom republic".split())
 _PLACE_OF = rf"\b(?i:{'|'.join(sorted(PLACE_KINDS))})\s+of\s+"
 _PLACED_BEFORE = re.compile(rf"(?:{_LOCATIVE}(?:{_CITY_OF})?|{_PLACE_OF})$")
-_IN_BEFORE = re.compile(rf"\b[Ii]n\s+(?:the\s+)?(?:{_CITY_OF})?$")
 
 
 def placed(entity: tuple[str, str, str], text: str) -> bool:
-    """Whether the text uses the untyped (or person-typed) name as a place."""
-    if entity[2] not in ("concept", "person"):
+    """Whether the text uses the untyped name as a place."""
+    if entity[2] != "concept":
         return False
-    before = _IN_BEFORE if entity[2] == "person" else _PLACED_BEFORE
-    return any(before.search(text[max(0, m.start() - PLACE_WINDOW):m.start()])
+    return any(_PLACED_BEFORE.search(text[max(0, m.start() - PLACE_WINDOW):m.start()])
                for m in re.finditer(rf"(?<!\w){re.escape(entity[1])}(?!\w)", text))
 
 

@@ -16,11 +16,6 @@ from answers.question_text import is_function_word
 from answers.unit_scoring import Scorer
 
 
-# a question asking for a region, not a town: "from what state", "в какой стране"
-ASKS_REGION = re.compile(r"\b(?:what|which)\s+(?:state|country|region|province|county|continent)\b|"
-                         r"\b(?:как(?:ой|ом|ая|ую)|в какой)\s+(?:стран\w*|регион\w*|област\w*|штат\w*)", re.IGNORECASE)
-
-
 def with_region(place: tuple[str, str, str], text: str) -> tuple[str, str, str]:
     """A town as the text places it, with the region written after it ("Canton, Massachusetts"), where
     that region ends the phrase (not a list's next item: "Berlin, Moscow and Austin")."""
@@ -31,12 +26,10 @@ def with_region(place: tuple[str, str, str], text: str) -> tuple[str, str, str]:
     return place[0], f"{place[1]}, {m.group(1).strip()}", place[2]
 
 
-def order_in(text: str, name: str, last_first: bool) -> int:
-    """Where the unit names `name`, for sorting: first first, or last first; one not found goes last."""
+def order_in(text: str, name: str) -> int:
+    """Where the unit names `name`, for sorting; one not found goes last."""
     at = position(normalise(text), name)
-    if at < 0:
-        return len(text) + 1
-    return -at if last_first else at
+    return len(text) + 1 if at < 0 else at
 
 
 def position(folded: str, name: str) -> int:
