@@ -114,8 +114,10 @@ def _memoised(obj, method: str) -> None:
     setattr(obj, method, call)
 
 
-def answer_sets(router: QuestionRouter, sets: set[str]) -> dict[tuple[str, str, str], tuple[str, float]]:
-    """(set, route, qid) -> (answer, score) for every dev question asked."""
+def answer_sets(router: QuestionRouter, sets: set[str]) -> dict[tuple[str, str, str], tuple[str, float, float]]:
+    """(set, route, qid) -> (answer, score, head score) for every question asked: the lenient score (the
+    gold anywhere in the answer) and the head's (the gold in a chain's end or the first quoted sentence;
+    a negative's and a global question's head score is its score)."""
     out: dict = {}
     results = {}
     if "multihop" in sets:
@@ -130,18 +132,25 @@ def answer_sets(router: QuestionRouter, sets: set[str]) -> dict[tuple[str, str, 
         for r in by_route.values():
             for e in r["every"]:
                 score = float(e["right"]) if "right" in e else float(e["score"])
-                out[(e["set"], e["route"], e["qid"])] = (e["answer"], score)
+                head = float(e["head_right"]) if "head_right" in e else (score if e["head"] is None else e["head"])
+                out[(e["set"], e["route"], e["qid"])] = (e["answer"], score, head)
     return out
 
 
 def compare(base: dict, variant: dict) -> dict:
-    """Answers that changed, and each set's score moved (mean over its questions; unmoved sets left out)."""
-    changed = sorted(key for key in base if base[key][0] != variant.get(key, ("", 0.0))[0])
+    """Answers that changed, and each set's lenient and head scores moved (means over its questions;
+    unmoved sets left out). A deletion must lower neither: a gold moved from the head into a supporting
+    quote scores the same by the lenient score alone."""
+    changed = sorted(key for key in base if base[key][0] != variant.get(key, ("", 0.0, 0.0))[0])
     moved: dict[str, list[float]] = {}
-    for key, (_, score) in base.items():
-        moved.setdefault(f"{key[0]}/{key[1]}", []).append(variant.get(key, ("", 0.0))[1] - score)
+    moved_head: dict[str, list[float]] = {}
+    for key, (_, score, head) in base.items():
+        now = variant.get(key, ("", 0.0, 0.0))
+        moved.setdefault(f"{key[0]}/{key[1]}", []).append(now[1] - score)
+        moved_head.setdefault(f"{key[0]}/{key[1]}", []).append(now[2] - head)
     return {"answers_changed": len(changed),
             "delta": {name: round(sum(d) / len(d), 4) for name, d in sorted(moved.items()) if any(d)},
+            "delta_head": {name: round(sum(d) / len(d), 4) for name, d in sorted(moved_head.items()) if any(d)},
             "changed": ["/".join(key) for key in changed[:20]]}
 
 

@@ -4,10 +4,10 @@ reaches what the question asks for, after as many hops as its form needs (`least
 A hop states a relation of the question in its own words or in its section's heading ("Billing team >
 Services owned" over a row naming the service); a relation an earlier hop or its page stated counts
 no more, nor, after the first hop, one only the start's own clause states ("the performer of X"), while
-the question's other names count as relations ("... taken by the British"). A chain starts at any name
-the question holds, a bare year included, never at a part of a longer name, and goes on through names a
-unit writes as names (capitalised as in the question, every word of them, consonant skeletons only
-across scripts), never through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a place's
+the question's other names count as relations ("... taken by the British"). A chain starts at a name,
+never at a bare year or at a part of a longer name, and goes on through names a unit writes as names
+(capitalised as in the question, every word of them, consonant skeletons only across scripts), never
+through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a place's
 kind word ("the county of Cumbria") is a place, whatever the mention finder typed, and a name with a
 leading demonym ("the English Lake District") links to the page of the name without it. A hop that
 states a relation word leads to the name nearest that word ("a story written by Dale Brown" for "the
@@ -174,7 +174,9 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
     hops written in the other language (`_closest_in_meaning`)."""
     focus = Focus.of(question)
     every = units(passages)
-    names = names or extended_names(question.text, focus.names, passages)
+    # a bare number or year the question holds is a value a hop must state, not an entity to start
+    # from: "1989" links every passage that mentions the year
+    names = names or extended_names(question.text, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
