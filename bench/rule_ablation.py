@@ -9,9 +9,11 @@ searches and embeddings are memoised across variants (vector/ and core/ read no 
 variant costs only the answer writing. The baseline is answered twice, first and last: any answer
 that differs between those two runs would show state leaking between variants, and is reported.
 
-A rule whose neutralisation changes no answer of any dev set is a candidate for deletion; the
-deletion itself is decided on the untouched sets (`make eval-answers-blind`: no set may drop by more
-than 0.01), never here.
+Each set is scored twice, lenient (the gold anywhere in the answer) and by the head (the gold in a
+chain's end or the first quoted sentence): a change can move the gold from the head into a supporting
+quote, which the lenient score alone does not see. A rule whose neutralisation lowers neither score
+of any dev set is a candidate for deletion; the deletion itself is decided on the untouched sets (no
+set may drop by more than 0.01 by either score), never on the dev sets alone.
 
     python -m bench.rule_ablation [--sets multihop,xquad_ru,fixtures,written,xl_dev] [--only NAME,...] [--json F]
 """
