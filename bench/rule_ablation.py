@@ -15,7 +15,8 @@ quote, which the lenient score alone does not see. A rule whose neutralisation l
 of any dev set is a candidate for deletion; the deletion itself is decided on the untouched sets (no
 set may drop by more than 0.01 by either score), never on the dev sets alone.
 
-    python -m bench.rule_ablation [--sets multihop,xquad_ru,fixtures,written,xl_dev] [--only NAME,...] [--json F]
+    python -m bench.rule_ablation [--sets multihop,xquad_ru,fixtures,written,xl_dev] [--only NAME,...]
+        [--together (groups: --only "A,B;C")] [--baseline-only] [--dump F] [--json F]
 """
 from __future__ import annotations
 
@@ -165,8 +166,8 @@ def main() -> int:
                         help="neutralise the --only rules all at once, as one variant (a deletion's check)")
     parser.add_argument("--baseline-only", action="store_true", help="answer the sets once, neutralising nothing")
     parser.add_argument("--dump", type=Path, default=None,
-                        help="write every answer, the baseline's and each variant's, here (to check that a deletion "
-                             "answers as its neutralised variant did)")
+                        help="write every answer with its two scores, the baseline's and each variant's, here (to "
+                             "compare a tree as committed with the tree before: --baseline-only on each)")
     parser.add_argument("--json", type=Path, default=None, help="write every rule's result here")
     args = parser.parse_args()
     sets = set(args.sets.split(","))

@@ -4,9 +4,9 @@ A postmortem states its findings as absences: "No runbook.", "there was no secon
 "Нет лимита на отправку SMS", "Отсутствие нагрузочного тестирования". Each missing thing is told by
 one or two documents, in either language, too few for its words to recur as a phrase
 (answers/themes/scoped.py), while that something was missing recurs across most of them: the theme a
-reader of the reviews names first ("missing runbooks and load tests"). So a sentence stating an absence holds one
-more term, `GAP_TERM`, weighed, kept key and ranked as any other term, and the theme it starts is
-named by the missing things, those most documents miss first.
+reader of the reviews names first ("missing runbooks and load tests"). So a sentence stating an
+absence holds one more term, `GAP_TERM`, weighed, kept key and ranked as any other term, and the theme
+it starts is named by the missing things, those most documents miss first.
 
 An absence is existence denied: "no X", "there was no X", "lack of X", "missing X", "нет X",
 "не было X", "отсутствие X". A denied event is none ("No data was lost", "no approval is needed"),
