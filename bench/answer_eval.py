@@ -25,6 +25,15 @@ blind4    - held out: 24 multi-hop, 12 local and 12 negative questions (four kin
             2026-12-05 (bench/answer_blind4/README.md); verdicts only.
 blind5    - held out: the same make-up as blind4, written blind on 2026-12-05 before this session's answer changes
             (bench/answer_blind5/README.md); verdicts only.
+blind6    - held out: the same make-up again, written blind on 2026-12-05 (sixth session) before that
+            session's changes (bench/answer_blind6/README.md); verdicts only.
+unseen_xq_dev, unseen_xq_test - new Russian questions over xquad_ru's own paragraphs (80 answerable, 20
+            that no paragraph answers), written for the project by someone who read only that corpus
+            (bench/answer_unseen_xq/README.md), on eval_xquad_ru's tenant: the odd-numbered half is for
+            development, the even-numbered half held out;
+unseen_mh_dev, unseen_mh_test - the same for 60 new multi-hop questions over multihop's paragraphs
+            (bench/answer_unseen_mh/README.md), on eval_multihop's tenant. With the dev sets these
+            give a dev-to-unseen gap measured here.
 written   - bench/reader_data/questions.jsonl: 44 dev questions (12 negatives) on the fixtures corpus,
             written for the learned reader (its README); a dev set, looked at freely.
 xl_dev    - bench/answer_xl_dev/questions.jsonl: 40 questions asked in the other language than the only
@@ -142,14 +151,33 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind3": ROOT / "bench" / "answer_blind3" / "questions.jsonl",
                "blind4": ROOT / "bench" / "answer_blind4" / "questions.jsonl",
                "blind5": ROOT / "bench" / "answer_blind5" / "questions.jsonl",
+               "blind6": ROOT / "bench" / "answer_blind6" / "questions.jsonl",
                "written": ROOT / "bench" / "reader_data" / "questions.jsonl",
                "xl_dev": ROOT / "bench" / "answer_xl_dev" / "questions.jsonl"}
+# Questions written for the project over two dev corpora (their READMEs say by whom and how), asked of
+# those corpora's own tenants: new questions of the kinds the dev sets hold, a proxy for the unseen
+# questions of the same sources. Each is split before any answer was read: the odd-numbered questions
+# are a development half, the even-numbered ones are held out (verdicts only).
+UNSEEN_SETS = {"unseen_xq": (ROOT / "bench" / "answer_unseen_xq" / "questions.jsonl", "eval_xquad_ru"),
+               "unseen_mh": (ROOT / "bench" / "answer_unseen_mh" / "questions.jsonl", "eval_multihop")}
+GOLDEN_SETS.update({f"{name}_{half}": path for name, (path, _) in UNSEEN_SETS.items() for half in ("dev", "test")})
+SET_TENANTS = {f"{name}_{half}": tenant for name, (_, tenant) in UNSEEN_SETS.items() for half in ("dev", "test")}
+
+
+def golden_questions(name: str) -> list[dict]:
+    """A golden set's questions; an unseen set's half by its qids' parity (odd: dev, even: test)."""
+    questions = [json.loads(line) for line in GOLDEN_SETS[name].open(encoding="utf-8") if line.strip()]
+    if name in SET_TENANTS:
+        odd = name.endswith("_dev")
+        questions = [q for q in questions if (int(re.sub(r"\D", "", q["qid"])) % 2 == 1) == odd]
+    return questions
 
 
 def run_golden(router: QuestionRouter, name: str, tenant: str = "demo", routes=("local", "multihop", "global")) -> dict:
     """A golden set's questions (GOLDEN_SETS), each on its route with its groups; global ones scored by
-    expected themes."""
-    questions = [json.loads(line) for line in GOLDEN_SETS[name].open(encoding="utf-8") if line.strip()]
+    expected themes. `tenant` holds the fixtures corpus; an unseen set is asked of its own (SET_TENANTS)."""
+    questions = golden_questions(name)
+    tenant = SET_TENANTS.get(name, tenant)
     out: dict = {}
     for route in routes:
         right, heads, total, misses, every = 0.0, 0.0, 0, [], []
@@ -234,8 +262,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N questions per dataset")
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written,xl_dev",
-                        help="comma-separated: which of multihop, xquad_ru, fixtures, blind, blind_xl, blind_xl2, blind_mh, blind_mh2, blind3, blind4, blind5, written, xl_dev to run")
+    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written,xl_dev,unseen_xq_dev,unseen_mh_dev",
+                        help="comma-separated: which of multihop, xquad_ru and " + ", ".join(GOLDEN_SETS) + " to run")
     parser.add_argument("--routes", default="local,multihop,global",
                         help="comma-separated: only these routes (a change to one route's answer needs only its own)")
     parser.add_argument("--dump", type=Path, default=None,
@@ -245,9 +273,10 @@ def main() -> int:
     args = parser.parse_args()
     sets = set(args.sets.split(","))
     routes = [r for r in ("local", "multihop", "global") if r in args.routes.split(",")]
-    if not SHARED_DATA.exists() and sets & {"multihop", "xquad_ru"}:
-        print(f"{SHARED_DATA} is absent: multihop and xquad_ru are skipped", file=sys.stderr)
-        sets -= {"multihop", "xquad_ru"}
+    needs_shared = {"multihop", "xquad_ru", *SET_TENANTS}
+    if not SHARED_DATA.exists() and sets & needs_shared:
+        print(f"{SHARED_DATA} is absent: multihop, xquad_ru and the unseen sets are skipped", file=sys.stderr)
+        sets -= needs_shared
     settings = Settings()
     db = open_database(settings)
     try:

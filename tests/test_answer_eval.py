@@ -28,3 +28,13 @@ def test_a_short_gold_must_stand_as_a_word():
     assert contains_answer("No: Nantong is in Jiangsu, Jingdezhen in Jiangxi.", ["no"])
     assert not contains_answer("It opened in 2011.", ["11"]) and contains_answer("11 engineers", ["11"])
     assert contains_answer("Офис в Москве", ["Москв"])  # a longer gold may be a stem, as the blind sets write them
+
+
+@pytest.mark.parametrize("name", ["unseen_xq", "unseen_mh"])
+def test_an_unseen_set_splits_into_a_development_half_and_a_held_out_half(name):
+    from bench.answer_eval import GOLDEN_SETS, SET_TENANTS, golden_questions
+    dev, test = golden_questions(f"{name}_dev"), golden_questions(f"{name}_test")
+    assert {q["qid"] for q in dev}.isdisjoint(q["qid"] for q in test)
+    assert len(dev) + len(test) == len(GOLDEN_SETS[f"{name}_dev"].read_text(encoding="utf-8").splitlines())
+    assert all(int(q["qid"][1:]) % 2 == 1 for q in dev) and all(int(q["qid"][1:]) % 2 == 0 for q in test)
+    assert SET_TENANTS[f"{name}_dev"] == SET_TENANTS[f"{name}_test"] != "demo"  # asked of its own corpus
