@@ -141,6 +141,16 @@ def test_sentence_initial_common_words_are_skipped_but_names_are_not():
     assert not names & {"The", "This", "Each", "Three", "В", "Для", "Since"}
 
 
+def test_a_name_starting_with_new_keeps_it_and_a_sentence_starting_with_new_is_no_name():
+    # "New" was once a stop word: "New York City" became "York City" and "New Jersey" "Jersey"
+    text = ("The team moved from Teaneck, New Jersey, to the New York City borough of Brooklyn.\n\n"
+            "New hires get a laptop on day one.")
+    chunk = ChunkInput(1, "doc.md", "Doc", "Doc", text, "english", "h")
+    names = {entity.name for entity in OfflineExtractor().extract(chunk).entities}
+    assert {"New Jersey", "New York City", "Teaneck", "Brooklyn"} <= names
+    assert not names & {"Jersey", "York City", "New", "New hires"}
+
+
 def test_codes_identifiers_and_routes_are_kept_verbatim(by_key):
     for token in ["retry_max_attempts", "acquirer_timeout_ms", "CarrierAdapter", "RouteOptimizerClient",
                   "POST /v2/shipments", "GET /v2/shipments/{shipment_id}", "PaymentIntent"]:

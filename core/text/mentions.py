@@ -12,7 +12,8 @@ GraphRAG's "fast" method in spirit: surface patterns, no model; quick and determ
   word plus a genitive plural, or a capitalised adjective plus a noun, is one name inside a sentence, or
   at its start when the chunk's heading, title or bold text has the phrase.
 - A capitalised word alone at a sentence, list item or table cell start is usually a common word: it
-  counts only if the chunk capitalises it elsewhere. Function words and dates never start or join a name.
+  counts only if the chunk capitalises it elsewhere. Function words and dates never start or join a name;
+  a common word that opens names ("New York City") starts one but is never one alone.
 - Types are votes: shape (codes), a head word in the name ("team", "команда", "Gateway", "Inc"), cue
   words next to it ("lead", "руководитель", "vendor"), surname endings, country names; two plain
   capitalised words the chunk never writes in lowercase lean to person.
@@ -24,7 +25,7 @@ from collections import Counter, defaultdict
 from typing import NamedTuple
 
 from core.text.names import (
-    CONTRACTIONS, CUE_WORDS, GENERIC_ACRONYMS, GEOGRAPHY_KEYS, HEAD_WORDS, NAME_CONNECTORS, RU_ADJECTIVE,
+    CONTRACTIONS, CUE_WORDS, GENERIC_ACRONYMS, GEOGRAPHY_KEYS, HEAD_WORDS, NAME_CONNECTORS, NAME_OPENERS, RU_ADJECTIVE,
     RU_GENITIVE_PLURAL, RU_INFINITIVE, RU_LOCATIVE, RU_PATRONYMIC, STOP_WORDS, TEAM_AFTER, TEAM_BEFORE,
     entity_key, frequent_surface, is_russian_surname, plain_sentences, plain_text,
 )
@@ -188,7 +189,7 @@ def _run_mention(run: list[str], tokens: list[_Token], start: int, initial: bool
             trusted = True
     if not trusted or len(run) > MAX_NAME_WORDS:
         return []
-    if len(words) == 1 and (_GENERIC_SHAPE.fullmatch(run[0]) or run[0].casefold() in GENERIC_ACRONYMS):
+    if len(words) == 1 and (_GENERIC_SHAPE.fullmatch(run[0]) or run[0].casefold() in GENERIC_ACRONYMS | NAME_OPENERS):
         return []
     surface = " ".join(words)
     return [(entity_key(surface), surface, _votes(words, run, tokens, start, end, before, context.lower))]

@@ -169,7 +169,7 @@ STOP_WORDS = frozenset(
     his her him i me my us is are was were be been do does did has have had can could will would shall should may
     might must also only just yes yeah ok okay oh ah hey hi hello well right sure thanks thank please like um uh now
     today tonight yesterday tomorrow again still even however therefore thus although though unless until via per
-    let see note one two three four five first second third next last new other another most many more much such
+    let see note one two three four five first second third next last other another most many more much such
     both either neither once mr mrs ms dr st ceo cto cfo coo cio vp january february march april june july august
     september october november december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday
     thursday friday saturday sunday mon tue wed thu fri sat sun mondays tuesdays wednesdays thursdays fridays
@@ -183,6 +183,9 @@ GENERIC_ACRONYMS = frozenset(
     "http https url uri json yaml xml html css id ids ok faq pdf csv utc cet cest gmt msk pst est tbd todo am pm tv "
     "hr pr qa ui ux api sdk eta eur usd rub kb mb gb ооо оао зао пао ао".split()
 )
+# Common words that open names ("New York City", "New Jersey"): a name's first word, never a name alone
+# ("New hires get a laptop").
+NAME_OPENERS = frozenset({"new"})
 CONTRACTIONS = frozenset("m ve ll d re t".split())  # I'm, we've, don't: function words
 NAME_CONNECTORS = frozenset("of de van von der den da du del la le al bin".split())  # "Bank of America"
 # Generic geography only (continents, large countries, unions), as keys.
