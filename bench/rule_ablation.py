@@ -15,8 +15,8 @@ quote, which the lenient score alone does not see. A rule whose neutralisation l
 of any dev set is a candidate for deletion; the deletion itself is decided on the untouched sets (no
 set may drop by more than 0.01 by either score), never on the dev sets alone.
 
-    python -m bench.rule_ablation [--sets multihop,xquad_ru,fixtures,written,xl_dev] [--only NAME,...]
-        [--together (groups: --only "A,B;C")] [--baseline-only] [--dump F] [--json F]
+    python -m bench.rule_ablation [--sets multihop,xquad_ru,fixtures,written,xl_dev,unseen_xq_dev,unseen_mh_dev]
+        [--only NAME,...] [--together (groups: --only "A,B;C")] [--baseline-only] [--dump F] [--json F]
 """
 from __future__ import annotations
 
@@ -159,7 +159,7 @@ def compare(base: dict, variant: dict) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written,xl_dev")
+    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written,xl_dev,unseen_xq_dev,unseen_mh_dev")
     parser.add_argument("--only", default="", help="comma-separated rule names (module.attribute) to neutralise; "
                         "with --together, groups separated by ';', each one variant")
     parser.add_argument("--together", action="store_true",
