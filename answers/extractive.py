@@ -33,8 +33,9 @@ new one, preferring units that state a relation word of the question no earlier 
 the first hop, none that only the start's own clause states: "the sibling of the performer of X"
 wants a sibling next, not another "performed by"), or another name of the question ("taken by the
 British"); a beam search keeps the best few chains, and the one that reaches the type the question
-asks for, after as many hops as its form needs (`least_hops`), answers. A unit names an entity only
-as a name: capitalised as the question writes it, every word of it, consonant skeletons only across scripts;
+asks for, after as many hops as its form needs (`least_hops`) or once every relation of the question
+has had its hop, answers. A unit names an entity only as a name: capitalised as the question writes it,
+every word of it, consonant skeletons only across scripts;
 a bare year, a part of a longer name or a lone type word ("Inc") is no entity to go through, and a
 name after a locative preposition ("formed in Leyton") or a place's kind word ("the county of Cumbria")
 is a place, however the mention finder typed it; a question asking no person, place, date or number

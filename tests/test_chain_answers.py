@@ -405,3 +405,16 @@ def test_an_unreached_chain_still_leads_when_nothing_holds_the_asked_value_or_no
     got = offline_answer(Question("Who signed the label printer vendor contract of the Label Printer team?"),
                          CONTRACT, multihop=True)  # a person is asked: any capitalised word would pass for one
     assert got.text.startswith(stopped.text), got.text
+
+
+def test_a_chain_ends_before_its_forms_fewest_hops_once_every_relation_has_had_its_hop():
+    # "of the final of the Ostrava Cup" counts as two more hops, but one page states both "final" and
+    # "refereed": the battle that states "killed" ends the chain, not the army a further page names
+    passages = [p(1, "Ostrava Cup", "The final of the Ostrava Cup in 1911 was refereed by Pavel Krenn."),
+                p(2, "Pavel Krenn", "Pavel Krenn was killed at the Battle of Lesna Bridge in 1915."),
+                p(3, "Battle of Lesna Bridge", "The Battle of Lesna Bridge was fought near Kolin by the Fourth Army "
+                                           "under General Arno Veit.")]
+    question = Question("At which battle was the referee of the final of the Ostrava Cup killed?")
+    assert question.least_hops == 3
+    got = chain_answer(question, passages)
+    assert got.reached and got.chain == ["Ostrava Cup", "Pavel Krenn", "Battle of Lesna Bridge"], got.text

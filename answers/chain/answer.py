@@ -1,26 +1,27 @@
 """The offline multi-hop answer (`chain_answer`): from the entities the question names, each hop is a unit
 that links the current entity to a new one; a beam search keeps the best few chains, and the one that
-reaches what the question asks for, after as many hops as its form needs (`least_hops`), answers.
-A hop states a relation of the question in its own words or in its section's heading ("Billing team >
-Services owned" over a row naming the service); a relation an earlier hop or its page stated counts
-no more, nor, after the first hop, one only the start's own clause states ("the performer of X"), while
-the question's other names count as relations ("... taken by the British"). A chain starts at a name,
-never at a bare year or at a part of a longer name, and goes on through names a unit writes as names
-(capitalised as in the question, every word of them, consonant skeletons only across scripts), never
-through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a place's
-kind word ("the county of Cumbria") is a place, whatever the mention finder typed, and a name with a
-leading demonym ("the English Lake District") links to the page of the name without it. A hop that
-states a relation word leads to the name nearest that word ("a story written by Dale Brown" for "the
-author of the story"). A question asking no person, place, date or number ("what genre") is answered,
-once its form has had its hops, by a sentence stating a relation word of its own about the last entity
-or by a sentence of that entity's own page. A question of two parts ("Who leads X, and in which office
-does he work?") is two chains, the second from the first one's answer (`question_parts`); so is a
-question whose chain from its names reaches nothing it asks and that describes an entity by a clause
-("the engineer who commanded X ..."): the clause first, the rest from the entity it finds
+reaches what the question asks for, after as many hops as its form needs (`least_hops`) or once every
+relation of the question has had its hop (one page may state two: "the final of the Cup was refereed by
+X"), answers. A hop states a relation of the question in its own words or in its section's heading
+("Billing team > Services owned" over a row naming the service); a relation an earlier hop or its page
+stated counts no more, nor, after the first hop, one only the start's own clause states ("the performer
+of X"), while the question's other names count as relations ("... taken by the British"). A chain starts
+at a name, never at a bare year or at a part of a longer name, and goes on through names a unit writes
+as names (capitalised as in the question, every word of them, consonant skeletons only across scripts),
+never through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a
+place's kind word ("the county of Cumbria") is a place, whatever the mention finder typed, and a name
+with a leading demonym ("the English Lake District") links to the page of the name without it. A hop
+that states a relation word leads to the name nearest that word ("a story written by Dale Brown" for
+"the author of the story"). A question asking no person, place, date or number ("what genre") is
+answered, once its form has had its hops, by a sentence stating a relation word of its own about the
+last entity or by a sentence of that entity's own page. A question of two parts ("Who leads X, and in
+which office does he work?") is two chains, the second from the first one's answer (`question_parts`);
+so is a question whose chain from its names reaches nothing it asks and that describes an entity by a
+clause ("the engineer who commanded X ..."): the clause first, the rest from the entity it finds
 (`nested_question`); a clause naming a kind of place ("the city where X is located") goes first even
 when the direct chain reached something, since only the clause checks the kind. Near-equal last hops
-written in the other language than the question are told apart by meaning (`_closest_in_meaning`).
-Which name a hop leads to: answers/chain/links.py. The rules in answers/extractive.py's docstring.
+written in the other language than the question are told apart by meaning (`_closest_in_meaning`). Which
+name a hop leads to: answers/chain/links.py. The rules in answers/extractive.py's docstring.
 """
 
 from __future__ import annotations
@@ -200,8 +201,9 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
                              chain.used | related(asked, u.stems | scorer.title_stems[u.passage - 1])
                              | (set() if chain.hops else start_clause(question.text, linked, relation)))
-                hop.reached = len(hop.hops) >= least and (answers or entity[2] == "value"
-                                                          or is_wanted(entity, focus.kind, u.text, typed))
+                stated = set(relation) <= hop.used  # every relation of the question has had its hop
+                hop.reached = (len(hop.hops) >= least or stated) and (answers or entity[2] == "value"
+                                                                      or is_wanted(entity, focus.kind, u.text, typed))
                 (finished if hop.reached else grown).append(hop)
         finished += [c for c in beam if c.hops and c not in finished]
         beam = sorted(grown, key=lambda c: -c.score)[:BEAM]
