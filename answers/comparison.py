@@ -24,7 +24,6 @@ from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from answers.expected_type import VALUE_KINDS, holds_value
 from answers.units import Extracted
 from answers.local import local_answer
-from answers.comparison_order import order_verdict
 from answers.question import Question
 from answers.question_text import is_function_word, stem_of, stems_of, title_core, words_of
 from answers.types import Passage
@@ -41,7 +40,7 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
     """`sides`: (name, query) per compared entity; `attribute`: what is compared ("film directors");
     `similarity`: for a side whose passages are in the other language (answers/local.py)."""
     language = "russian" if question.language == "russian" else "english"
-    lines, picked, confidences, stated, firsts = [], [], [], [], []
+    lines, picked, confidences, stated = [], [], [], []
     seen: set[tuple[int, int]] = set()
     # the side's query ("<side> <attribute>") has lost "how long", "when"; a yes/no question wants no value
     kind = None if question.yes_no else question.expected_type
@@ -55,7 +54,6 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
             stated.append(False)
             continue
         lines.append(f"{name}: {answer.text}")
-        firsts.append((name, answer.picked[0].text if answer.picked else answer.text))
         confidences.append(answer.confidence)
         stated.append(states(answer.text, attribute))
         for p in answer.picked:
@@ -71,11 +69,6 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
         lines.insert(0, (SAME if same else DIFFERENT)[language].format(told))
     elif question.yes_no and sides and all(stated):
         lines.insert(0, YES[language])
-    elif not question.yes_no and len(firsts) == len(sides):
-        # "Who is older, A or B?": the side whose stated value wins leads, with every side's value
-        verdict = order_verdict(question.order, firsts)
-        if verdict:
-            lines.insert(0, verdict)
     # a side the passages do not state leaves half an answer, still worth reading: the mean, not the least
     return Extracted(" ".join(lines), picked, sum(confidences) / len(confidences) if confidences else 0.0)
 

@@ -8,8 +8,7 @@ The parts, and where the reading is written down:
   `asked_kind_words`, the noun a "what X" question asks for (answers/expected_type.py);
 - `names`: the entities the question spells (answers/question_text.py); `codes`: the codes and
   identifiers among them (ERR_2043, INC-2023-005; core/text/terms.py); `words`: its content words;
-- `comparison`: the two compared entities and the attribute (answers/comparison_form.py); `order`: which
-  way a comparison orders its sides (answers/comparison_order.py);
+- `comparison`: the two compared entities and the attribute (answers/comparison_form.py);
 - `parts`, `nested`, `least_hops`: a chain's two questions, its relative clause, the fewest hops its form
   allows (answers/chain/question.py).
 A question made inside the answer (a chain's step, a comparison's side, the loop's follow-up query) is
@@ -17,7 +16,6 @@ a `Question` of its own: `Question(text)`.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -25,12 +23,8 @@ from core.text.language import detect_language
 from core.text.terms import QueryTerms, codes, content_words
 from answers.chain.question import Nested, least_hops, nested_question, question_parts
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
-from answers.comparison_order import asked_order
 from answers.expected_type import asked_kind_words, counted, question_kind
 from answers.question_text import Mention, question_mentions
-
-
-_WORDS = re.compile(r"[^\W\d_]+")
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,12 +72,6 @@ class Question:
     @cached_property
     def comparison(self) -> Comparison | None:
         return parse_comparison(self.text)
-
-    @cached_property
-    def order(self) -> tuple[str, bool] | None:
-        """Which way a comparison orders its sides: ("date" or "number", whether the largest wins), from
-        its words ("older", "larger"; answers/comparison_order.py); None when it names no order."""
-        return asked_order(_WORDS.findall(self.text))
 
     @cached_property
     def yes_no(self) -> bool:
