@@ -154,10 +154,12 @@ def _read(question: Question, passages: list[Passage], kind: str | None, similar
 
 def _with_extras(first: Unit, candidates: list[Unit], scores: dict[int, float], scorer: Scorer,
                  every: list[Unit], max_units: int, max_chars: int) -> list[Unit]:
-    """The first unit with its block, then other candidates answering what it left open (see
-    EXTRA_SHARE), in passage order."""
+    """The first unit with its block, in the block's order, then other candidates answering what it left
+    open (see EXTRA_SHARE), in passage order: the answer leads with the unit chosen to answer, not with
+    an extra an earlier passage holds."""
     focus = scorer.focus
     chosen = _with_block(first, every, max_chars)
+    block = len(chosen)
     covered = set().union(*(scorer.covered(u) for u in chosen))
     used = sum(len(u.text) for u in chosen)
     for u in sorted(candidates, key=lambda u: (-scores[id(u)], u.passage, u.position)):
@@ -172,8 +174,7 @@ def _with_extras(first: Unit, candidates: list[Unit], scores: dict[int, float], 
         chosen.append(u)
         covered |= scorer.covered(u)
         used += len(u.text)
-    chosen.sort(key=lambda u: (u.passage, u.position))
-    return chosen
+    return chosen[:block] + sorted(chosen[block:], key=lambda u: (u.passage, u.position))
 
 
 def _with_block(first: Unit, every: list[Unit], max_chars: int) -> list[Unit]:

@@ -275,3 +275,12 @@ def test_a_question_of_thousands_of_codes_checks_only_the_first_few(offline, dem
     assert offline.searcher.unmentioned(demo_tenant, ["public"], codes) == tuple(codes[:MAX_CHECKED_CODES])
     hostile = ["ERR_\u0000", "INC-\ud800-1", "L4" * 50_000, "v\u202e4", "_" * 10]
     assert offline.searcher.unmentioned(demo_tenant, ["public"], hostile)  # stored-text cleaning, no error
+
+
+def test_the_answer_leads_with_the_unit_chosen_to_answer_and_extras_follow():
+    # the support desk's sentence adds "in total" but counts agents, not engineers: it may follow the
+    # answer, never lead it (units used to be shown in passage order, the chosen one second)
+    passages = [p(1, "Support desk", "In total the Lisbon support desk has 12 agents on two floors."),
+                p(2, "Lisbon office", "The Lisbon office employs 42 engineers.")]
+    got = local_answer(Question("How many engineers does the Lisbon office employ in total?"), passages)
+    assert got.text.startswith("The Lisbon office employs 42 engineers. [2]"), got.text
