@@ -36,6 +36,9 @@ _KIND_CUES = (  # checked in order; the first that matches decides
 _KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
 _KINDS_BY_NAME = dict(_KINDS)
 VALUE_KINDS = ("date", "number", "money")
+# "what does X mean": the form asks for what defines X, not for a topic
+MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signify|означает|означают|значит|"
+                     r"обозначает|указывает)\b", re.IGNORECASE)
 NAME_TYPE = {"person": {"person"}, "place": {"location"}}
 YEAR = re.compile(r"(?<![\w.,])(1[0-9]{3}|20[0-9]{2})(?![\w,]|\.\d)")
 MONTH = re.compile(r"\b(january|february|march|april|june|july|august|september|october|november|december|"

@@ -10,21 +10,29 @@ The parts, and where the reading is written down:
   identifiers among them (ERR_2043, INC-2023-005; core/text/terms.py); `words`: its content words;
 - `comparison`: the two compared entities and the attribute (answers/comparison_form.py);
 - `parts`, `nested`, `least_hops`: a chain's two questions, its relative clause, the fewest hops its form
-  allows (answers/chain/question.py).
+  allows, and `start_clause`, `extended_names`, which read it against a chain's start and the passages
+  (answers/chain/question.py);
+- `asks_meaning`, `terms_without_meaning`: the "what does X mean" form (answers/expected_type.py);
+  `word_forms`, `script`: its words as written and its script, for the unit scorer.
 A question made inside the answer (a chain's step, a comparison's side, the loop's follow-up query) is
 a `Question` of its own: `Question(text)`.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
 from core.text.language import detect_language
-from core.text.terms import QueryTerms, codes, content_words
-from answers.chain.question import Nested, least_hops, nested_question, question_parts
+from core.text.script import script_name
+from core.text.terms import QueryTerms, codes, content_words, normalise
+from answers.chain.question import Nested, extended_names, least_hops, nested_question, question_parts, start_clause
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
-from answers.expected_type import asked_kind_words, counted, question_kind
+from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
 from answers.question_text import Mention, question_mentions
+
+
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,6 +66,35 @@ class Question:
     @cached_property
     def names(self) -> list[Mention]:
         return question_mentions(self.text)
+
+    @cached_property
+    def asks_meaning(self) -> bool:
+        """"What does X mean": the form asks for what defines X (answers/expected_type.py MEANING)."""
+        return bool(MEANING.search(self.text))
+
+    @cached_property
+    def terms_without_meaning(self) -> QueryTerms:
+        """Its terms without the words that ask for a meaning ("mean", "означает"): what is defined."""
+        return QueryTerms.of(MEANING.sub(" ", self.text))
+
+    @cached_property
+    def word_forms(self) -> frozenset[str]:
+        """Its words as written, lower-cased: what an answer must add to."""
+        return frozenset(normalise(w) for w in _WORD.findall(self.text))
+
+    @cached_property
+    def script(self) -> str:
+        """"cyrillic" or "latin" (core/text/script.py): which units its words can match."""
+        return script_name(self.text)
+
+    def start_clause(self, start: str, relation: list[str]) -> set[str]:
+        """The relation words only the clause holding the chain's `start` states (answers/chain/question.py)."""
+        return start_clause(self.text, start, relation)
+
+    def extended_names(self, names: list[str], passages: list) -> list[str]:
+        """Its `names`, each extended by the words after it while a passage title names the longer phrase
+        (answers/chain/question.py)."""
+        return extended_names(self.text, names, passages)
 
     @cached_property
     def codes(self) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.text.script import mostly_cyrillic
+from core.text.script import script_name
 from core.text.terms import normalise
 from answers.units import Unit
 from answers.unit_scoring import Scorer
@@ -72,10 +72,6 @@ FEATURES = (
 )
 
 
-def _script(text: str) -> str:
-    return "cyrillic" if mostly_cyrillic(text) else "latin"
-
-
 def unit_rows(scorer: Scorer, pool: list[Unit], similarities: list[float]) -> np.ndarray:
     """The feature rows (FEATURES order) of the pooled units: deterministic for the same question,
     passages and similarities."""
@@ -110,7 +106,7 @@ def unit_rows(scorer: Scorer, pool: list[Unit], similarities: list[float]) -> np
             1.0 / u.passage, float(relevance or 0.0), float(relevance is not None),
             float(sim), float(sim - best_sim), float(lex - best_lex),
             float(u.position == 0), math.log1p(u.position), math.log(max(len(u.text), 1)),
-            float(u.cut), float(u.anaphoric), float(_script(u.text) != focus.script),
+            float(u.cut), float(u.anaphoric), float(script_name(u.text) != focus.script),
             (len(covered & names) / len(names)) if names else 1.0, scorer.confidence([u]),
             score, score - best_score, 1.0 / (1 + rank), max(contexts, default=0.0), passages_cover, names_missing,
             float(any(not pattern.search(documents[scorer.passages[u.passage - 1].doc_id]) for pattern in identifiers)),

@@ -7,7 +7,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from core.text.script import mostly_cyrillic
+from core.text.script import script_name
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from core.text.terms import QueryTerms, content_stems, normalise
 from answers.expected_type import ERA, MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counts
@@ -20,13 +20,7 @@ from answers.types import Passage
 # A number counting what a "how many X" question counts adds as much again as holding a number at all
 # (the typed weight of a value, 0.25): it is the answer's form, not a word the question shares.
 COUNTED = 0.25
-_MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signify|означает|означают|значит|"
-                      r"обозначает|указывает)\b", re.IGNORECASE)
 _LETTER = re.compile(r"[^\W\d_]")  # an identifier has a letter: a bare number or year is a value, not a name
-
-
-def _script(text: str) -> str:
-    return "cyrillic" if mostly_cyrillic(text) else "latin"
 
 
 @dataclass
@@ -53,21 +47,19 @@ class Focus:
         """`kind`: the answer type when the caller knows it better than `question` says (a comparison's
         side is asked as "<side> <attribute>", which has lost the question's "how long"). Reads the parts
         `question` has parsed, so a second focus of one question parses nothing again."""
-        text = question.text
         terms = question.terms
         kind = kind or question.expected_type
-        defines = kind is None and bool(_MEANING.search(text))
+        defines = kind is None and question.asks_meaning
         if defines:  # "what does X mean": the form, not the topic
-            terms = QueryTerms.of(_MEANING.sub(" ", text))
+            terms = question.terms_without_meaning
         # codes and identifiers (ERR_2043, notify_batch_size) are names however they are written
         codes = [s for s in terms.stems if any(c.isdigit() or c == "_" for c in s)]
         names = list(dict.fromkeys([m.text for m in question.names if content_stems(m.text)] + codes))
         words = [w for name in names for w in WORD.findall(name)]
         skeletons = {content_stems(w)[0]: skeleton(w) for w in words if content_stems(w) and len(skeleton(w)) >= 3}
         stems = frozenset(s for name in names for s in content_stems(name))
-        return cls(text, terms, kind, names, stems, skeletons,
-                   frozenset(normalise(w) for w in WORD.findall(text)), _script(text), defines,
-                   question.counted if kind == "number" else frozenset())
+        return cls(question.text, terms, kind, names, stems, skeletons, question.word_forms, question.script,
+                   defines, question.counted if kind == "number" else frozenset())
 
 
 @dataclass
@@ -128,7 +120,7 @@ class Scorer:
         covered = set().union(*(self.covered(u) for u in chosen), *(
             self.covered(u) & self.focus.name_stems for u in around))
         share = self.coverage(covered)
-        if self.focus.name_stems and any(_script(u.text) != self.focus.script for u in chosen):
+        if self.focus.name_stems and any(script_name(u.text) != self.focus.script for u in chosen):
             names = sum(self.weight(s) for s in self.focus.name_stems if s in self.idf)
             share = max(share, sum(self.weight(s) for s in covered & self.focus.name_stems) / (names or 1.0))
         return share
@@ -165,7 +157,7 @@ class Scorer:
             elif len(skeleton(w)) >= 3 and any(skeleton_match(sk, skeleton(w))
                                                for sk in self.focus.name_skeletons.values()):
                 matched = True
-            elif _script(w) == self.focus.script:
+            elif script_name(w) == self.focus.script:
                 return False
         return matched
 

@@ -35,7 +35,7 @@ from core.text.terms import content_stems, normalise
 from answers.expected_type import NAME_TYPE, VALUE_KINDS
 from answers.units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from answers.chain.names import names_in, place_in_name, without_demonym
-from answers.chain.question import extended_names, other_name_stems, start_clause
+from answers.chain.question import other_name_stems
 from answers.chain.links import BRIDGE_TYPES, bridge, is_alias, is_type_word, related
 from answers.chain.targets import is_wanted, order_in, value_in, with_region
 from answers.local import local_answer
@@ -177,7 +177,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
     every = units(passages)
     # a bare number or year the question holds is a value a hop must state, not an entity to start
     # from: "1989" links every passage that mentions the year
-    names = names or extended_names(question.text, [n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
+    names = names or question.extended_names([n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
@@ -200,7 +200,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
                 hop = _Chain(chain.hops + [(u, entity, score)], start,
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
                              chain.used | related(asked, u.stems | scorer.title_stems[u.passage - 1])
-                             | (set() if chain.hops else start_clause(question.text, linked, relation)))
+                             | (set() if chain.hops else question.start_clause(linked, relation)))
                 stated = set(relation) <= hop.used  # every relation of the question has had its hop
                 hop.reached = (len(hop.hops) >= least or stated) and (answers or entity[2] == "value"
                                                                       or is_wanted(entity, focus.kind, u.text, typed))

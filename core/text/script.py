@@ -28,3 +28,8 @@ def mostly_cyrillic(text: str) -> bool:
     folded = text.casefold()
     cyrillic = sum(1 for ch in folded if "а" <= ch <= "я" or ch == "ё")
     return cyrillic > sum(1 for ch in folded if "a" <= ch <= "z")
+
+
+def script_name(text: str) -> str:
+    """"cyrillic" for a mostly Russian text, else "latin": which language's words it can match."""
+    return "cyrillic" if mostly_cyrillic(text) else "latin"
