@@ -30,6 +30,7 @@ from answers.chain.question import Nested, extended_names, least_hops, nested_qu
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
 from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
 from answers.question_text import Mention, question_mentions
+from answers.types import Passage
 
 
 _WORD = re.compile(r"\w+")
@@ -91,7 +92,7 @@ class Question:
         """The relation words only the clause holding the chain's `start` states (answers/chain/question.py)."""
         return start_clause(self.text, start, relation)
 
-    def extended_names(self, names: list[str], passages: list) -> list[str]:
+    def extended_names(self, names: list[str], passages: list[Passage]) -> list[str]:
         """Its `names`, each extended by the words after it while a passage title names the longer phrase
         (answers/chain/question.py)."""
         return extended_names(self.text, names, passages)
