@@ -19,7 +19,6 @@ a `Question` of its own: `Question(text)`.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -31,9 +30,7 @@ from answers.comparison_form import Comparison, is_yes_no, parse_comparison, sam
 from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
 from answers.question_text import Mention, question_mentions
 from answers.types import Passage
-
-
-_WORD = re.compile(r"\w+")
+from answers.units import WORD
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +78,7 @@ class Question:
     @cached_property
     def word_forms(self) -> frozenset[str]:
         """Its words as written, lower-cased: what an answer must add to."""
-        return frozenset(normalise(w) for w in _WORD.findall(self.text))
+        return frozenset(normalise(w) for w in WORD.findall(self.text))
 
     @cached_property
     def script(self) -> str:

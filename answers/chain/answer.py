@@ -183,6 +183,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
     scorer = Scorer(focus, passages, every)
     typed = question.asked_kind_words  # "what mountain range": a name holding "Range" is of the asked type
     relation = [s for s in focus.terms.stems if s not in focus.name_stems]
+    every_relation = set(relation)
     subjects = [_subject(p) for p in passages]
     least = min(max_hops, question.least_hops)
     seed = _Chain([], names[0], frozenset(entity_key(n) for n in [*names, *known]), frozenset())
@@ -201,7 +202,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
                              chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
                              chain.used | related(asked, u.stems | scorer.title_stems[u.passage - 1])
                              | (set() if chain.hops else question.start_clause(linked, relation)))
-                stated = set(relation) <= hop.used  # every relation of the question has had its hop
+                stated = every_relation <= hop.used  # every relation of the question has had its hop
                 hop.reached = (len(hop.hops) >= least or stated) and (answers or entity[2] == "value"
                                                                       or is_wanted(entity, focus.kind, u.text, typed))
                 (finished if hop.reached else grown).append(hop)

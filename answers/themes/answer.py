@@ -40,6 +40,7 @@ def themes_in_scope(question: str, query_stems: set[str], passages: list[ScopePa
             tuple(sorted({d for s in sections for d in s.documents}))))
     trace["scope"] = sorted(scope)
     themes = []
+    top = (found[0].score or 1.0) if found else 1.0
     for f in found:
         held = set(f.chunk_ids)
         report = max(reports, key=lambda r: (len(held & set(r["source_chunk_ids"])), -len(r["source_chunk_ids"]),
@@ -48,6 +49,5 @@ def themes_in_scope(question: str, query_stems: set[str], passages: list[ScopePa
             # no community holds these passages (a report withdrawn since): nothing to cite it by
             trace.setdefault("uncited_themes", []).append(f.label)
             continue
-        top = found[0].score or 1.0
         themes.append(Theme(report["id"], f.label, f.summary, round(100 * f.score / top, 2), list(f.chunk_ids)))
     return themes

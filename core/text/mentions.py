@@ -189,7 +189,8 @@ def _run_mention(run: list[str], tokens: list[_Token], start: int, initial: bool
             trusted = True
     if not trusted or len(run) > MAX_NAME_WORDS:
         return []
-    if len(words) == 1 and (_GENERIC_SHAPE.fullmatch(run[0]) or run[0].casefold() in GENERIC_ACRONYMS | NAME_OPENERS):
+    alone = run[0].casefold()
+    if len(words) == 1 and (_GENERIC_SHAPE.fullmatch(run[0]) or alone in GENERIC_ACRONYMS or alone in NAME_OPENERS):
         return []
     surface = " ".join(words)
     return [(entity_key(surface), surface, _votes(words, run, tokens, start, end, before, context.lower))]
