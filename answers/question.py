@@ -28,7 +28,8 @@ from core.text.terms import QueryTerms, codes, content_words, normalise
 from answers.chain.question import Nested, extended_names, least_hops, nested_question, question_parts, start_clause
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
 from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
-from answers.question_text import Mention, question_mentions
+from answers.question_text import Mention, clause_words, question_mentions, stems_of
+from answers.question_text import content_words as query_words
 from answers.types import Passage
 from answers.units import WORD
 
@@ -93,6 +94,21 @@ class Question:
         """Its `names`, each extended by the words after it while a passage title names the longer phrase
         (answers/chain/question.py)."""
         return extended_names(self.text, names, passages)
+
+    @cached_property
+    def query_words(self) -> tuple[str, ...]:
+        """Its words for a search query (answers/question_text.py content_words): no function word, one
+        word per stem, numbers kept; what a follow-up search adds to the entity it follows."""
+        return tuple(query_words(self.text))
+
+    @cached_property
+    def stems(self) -> frozenset[str]:
+        """The stems of its `query_words`: what a passage or a name shares with it."""
+        return frozenset(stems_of(self.text))
+
+    def clause_words(self, name: str) -> list[str]:
+        """The query words of the clause that spells `name`, the name's own left out."""
+        return clause_words(self.text, name)
 
     @cached_property
     def codes(self) -> tuple[str, ...]:

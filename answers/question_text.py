@@ -84,6 +84,17 @@ def stems_of(text: str) -> set[str]:
     return {stem_of(w) for w in content_words(text)}
 
 
+_CLAUSE_BREAK = re.compile(r"[,;:?!()]")
+
+
+def clause_words(question: str, name: str) -> list[str]:
+    """The content words of the clause that spells `name`, without the name's own: "state" and "located"
+    for "Silverton" in "..., in the state where Silverton is located, ..."."""
+    clause = next((c for c in _CLAUSE_BREAK.split(question) if name in c), question)
+    name_stems = stems_of(name)
+    return [w for w in content_words(clause) if stem_of(w) not in name_stems]
+
+
 # an English month is capitalised, and a date beside it ("November 2024", "9 April") is no name's part
 _MONTHS = frozenset(ENGLISH_MONTHS)
 

@@ -5,7 +5,6 @@ See router/agentic.py for the loop and what a planner decides.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from dataclasses import dataclass, field
 
@@ -13,7 +12,7 @@ from core.text.mentions import mentioned_names
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
 from answers.chain.answer import MAX_HOPS, chain_answer
 from answers.comparison import about_indices
-from answers.question_text import (DEMONYM, FUNCTION_WORDS, SENTENCE_END, content_words, covers, fold, stem_of,
+from answers.question_text import (DEMONYM, FUNCTION_WORDS, SENTENCE_END, covers, fold, stem_of,
                                   stems_of, title_core, words_of)
 from answers.comparison_form import Comparison
 from answers.question import Question
@@ -90,11 +89,11 @@ class OfflinePlanner:
                                       + (f"; chain: {' -> '.join(chain.chain)}" if reached else ""))
         queries: list[str] = []
         for m in uncovered:  # a named part of the question without a passage: search it in its clause
-            q = _clause_query(question.text, m)
+            q = " ".join([m, *question.clause_words(m)[:6]]).strip()
             if query_key(q) not in asked_keys and fold(m).casefold() not in asked_text:
                 queries.append(q)
         queries = queries[:2]
-        bridges = self._bridges(question.text, mentions, new[: self.frontier], asked_text)
+        bridges = self._bridges(question, mentions, new[: self.frontier], asked_text)
         if chain is not None and len(chain.chain) > 1 and not reached:
             last = chain.chain[-1]
             same = [(e, q) for e, q in bridges if fold(last).casefold() == fold(e).casefold()]
@@ -102,9 +101,9 @@ class OfflinePlanner:
                 # a step of the question found it: searched first, with what the question still asks of
                 # it ("Ines Moreau is based in which office?") in place of the evidence's query for it
                 bridges = [b for b in bridges if b not in same]
-                bridges.insert(0, (last, _bridge_query(chain.still_open, last, Passage(0, None, "", "", ""), set())))
+                bridges.insert(0, (last, _bridge_query(Question(chain.still_open), last, Passage(0, None, "", "", ""), set())))
             elif fold(last).casefold() not in asked_text and not same:
-                bridges.insert(0, (last, _bridge_query(question.text, last, Passage(0, None, "", "", ""), set())))
+                bridges.insert(0, (last, _bridge_query(question, last, Passage(0, None, "", "", ""), set())))
             bridges = bridges[: self.max_bridges]
         for entity, q in bridges:
             if len(queries) >= MAX_PLANNED_QUERIES:
@@ -151,10 +150,10 @@ class OfflinePlanner:
             log.exception("finding the entities of chunk %s failed", passage.id)
             return []
 
-    def _bridges(self, question: str, mentions: list[str], frontier: list[Passage],
+    def _bridges(self, question: Question, mentions: list[str], frontier: list[Passage],
                  asked_text: str) -> list[tuple[str, str]]:
         """(entity, query) for entities of the frontier passages that the question does not name, best first."""
-        q_stems = stems_of(question)
+        q_stems = question.stems
         mention_stems = set().union(*(stems_of(m) for m in mentions)) if mentions else set()
         relation_stems = q_stems - mention_stems  # "spouse", "director", "country": what links the hops
         scored: list[tuple[float, int, str, Passage]] = []
@@ -235,18 +234,9 @@ def _is_adjective(text: str, pos: int, name: str) -> bool:
     return bool(after) and after[0][:1].islower() and after[0].casefold() not in FUNCTION_WORDS
 
 
-def _bridge_query(question: str, entity: str, passage: Passage, mention_stems: set[str]) -> str:
+def _bridge_query(question: Question, entity: str, passage: Passage, mention_stems: set[str]) -> str:
     """The entity plus the words of the question the passage did not resolve ("spouse" for "Tim Burton")."""
     covered = stems_of(f"{passage.title} {passage.heading} {passage.text}") | mention_stems
     e_stems = stems_of(entity)
-    rest = [w for w in content_words(question) if stem_of(w) not in covered and stem_of(w) not in e_stems]
+    rest = [w for w in question.query_words if stem_of(w) not in covered and stem_of(w) not in e_stems]
     return " ".join([entity, *rest[:8]]).strip()
-
-
-def _clause_query(question: str, mention: str) -> str:
-    """A named entity with the words of its clause: "Silverton" in "..., in the state where Silverton is
-    located, ..." -> "Silverton state located"."""
-    clauses = re.split(r"[,;:?!()]", question)
-    clause = next((c for c in clauses if mention in c), question)
-    words = [w for w in content_words(clause) if stem_of(w) not in stems_of(mention)]
-    return " ".join([mention, *words[:6]]).strip()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from answers.chain.question import least_hops, nested_question
+from answers.question import Question
 from answers.question_text import question_mentions
 
 
@@ -101,3 +102,15 @@ def test_hostile_questions_are_read_without_error(question):
     assert nested is None or "{}" in nested.outer
     assert least_hops(question) >= 1
     question_mentions(question)
+    parsed = Question(question)
+    assert parsed.stems >= {w.casefold()[:5] for w in parsed.query_words if w.isascii() and w.isalpha()}
+    for name in parsed.names[:3]:
+        parsed.clause_words(name.text)
+
+
+def test_a_follow_up_search_reads_the_clause_of_a_name_and_the_question_s_words():
+    question = Question("In 1990, who was the governor of the state where Silverton lies?")
+    assert question.clause_words("Silverton") == ["governor", "state", "lies"]  # its clause, not the name
+    assert question.clause_words("Nowhere") == list(question.query_words)  # a name it does not spell: all
+    assert "governor" in question.query_words and "1990" in question.query_words
+    assert {"gover", "silve", "state"} <= question.stems
