@@ -68,6 +68,13 @@ def compare(before: list[dict], after: list[dict]) -> list[RunChange]:
     return out
 
 
+def _records(dump) -> list[dict]:
+    """The dump's answer records; anything else is an error the caller reports."""
+    if not isinstance(dump, list) or not all(isinstance(r, dict) and {"set", "route", "qid"} <= r.keys() for r in dump):
+        raise ValueError("not a list of answer records with set, route and qid")
+    return dump
+
+
 def _line(c: RunChange) -> str:
     def score(s: ScoreChange) -> str:
         p = s.paired
@@ -84,12 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     try:
-        before, after = (json.loads(p.read_text(encoding="utf-8")) for p in (args.before, args.after))
-    except (OSError, ValueError) as exc:
+        before, after = (_records(json.loads(p.read_text(encoding="utf-8"))) for p in (args.before, args.after))
+        changes = compare(before, after)
+    except (OSError, ValueError, TypeError) as exc:
         print(f"cannot read the dumps: {exc}; write them with `python -m bench.answer_eval --dump FILE`",
               file=sys.stderr)
         return 2
-    changes = compare(before, after)
     if args.json:
         print(json.dumps([asdict(c) for c in changes], indent=1))
     else:

@@ -40,3 +40,7 @@ def test_the_report_names_no_answer_text_and_an_unreadable_dump_is_a_clear_error
     (tmp_path / "bad.json").write_bytes(b"\xff{not json")
     assert main([str(a), str(tmp_path / "bad.json")]) == 2
     assert "bench.answer_eval --dump" in capsys.readouterr().err
+    for wrong in ({"set": "x"}, [1, 2], [{"qid": "1"}], "text", [_golden("1", "high", {"a": 1})]):
+        (tmp_path / "wrong.json").write_text(json.dumps(wrong), encoding="utf-8")
+        assert main([str(a), str(tmp_path / "wrong.json")]) == 2
+    assert main([str(a), str(tmp_path / "missing.json")]) == 2
