@@ -88,8 +88,8 @@ _CLAUSE_BREAK = re.compile(r"[,;:?!()]")
 
 
 def clause_words(question: str, name: str) -> list[str]:
-    """The content words of the clause that spells `name`, without the name's own: "state" and "located"
-    for "Silverton" in "..., in the state where Silverton is located, ..."."""
+    """The content words of the clause that spells `name`, without the name's own: "state" for "Silverton"
+    in "..., in the state where Silverton is located, ..." ("located" is a function word)."""
     clause = next((c for c in _CLAUSE_BREAK.split(question) if name in c), question)
     name_stems = stems_of(name)
     return [w for w in content_words(clause) if stem_of(w) not in name_stems]

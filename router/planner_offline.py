@@ -101,7 +101,8 @@ class OfflinePlanner:
                 # a step of the question found it: searched first, with what the question still asks of
                 # it ("Ines Moreau is based in which office?") in place of the evidence's query for it
                 bridges = [b for b in bridges if b not in same]
-                bridges.insert(0, (last, _bridge_query(Question(chain.still_open), last, Passage(0, None, "", "", ""), set())))
+                still_open = Question(chain.still_open)
+                bridges.insert(0, (last, _bridge_query(still_open, last, Passage(0, None, "", "", ""), set())))
             elif fold(last).casefold() not in asked_text and not same:
                 bridges.insert(0, (last, _bridge_query(question, last, Passage(0, None, "", "", ""), set())))
             bridges = bridges[: self.max_bridges]
