@@ -19,6 +19,7 @@ import argparse
 import ast
 import json
 import subprocess
+import sys
 import tomllib
 from dataclasses import asdict, dataclass
 
@@ -109,19 +110,28 @@ def total(counts: dict[str, RuleCount]) -> RuleCount:
     return t
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--at", default="HEAD", help="the commit to count (default HEAD)")
     ap.add_argument("--files", action="store_true", help="each file's count too")
-    args = ap.parse_args()
-    counts = count_at(args.at)
+    args = ap.parse_args(argv)
+    try:
+        counts = count_at(args.at)
+    except subprocess.CalledProcessError as exc:
+        print(f"git cannot read {args.at!r} here ({exc.stderr.strip() or exc}); give a commit of this "
+              "repository and run from its root", file=sys.stderr)
+        return 2
+    except SyntaxError as exc:
+        print(f"a Python file at {args.at} does not parse: {exc}", file=sys.stderr)
+        return 2
     report = {"commit": _git("rev-parse", "--short", args.at).strip(), "total": asdict(total(counts))}
     for folder in FOLDERS:
         report[folder] = asdict(total({k: v for k, v in counts.items() if k.startswith(folder)}))
     if args.files:
         report["files"] = {k: asdict(v) for k, v in sorted(counts.items()) if any(asdict(v).values())}
     print(json.dumps(report, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,7 +1,7 @@
 """bench/rule_count.py: what it counts as a rule (issue 39's "net rule code must go down"). Pure, no git."""
 from __future__ import annotations
 
-from bench.rule_count import RuleCount, count_python, count_toml, total
+from bench.rule_count import RuleCount, count_python, count_toml, main, total
 
 
 def test_regexes_and_literal_word_lists_are_counted_with_their_lines():
@@ -27,3 +27,8 @@ def test_a_word_file_counts_each_list_and_word():
 
 def test_total_adds_every_field():
     assert total({"a": RuleCount(1, 2, 3, 4), "b": RuleCount(10, 20, 30, 40)}) == RuleCount(11, 22, 33, 44)
+
+
+def test_a_commit_git_cannot_read_is_a_clear_error(capsys):
+    assert main(["--at", "no-such-commit-\u00e9"]) == 2
+    assert "give a commit of this repository" in capsys.readouterr().err
