@@ -28,7 +28,7 @@ from core.text.terms import QueryTerms, codes, content_words, normalise
 from answers.chain.question import Nested, extended_names, least_hops, nested_question, question_parts, start_clause
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
 from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
-from answers.question_text import Mention, clause_words, question_mentions, stems_of
+from answers.question_text import Mention, clause_words, question_mentions, stem_of
 from answers.question_text import content_words as query_words
 from answers.types import Passage
 from answers.units import WORD
@@ -104,7 +104,7 @@ class Question:
     @cached_property
     def stems(self) -> frozenset[str]:
         """The stems of its `query_words`: what a passage or a name shares with it."""
-        return frozenset(stems_of(self.text))
+        return frozenset(stem_of(w) for w in self.query_words)
 
     def clause_words(self, name: str) -> list[str]:
         """The query words of the clause that spells `name`, the name's own left out."""
