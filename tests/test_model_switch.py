@@ -15,7 +15,7 @@ from vector.model_switch import sql as migration_sql
 from vector.search import sql as search_sql
 from vector.model_switch.runner import drop, stage_vectors, status, switch
 from vector.ingest.runner import ingest_documents
-from vector.ingest.prepare import embed_text
+from core.embeddings import passage_text
 from vector.search.hybrid import HybridSearcher
 from vector.ingest.sources import load_source
 
@@ -82,7 +82,7 @@ def chunk_rows(db, tenant) -> list[dict]:
             "SELECT id, doc_id, context, heading, content, acl, embed_model, embedding FROM chunks"
             " WHERE tenant_id = %s ORDER BY id", (tenant,)).fetchall()
     keys = ("id", "doc_id", "context", "heading", "content", "acl", "model")
-    return [dict(zip(keys, r[:-1]), vector=as_array(r[-1]), text=embed_text(r[2], r[3], r[4])) for r in rows]
+    return [dict(zip(keys, r[:-1]), vector=as_array(r[-1]), text=passage_text(r[2], r[3], r[4])) for r in rows]
 
 
 def as_array(v) -> np.ndarray:  # pgvector hands back its own Vector type
@@ -187,7 +187,7 @@ def test_changed_or_stale_chunks_are_re_embedded_and_block_the_switch(db, settin
 
 def test_a_rebuilt_text_that_does_not_match_its_hash_is_reported(db, tenant, indexed, voyage):
     row = indexed[0]
-    with db.connection() as conn:  # as if embed_text had changed since the ingest
+    with db.connection() as conn:  # as if passage_text had changed since the ingest
         conn.execute("UPDATE chunks SET content_hash = 'f00d' WHERE id = %s", (row["id"],))
     report = stage_vectors(db, voyage, tenant)
     assert report.mismatches == 1 and report.mismatched == [{"chunk_id": row["id"], "doc_id": row["doc_id"]}]

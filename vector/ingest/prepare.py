@@ -5,6 +5,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
+from core.embeddings import passage_text
 from vector.ingest.chunking import ChunkDraft, chunk_markdown
 from vector.ingest.sources import SourceDocument
 
@@ -59,12 +60,6 @@ def chunk_key(draft: ChunkDraft) -> str:
     return sha256(f"{draft.heading}\x1f{draft.content}")
 
 
-def embed_text(context: str, heading: str, content: str) -> str:
-    """Context and heading path first: cheap disambiguation for the vector ("which function?")."""
-    header = heading if heading.startswith(context) else " > ".join(p for p in (context, heading) if p)
-    return f"{header}\n{content}" if header else content
-
-
 def chunk_document(doc: SourceDocument, *, max_chars: int, overlap: float) -> list[ChunkDraft]:
     return chunk_markdown(doc.text, max_chars=max_chars, overlap=overlap)
 
@@ -77,6 +72,6 @@ def prepare_document(
         raise ValueError(f"{doc.doc_id}: {len(contexts)} contexts for {len(drafts)} chunks")
     chunks = []
     for draft, context in zip(drafts, contexts):
-        text = embed_text(context, draft.heading, draft.content)
+        text = passage_text(context, draft.heading, draft.content)
         chunks.append(PreparedChunk(draft.chunk_no, draft.heading, context, draft.content, text, sha256(text)))
     return PreparedDocument(source=doc, content_hash=document_hash(doc), index_key=key, chunks=tuple(chunks))

@@ -23,7 +23,8 @@ from core.errors import CrossroadsError
 from vector.model_switch import sql as msql
 from vector import store
 from vector import hnsw_index
-from vector.ingest.prepare import embed_text, sha256
+from core.embeddings import passage_text
+from vector.ingest.prepare import sha256
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +125,9 @@ def _run_batches(db: Database, embedder: Embedder, tenant: str, ids: list[int], 
             continue
         texts: dict[str, str] = {}
         for chunk_id, doc_id, context, heading, content, content_hash in rows:
-            text = embed_text(context, heading, content)
+            text = passage_text(context, heading, content)
             if sha256(text) != content_hash:
-                # Not what the served vector was computed from (e.g. embed_text changed since the
+                # Not what the served vector was computed from (e.g. passage_text changed since the
                 # ingest): embedded anyway, as the chunk's own text, and reported.
                 report.mismatches += 1
                 if len(report.mismatched) < MAX_LISTED_MISMATCHES:
