@@ -57,6 +57,7 @@ from answers.units import Extracted, display, units
 from answers.chain.answer import chain_answer, chain_label
 from answers.comparison import comparison_answer
 from answers.local import local_answer
+from answers.other_language_gate import OtherLanguageGate
 from answers.question import Question
 from answers.reader import ReaderModel
 from answers.types import Passage
@@ -64,7 +65,7 @@ from answers.unit_similarity import UnitSimilarity
 
 def offline_answer(question: Question, passages: list[Passage], *, multihop: bool = False,
                    follow_ups: list[str] = (), similarity: UnitSimilarity | None = None,
-                   reader: ReaderModel | None = None) -> Extracted:
+                   reader: ReaderModel | None = None, gate: OtherLanguageGate | None = None) -> Extracted:
     """The route's offline answer: on the multi-hop route, a comparison (`question.comparison`) answers
     each side from the passages about it (answers/comparison.py); another multi-hop question states its
     chain first (after the plain answer when the chain stopped short of the asked kind of value and that
@@ -72,9 +73,10 @@ def offline_answer(question: Question, passages: list[Passage], *, multihop: boo
     (`follow_ups`: "Billing team lead"), since a chain through unfamiliar text may miss a hop the plain
     evidence holds; any other question gets the local answer (`similarity`: for passages in the other
     language, answers/local.py, a comparison's sides too; `reader`: the learned reader, answers/reader.py,
-    for the local answer)."""
+    for the local answer; `gate`: how sure the local answer is when chosen in the other language,
+    answers/other_language_gate.py)."""
     if not multihop:
-        return local_answer(question, passages, similarity=similarity, reader=reader)
+        return local_answer(question, passages, similarity=similarity, reader=reader, gate=gate)
     compared = question.comparison
     if compared is not None:
         sides = list(zip((compared.a, compared.b), compared.queries()))

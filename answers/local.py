@@ -10,6 +10,7 @@ from answers.expected_type import VALUE_KINDS
 from answers.units import Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity, in_its_page
+from answers.other_language_gate import OtherLanguageGate
 from answers.reader import POOL, ReaderModel, answer_row, unit_rows
 from answers.question import Question
 from answers.types import Passage
@@ -23,21 +24,22 @@ MAX_EMBEDDED_UNITS = 32
 
 def local_answer(question: Question, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700,
                  kind: str | None = None, similarity: UnitSimilarity | None = None,
-                 reader: ReaderModel | None = None) -> Extracted:
+                 reader: ReaderModel | None = None, gate: OtherLanguageGate | None = None) -> Extracted:
     """The best unit for the question, its block's follow-ups, and units answering what it left open.
     `kind`: the answer type, when the caller knows it better than `question` says; `similarity`: how
     close in meaning units are to the question, for passages in the other language (`_across_languages`);
     `reader`: the learned reader (answers/reader.py, off unless `answer_learned_reader`) gives the answer
     its calibrated confidence and threshold, over the unit the rules chose (its `chooser` "rules") or the
-    one its ranker chose ("ranker")."""
+    one its ranker chose ("ranker"); `gate`: how sure an answer chosen in the other language is
+    (answers/other_language_gate.py; None: as sure as the search is of its passage)."""
     if reader is not None and reader.chooser == "ranker":
         return _read(question, passages, kind, similarity, reader, max_chars, max_units)
-    extracted, first = _by_rules(question, passages, kind, similarity, max_units, max_chars)
+    extracted, first = _by_rules(question, passages, kind, similarity, max_units, max_chars, gate)
     return extracted if reader is None else _confide(question, passages, kind, similarity, reader, extracted, first)
 
 
 def _by_rules(question: Question, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
-              max_units: int, max_chars: int) -> tuple[Extracted, Unit | None]:
+              max_units: int, max_chars: int, gate: OtherLanguageGate | None = None) -> tuple[Extracted, Unit | None]:
     """The hand-weighted answer and the unit it chose first (None: no answer)."""
     focus = Focus.of(question, kind)
     every = units(passages)
@@ -50,7 +52,7 @@ def _by_rules(question: Question, passages: list[Passage], kind: str | None, sim
     if similarity is not None and lead:
         # embedding a unit costs about 30 ms on the offline model: the best by their words, at most so many
         lead = sorted(lead, key=lambda u: (-scorer.score(u), u.passage, u.position))[:MAX_EMBEDDED_UNITS]
-        return _across_languages(question, scorer, lead, every, similarity, max_chars)
+        return _across_languages(question, scorer, lead, every, similarity, max_chars, gate)
     candidates = [u for u in every if scorer.covered(u) or (scorer.focus.kind and scorer.typed(u))]
     if not candidates:
         return Extracted("", [], 0.0), None
@@ -211,19 +213,25 @@ def _other_language_lead(passages: list[Passage], asked_cyrillic: bool) -> set[i
 
 
 def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], every: list[Unit],
-                      similarity: UnitSimilarity, max_chars: int) -> Extracted:
+                      similarity: UnitSimilarity, max_chars: int,
+                      gate: OtherLanguageGate | None = None) -> tuple[Extracted, Unit]:
     """The answer when the search's best passages are written in the other language: no word of theirs
     can match the question's, so the unit closest to it in meaning, read in its page (`in_its_page`),
     answers (`pool`: those of the asked type, when the question asks one), with its block. The words
     only chose the pool: across languages their score holds little but the passage's rank, which
     outweighs the narrow band one question's cosines span. Its words cannot be checked against the
-    question's, so it is as sure as the search is that its passage is relevant (the calibrated
-    probability the reranker gave it, vector/search/rerank/offline.py), or as the names it shares say."""
+    question's: the `gate` says how sure it is from the chosen unit's closeness; without one, it is as
+    sure as the search is that its passage is relevant (the calibrated probability the reranker gave it,
+    vector/search/rerank/offline.py), or as the names it shares say."""
     read = [in_its_page(u, scorer.passages[u.passage - 1]) for u in pool]
     closeness = dict(zip(map(id, pool), similarity(question.text, read)))
     first = max(pool, key=lambda u: (closeness[id(u)], -u.passage, -u.position))
     chosen = _with_block(first, every, max_chars)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
+    cited = cite(chosen, {id(u): closeness.get(id(u), 0.0) for u in chosen})
+    if gate is not None:
+        return Extracted(text, cited, round(gate.confidence(closeness[id(first)]), 4), threshold=gate.threshold,
+                         closeness=round(closeness[id(first)], 4)), first
     relevance = scorer.passages[first.passage - 1].relevance or 0.0
-    return Extracted(text, cite(chosen, {id(u): closeness.get(id(u), 0.0) for u in chosen}),
-                     round(max(scorer.confidence(chosen), relevance), 4)), first
+    return Extracted(text, cited, round(max(scorer.confidence(chosen), relevance), 4),
+                     closeness=round(closeness[id(first)], 4)), first

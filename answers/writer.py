@@ -14,6 +14,7 @@ from answers.drift_answer import drift_answer
 from answers.extractive import offline_answer
 from answers.generate import CitationError, check_citations, citations_for, llm_answer, no_answer_sentence
 from answers.no_answer import closest_no_answer, unmentioned_note
+from answers.other_language_gate import OtherLanguageGate
 from answers.question import Question
 from answers.reader import ReaderModel
 from answers.types import Answer, Citation, Passage, RouteDecision
@@ -33,12 +34,15 @@ class AnswerWriter:
     """`searcher`: looks up, with the reader's ACL in SQL, whether any readable document mentions the
     question's codes and words; `similarity`: units against the question across languages; `reader`:
     the learned reader (None: the hand-weighted scorer); `unmentioned_words`: how many of the question's
-    content words no readable document uses withhold a local answer (0: never; docs/reader.md)."""
+    content words no readable document uses withhold a local answer (0: never; docs/reader.md); `gate`:
+    how sure a local answer chosen in the other language is (answers/other_language_gate.py; with one,
+    the local route's offline search leaves such pages to it)."""
 
     searcher: HybridSearcher
     similarity: UnitSimilarity
     reader: ReaderModel | None = None
     unmentioned_words: int = 0
+    gate: OtherLanguageGate | None = None
 
     def write(self, tenant: str, groups: list[str], question: Question, passages: list[Passage],
               decision: RouteDecision, llm: LLM | None, *, partial: bool, multihop: bool = False,
@@ -62,10 +66,12 @@ class AnswerWriter:
         if withheld:
             return withheld
         extracted = offline_answer(question, passages, multihop=multihop, follow_ups=list(follow_ups),
-                                   similarity=self.similarity, reader=self.reader)
+                                   similarity=self.similarity, reader=self.reader, gate=self.gate)
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
         trace["confidence"] = extracted.confidence
         trace["threshold"] = extracted.threshold
+        if extracted.closeness is not None:
+            trace["closeness"] = extracted.closeness  # chosen by meaning in the other language's passages
         if extracted.logit is not None:
             trace["reader"] = {"logit": round(extracted.logit, 4)}
         if extracted.chain:

@@ -323,6 +323,12 @@ class Settings(BaseSettings):
         "(answers/reader_model.json) instead of the share of the question its sentences cover. Off by default: held out "
         "it withheld more right answers than it gained negatives (docs/reader.md).",
     )
+    answer_other_language_gate: bool = Field(
+        True, description="Offline, a local answer chosen in the other language's pages is shown when its sentence, "
+        "read in its page, is close enough in meaning to the question (answers/other_language_gate.json, fitted for the "
+        "default embedding model), and the local route's search leaves such pages to it instead of the reranker's cut. "
+        "Off: those pages are held to the cut and the answer is as sure as the search is of its page (docs/reader.md).",
+    )
     answer_unmentioned_words: int = Field(
         0, ge=0, le=10, description="Offline, a local answer in the question's language is withheld (the no-answer "
         "naming them) when this many of the question's content words appear in no document the user can read, "

@@ -43,6 +43,7 @@ from answers.question import Question
 from answers.types import FORCED_ROUTES, Answer, Passage, RouteDecision
 from answers.unit_similarity import EmbeddingSimilarity
 from answers.reader import load_reader
+from answers.other_language_gate import load_gate
 from answers.themes.answer import themes_in_scope
 from answers.writer import AnswerWriter
 from vector.search.factory import make_searcher, with_transforms
@@ -64,7 +65,8 @@ class QuestionRouter:
         # the local route's offline reader (answers/reader.py); None: the hand-weighted scorer
         self.writer = AnswerWriter(self.searcher, EmbeddingSimilarity(self.embedder),
                                    load_reader() if settings.answer_learned_reader else None,
-                                   settings.answer_unmentioned_words)
+                                   settings.answer_unmentioned_words,
+                                   load_gate(self.embedder.model_id) if settings.answer_other_language_gate else None)
         # query transforms (multi-query, HyDE) apply to the local route when switched on
         self.local_searcher = with_transforms(self.searcher, settings)
         self.llm = None if use_llm is False else (llm or make_llm(settings))
@@ -220,7 +222,11 @@ class QuestionRouter:
         return answer
 
     def _local(self, tenant, groups, question: Question, decision, llm) -> Answer:
-        result = self.local_searcher.search(tenant, groups, question.text, k=self.settings.answer_passages, mode="hybrid+rerank")
+        # offline, pages in the other script are judged by the answer's gate (answers/other_language_gate.py)
+        # rather than held to the reranker's cut
+        hold_other_script = llm is not None or self.writer.gate is None
+        result = self.local_searcher.search(tenant, groups, question.text, k=self.settings.answer_passages,
+                                            mode="hybrid+rerank", hold_other_script=hold_other_script)
         # a hit kept by a calibrated cut scores as a probability of relevance
         calibrated = result.trace.get("rerank_threshold") is not None and not result.degraded
         passages = [Passage.of_chunk(h, h.score if calibrated else None) for h in result.hits]

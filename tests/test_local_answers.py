@@ -148,6 +148,20 @@ def test_other_language_units_are_read_in_their_page_and_chosen_by_meaning_over_
                                            "Склад в Казани > Состав\nВ команде 9 инженеров."]
 
 
+def test_a_gate_shows_an_answer_from_the_other_language_only_when_its_sentence_is_close_enough():
+    from answers.other_language_gate import OtherLanguageGate
+    question = "Who runs the shift at the warehouse?"
+    passages = [Passage(1, "kazan.md", "Склад в Казани", "", RUSSIAN_PAGE, relevance=0.05)]
+    gate = OtherLanguageGate("toy", slope=50.0, intercept=-40.0, threshold=0.5)  # shown from a cosine of 0.8
+    close = local_answer(Question(question), passages, similarity=Similarity({"Руководитель смены": 0.85}), gate=gate)
+    far = local_answer(Question(question), passages, similarity=Similarity({"Руководитель смены": 0.75}), gate=gate)
+    assert close.answered and "Пётр Лаврентьев" in close.text and close.closeness == 0.85
+    assert close.confidence == pytest.approx(gate.confidence(0.85), abs=1e-4) and close.threshold == 0.5
+    assert not far.answered and far.closeness == 0.75  # withheld, though the search found the page
+    # without a gate, as sure as the search is of its page (here too little)
+    assert not local_answer(Question(question), passages, similarity=Similarity({"Руководитель смены": 0.85})).answered
+
+
 def test_the_other_language_is_not_asked_when_the_best_passage_is_in_the_questions_own():
     question = "Who runs the shift at the Kazan warehouse?"
     passages = [Passage(1, "shifts.md", "Shift rules", "", "At the Kazan warehouse Petr Lavrentyev runs the shift."),

@@ -364,6 +364,19 @@ def test_threshold_that_removes_everything_gives_an_honest_empty_result(corpus_t
     assert result.trace["stages"]["rerank"] and result.trace["stages"]["final"] == []
 
 
+def test_hits_in_the_other_script_can_be_left_to_the_caller_below_the_threshold(corpus_tenant, db, local_embedder):
+    # the offline answer judges pages in the other script itself (answers/other_language_gate.py): the
+    # search keeps them below the cut, and still cuts the ones in the query's own script
+    s = HybridSearcher(db, local_embedder, reranker=FixedReranker(scores=0.1), rerank_threshold=0.5)
+    held = s.search(corpus_tenant, ["public", "staff", "hr"], "database backups", k=10, mode="hybrid+rerank")
+    left = s.search(corpus_tenant, ["public", "staff", "hr"], "database backups", k=10, mode="hybrid+rerank",
+                    hold_other_script=False)
+    s.close()
+    assert held.hits == []
+    assert left.hits and all(h.lang == "russian" for h in left.hits)
+    assert {c.id for c in left.candidates if c.lang == "russian"} >= {h.id for h in left.hits}
+
+
 def test_without_reranker_hybrid_rerank_is_hybrid(corpus_tenant, searcher):
     a = searcher.search(corpus_tenant, ["public"], "database backups", k=3, mode="hybrid")
     b = searcher.search(corpus_tenant, ["public"], "database backups", k=3, mode="hybrid+rerank")

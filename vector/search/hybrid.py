@@ -206,10 +206,13 @@ class HybridSearcher:
         return lookup_unmentioned(self.db, self._tx_settings, tenant, groups, codes, misspellings=misspellings)
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
-               vector_text: str | None = None, apply_threshold: bool = True) -> SearchResult:
+               vector_text: str | None = None, apply_threshold: bool = True,
+               hold_other_script: bool = True) -> SearchResult:
         """`vector_text` (HyDE): embedded instead of `query` for the vector leg; full text and rerank keep `query`.
         `apply_threshold=False` keeps reranked hits below the rerank threshold (evidence gathering for
-        a next hop, where a passage that does not answer the question itself may name the bridge)."""
+        a next hop, where a passage that does not answer the question itself may name the bridge).
+        `hold_other_script=False` keeps the hits written in the other script than the query below it, and
+        only those: their caller judges them (the offline answer's gate, answers/other_language_gate.py)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         started = time.perf_counter()
@@ -293,7 +296,7 @@ class HybridSearcher:
 
         hits = [_copy(c) for c in candidates[:k]]
         if mode == "hybrid+rerank" and self.reranker is not None and candidates:
-            hits, reason = self._rerank(query, candidates, k, trace, timings, apply_threshold)
+            hits, reason = self._rerank(query, candidates, k, trace, timings, apply_threshold, hold_other_script)
             if reason:
                 degraded.append(reason)
         trace["stages"]["final"] = [{"id": h.id, "rank": r, "score": h.score} for r, h in enumerate(hits, start=1)]
@@ -326,7 +329,7 @@ class HybridSearcher:
         return self._rerank(query, candidates, k, trace, trace.setdefault("timings_ms", {}))
 
     def _rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict, timings: dict,
-                apply_threshold: bool = True):
+                apply_threshold: bool = True, hold_other_script: bool = True):
         """Reranked top-k above the threshold, or the fused top-k and the reason it could not be."""
         trace["reranker"] = self.reranker.name
         start = time.perf_counter()
@@ -344,9 +347,11 @@ class HybridSearcher:
         trace["stages"]["rerank"] = [{"id": candidates[i].id, "rank": r, "score": s}
                                      for r, (i, s) in enumerate(ranked, start=1)]
         threshold = self.rerank_threshold if apply_threshold else None
+        asked_russian = detect_language(query) == "russian"
         hits = []
         for index, score in ranked:
-            if threshold is not None and score < threshold:
+            held = hold_other_script or (candidates[index].lang == "russian") == asked_russian
+            if threshold is not None and held and score < threshold:
                 continue  # below the threshold: an honest "nothing relevant", no refill from the fused list
             hit = _copy(candidates[index])
             hit.score = score

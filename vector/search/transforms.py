@@ -169,7 +169,7 @@ class TransformingSearcher:
         return self.searcher.unmentioned(tenant, groups, codes, misspellings=misspellings)
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
-               history: Sequence[dict] | None = None) -> SearchResult:
+               history: Sequence[dict] | None = None, hold_other_script: bool = True) -> SearchResult:
         info: dict = {"multi_query": self.multi_query, "hyde": self.hyde, "history_turns": len(history or ())}
         if self.llm is None:
             info["pass_through"] = "no LLM configured: query transforms are off"
@@ -178,7 +178,7 @@ class TransformingSearcher:
         elif mode not in MODES or not any(g for g in groups) or not query.strip() or k <= 0:
             info["pass_through"] = "nothing to search: no LLM call spent"  # the searcher says why
         if "pass_through" in info:
-            result = self.searcher.search(tenant, groups, query, k, mode)
+            result = self.searcher.search(tenant, groups, query, k, mode, hold_other_script=hold_other_script)
             result.trace["transforms"] = info
             return result
         return self._transformed(tenant, groups, query, k, mode, history, info)

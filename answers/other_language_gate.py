@@ -1,0 +1,59 @@
+"""Whether an answer read in the other language's pages is sure enough to be shown.
+
+When the search ranks passages of the other language first, the local answer chooses among their
+units by meaning (answers/local.py `_across_languages`). No word of such a unit can be checked against
+the question's, so whether it answers is judged by how close in meaning the chosen unit, read in its
+page, is to the question: the embedding model's cosine, Platt-scaled to P(the answer is right). It was
+fitted by `python -m bench.train_other_language_gate` on questions written for the project
+(bench/answer_xl_written: 384 asked in the other language than their one answering document) and on
+the same questions asked of tenants that hold nothing about them; its threshold is the one at which a
+right answer shown, a wrong one shown and an off-topic question answered weigh the same, chosen with
+each corpus held out in turn (docs/reader.md, eighth session).
+
+With the gate, the local route's offline search no longer holds a page in the other script to the
+reranker's calibrated cut (vector/search/hybrid.py `hold_other_script`): that cut reads such a page
+through a model calibrated on one-language lists, about ten times too low in odds on real
+cross-language questions, and it cut half of the pages that answer. The gate judges them instead.
+
+A cosine is on its model's own scale, so the gate holds only for the model it was fitted with
+(`embedder`); for any other, an answer from the other language is as sure as the search is of its
+passage, and the search's cut applies, as before the gate.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+GATE_PATH = Path(__file__).with_name("other_language_gate.json")
+
+
+@dataclass(frozen=True)
+class OtherLanguageGate:
+    embedder: str  # the embedding model whose cosines it was fitted on
+    slope: float
+    intercept: float
+    threshold: float  # the least P(right) shown
+
+    def confidence(self, closeness: float) -> float:
+        """P(the answer is right) for its chosen unit's cosine to the question."""
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, self.slope * closeness + self.intercept))))
+
+    @classmethod
+    def open(cls, embedder: str) -> "OtherLanguageGate":
+        """A gate that shows every such answer (for fitting one: each answer's cosine is wanted)."""
+        return cls(embedder, 0.0, 0.0, 0.0)
+
+
+def load_gate(embedder: str, path: Path = GATE_PATH) -> OtherLanguageGate | None:
+    """The fitted gate when it was fitted on `embedder`'s vectors; None otherwise or when absent."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        gate = OtherLanguageGate(str(data["embedder"]), float(data["slope"]), float(data["intercept"]),
+                                 float(data["threshold"]))
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is malformed ({exc}): refit it with `python -m bench.train_other_language_gate`") from exc
+    return gate if gate.embedder == embedder else None

@@ -1,0 +1,143 @@
+"""Fit the gate of answers chosen in the other language's pages (answers/other_language_gate.py).
+
+    python -m bench.train_other_language_gate [--dry-run]
+
+Asks the local route (offline, the gate open: every such answer shown, so each one's closeness is
+seen) the 384 questions of bench/answer_xl_written on their own tenant, and every second one of them
+on tenants that hold nothing about them (`demo`, `eval_xquad_ru`, `eval_multihop`, those present):
+an answer there is an off-topic question answered. Of each answer chosen in the other language it keeps
+the chosen unit's cosine to the question (`trace["closeness"]`) and whether the answer holds the gold.
+
+The gate is P(right) = sigmoid(slope * cosine + intercept), fitted on those answers (off-topic ones
+count as wrong), and the least P shown is where a right answer shown, a wrong one shown and an
+off-topic question answered weigh the same (shown right - shown wrong - off-topic answered is
+highest). Reported leave one corpus out (hospital, museum, transit, university: the fit and the cut
+chosen without the corpus, its questions and their off-topic askings judged by them); the file is
+written from the fit on all of them, with the embedding model it holds for.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from answers.other_language_gate import GATE_PATH, OtherLanguageGate
+from bench.answer_eval import DATASETS, contains_answer
+from core.database import open_database
+from core.settings import Settings
+from evaluation.datasets import load_dataset
+from evaluation.runner import index_dataset
+from router.service import QuestionRouter
+
+OFF_TOPIC_TENANTS = {"demo": ["public", "staff", "finance", "hr"], "eval_xquad_ru": ["public"],
+                     "eval_multihop": ["public"]}
+CUTS = np.round(np.arange(0.70, 0.90, 0.0025), 4)  # cosines tried as the least shown
+
+
+@dataclass(frozen=True)
+class Asked:
+    qid: str
+    corpus: str  # the qid's letter: the corpus the question was written over
+    closeness: float | None  # None: not answered from the other language (the same-language path)
+    right: bool  # the answer (shown or withheld) holds the gold; never for an off-topic one
+    shown: bool  # shown as the route shows it without the gate's decision (off-topic: answered)
+    off_topic: bool
+
+
+def _ask(router: QuestionRouter, tenant: str, groups: list[str], q: dict, off_topic: bool) -> Asked:
+    answer = router.ask(tenant, groups, q["question"], route="local")
+    said = answer.trace.get("withheld", "") if answer.no_answer else answer.answer
+    return Asked(q["qid"], q["qid"][0], answer.trace.get("closeness"),
+                 not off_topic and contains_answer(said, q["answers"]), not answer.no_answer, off_topic)
+
+
+def collect(settings: Settings) -> tuple[list[Asked], str]:
+    dataset = load_dataset(DATASETS["xl_written"])
+    questions = [json.loads(line) for line in (DATASETS["xl_written"] / "queries.jsonl").open(encoding="utf-8")
+                 if line.strip()]
+    db = open_database(settings)
+    try:
+        with QuestionRouter(db, settings, use_llm=False) as router:
+            index_dataset(db, router.embedder, settings, dataset)
+            router.writer.gate = OtherLanguageGate.open(router.embedder.model_id)
+            with db.connection() as conn:
+                present = {t for (t,) in conn.execute("SELECT DISTINCT tenant_id FROM chunks").fetchall()}
+            asked = [_ask(router, f"eval_{dataset.name}", ["public"], q, False) for q in questions]
+            for tenant, groups in OFF_TOPIC_TENANTS.items():
+                if tenant not in present:
+                    print(f"{tenant} is not indexed: its off-topic questions are skipped", file=sys.stderr)
+                    continue
+                asked += [_ask(router, tenant, groups, q, True) for q in questions[::2]]
+            model_id = router.embedder.model_id
+    finally:
+        db.close()
+    return asked, model_id
+
+
+def _outcome(asked: list[Asked], shown_at) -> dict:
+    """Counts when an answer from the other language is shown iff `shown_at(closeness)`; the others as they were."""
+    out = {"shown_right": 0, "shown_wrong": 0, "right_withheld": 0, "off_topic_answered": 0}
+    for a in asked:
+        shown = a.shown if a.closeness is None else shown_at(a.closeness)
+        if a.off_topic:
+            out["off_topic_answered"] += shown
+        else:
+            out["shown_right"] += shown and a.right
+            out["shown_wrong"] += shown and not a.right
+            out["right_withheld"] += (not shown) and a.right and a.closeness is not None
+    return out
+
+
+def _utility(o: dict) -> int:
+    return o["shown_right"] - o["shown_wrong"] - o["off_topic_answered"]
+
+
+def fit(asked: list[Asked]) -> tuple[float, float, float]:
+    """(slope, intercept, least cosine shown) from these answers."""
+    read = [a for a in asked if a.closeness is not None]
+    x = np.array([a.closeness for a in read])
+    y = np.array([float(a.right) for a in read])
+    design, w = np.c_[x, np.ones(len(x))], np.zeros(2)
+    for _ in range(100):  # Newton's method, a small ridge for separable folds
+        p = 1 / (1 + np.exp(-design @ w))
+        w -= np.linalg.solve((design.T * (p * (1 - p))) @ design + 1e-3 * np.eye(2), design.T @ (p - y) + 1e-3 * w)
+    cut = max(CUTS, key=lambda c: (_utility(_outcome(asked, lambda v: v >= c)), -c))
+    return float(w[0]), float(w[1]), float(cut)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dry-run", action="store_true", help="report only; never write the gate")
+    args = parser.parse_args()
+    asked, model_id = collect(Settings())
+    report: dict = {"by corpus held out": {}}
+    total = {"shown_right": 0, "shown_wrong": 0, "right_withheld": 0, "off_topic_answered": 0}
+    for corpus in sorted({a.corpus for a in asked}):
+        slope, intercept, cut = fit([a for a in asked if a.corpus != corpus])
+        held = _outcome([a for a in asked if a.corpus == corpus], lambda v: v >= cut)
+        report["by corpus held out"][corpus] = {"least_cosine": cut, **held}
+        total = {k: total[k] + held[k] for k in total}
+    report["held out, summed"] = total
+    slope, intercept, cut = fit(asked)
+    gate = OtherLanguageGate(model_id, round(slope, 4), round(intercept, 4),
+                             round(OtherLanguageGate(model_id, slope, intercept, 0.0).confidence(cut), 4))
+    report["all corpora"] = {"least_cosine": cut, **_outcome(asked, lambda v: v >= cut)}
+    report["answers"] = {"asked": len(asked), "from the other language": sum(a.closeness is not None for a in asked),
+                         "off-topic": sum(a.off_topic for a in asked)}
+    print(json.dumps(report, indent=1))
+    if args.dry_run:
+        return 0
+    GATE_PATH.write_text(json.dumps({**asdict(gate), "provenance": {
+        "trained": datetime.date.today().isoformat(), "script": "bench/train_other_language_gate.py",
+        "questions": "bench/answer_xl_written", "off_topic_tenants": sorted(OFF_TOPIC_TENANTS),
+        "least_cosine": cut, "report": report}}, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {GATE_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
