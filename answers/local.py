@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from core.text.language import detect_language
 from answers.expected_type import VALUE_KINDS
-from answers.units import Extracted, Unit, cite, display, units
+from answers.units import MIN_CONFIDENCE, Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity, in_its_page
 from answers.other_language_gate import OtherLanguageGate
@@ -220,18 +220,20 @@ def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], ever
     answers (`pool`: those of the asked type, when the question asks one), with its block. The words
     only chose the pool: across languages their score holds little but the passage's rank, which
     outweighs the narrow band one question's cosines span. Its words cannot be checked against the
-    question's: the `gate` says how sure it is from the chosen unit's closeness; without one, it is as
-    sure as the search is that its passage is relevant (the calibrated probability the reranker gave it,
-    vector/search/rerank/offline.py), or as the names it shares say."""
+    question's: it is as sure as the names it shares say, or else as the `gate` says from the chosen
+    unit's closeness; without a gate, as the names say or as sure as the search is that its passage is
+    relevant (the calibrated probability the reranker gave it, vector/search/rerank/offline.py)."""
     read = [in_its_page(u, scorer.passages[u.passage - 1]) for u in pool]
     closeness = dict(zip(map(id, pool), similarity(question.text, read)))
     first = max(pool, key=lambda u: (closeness[id(u)], -u.passage, -u.position))
     chosen = _with_block(first, every, max_chars)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
     cited = cite(chosen, {id(u): closeness.get(id(u), 0.0) for u in chosen})
-    if gate is not None:
-        return Extracted(text, cited, round(gate.confidence(closeness[id(first)]), 4), threshold=gate.threshold,
-                         closeness=round(closeness[id(first)], 4)), first
-    relevance = scorer.passages[first.passage - 1].relevance or 0.0
-    return Extracted(text, cited, round(max(scorer.confidence(chosen), relevance), 4),
-                     closeness=round(closeness[id(first)], 4)), first
+    named, close = round(scorer.confidence(chosen), 4), round(closeness[id(first)], 4)
+    if gate is not None and named < MIN_CONFIDENCE:
+        # the names give no evidence: the gate judges the meaning (the search's probability for such a page
+        # is not used: the search did not hold the page to its cut, answers/other_language_gate.py)
+        return Extracted(text, cited, round(gate.confidence(close), 4), threshold=gate.threshold,
+                         closeness=close, named=named), first
+    relevance = (scorer.passages[first.passage - 1].relevance or 0.0) if gate is None else 0.0
+    return Extracted(text, cited, round(max(named, relevance), 4), closeness=close, named=named), first

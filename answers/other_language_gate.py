@@ -3,10 +3,13 @@
 When the search ranks passages of the other language first, the local answer chooses among their
 units by meaning (answers/local.py `_across_languages`). No word of such a unit can be checked against
 the question's, so whether it answers is judged by how close in meaning the chosen unit, read in its
-page, is to the question: the embedding model's cosine, Platt-scaled to P(the answer is right). It was
+page, is to the question: the embedding model's cosine, Platt-scaled to P(the answer is right). The
+gate decides only where names do not: an answer whose units hold the question's names (the words that
+cross scripts, by their consonants) is shown on that evidence, as before it. The gate was
 fitted by `python -m bench.train_other_language_gate` on questions written for the project
 (bench/answer_xl_written: 384 asked in the other language than their one answering document) and on
-the same questions asked of tenants that hold nothing about them; its threshold is the one at which a
+the same questions asked of tenants that hold nothing about them, on the answers without that names
+evidence; its threshold is the one at which a
 right answer shown, a wrong one shown and an off-topic question answered weigh the same, chosen with
 each corpus held out in turn (docs/reader.md, eighth session).
 

@@ -142,8 +142,10 @@ class Extracted:
     # the question, the learned reader's own for its calibrated probability (answers/reader.py)
     threshold: float = MIN_CONFIDENCE
     logit: float | None = None  # the learned reader's answer logit, when it chose the answering unit
-    # an answer chosen by meaning in the other language's passages: its unit's cosine to the question
+    # an answer chosen by meaning in the other language's passages: its unit's cosine to the question, and
+    # the share of the question its units cover (across scripts: of the question's names)
     closeness: float | None = None
+    named: float | None = None
     row: object = None  # and the answer model's input (for bench/train_reader.py)
 
     @property

@@ -70,8 +70,8 @@ class AnswerWriter:
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
         trace["confidence"] = extracted.confidence
         trace["threshold"] = extracted.threshold
-        if extracted.closeness is not None:
-            trace["closeness"] = extracted.closeness  # chosen by meaning in the other language's passages
+        if extracted.closeness is not None:  # chosen by meaning in the other language's passages
+            trace["closeness"], trace["named"] = extracted.closeness, extracted.named
         if extracted.logit is not None:
             trace["reader"] = {"logit": round(extracted.logit, 4)}
         if extracted.chain:

@@ -372,8 +372,8 @@ def test_hits_in_the_other_script_can_be_left_to_the_caller_below_the_threshold(
     left = s.search(corpus_tenant, ["public", "staff", "hr"], "database backups", k=10, mode="hybrid+rerank",
                     hold_other_script=False)
     s.close()
-    assert held.hits == []
-    assert left.hits and all(h.lang == "russian" for h in left.hits)
+    assert held.hits == [] and "other_script_below_threshold" not in held.trace
+    assert left.hits and all(h.lang == "russian" for h in left.hits) and left.trace["other_script_below_threshold"]
     assert {c.id for c in left.candidates if c.lang == "russian"} >= {h.id for h in left.hits}
 
 

@@ -357,6 +357,8 @@ class HybridSearcher:
             hit.score = score
             hits.append(hit)
         trace["rerank_threshold"] = threshold
+        if not hold_other_script:
+            trace["other_script_below_threshold"] = "kept for the caller to judge"
         return hits, None
 
     def _call_reranker(self, query: str, candidates: list[Candidate], k: int):
