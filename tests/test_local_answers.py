@@ -160,6 +160,10 @@ def test_a_gate_shows_an_answer_from_the_other_language_only_when_its_sentence_i
     assert not far.answered and far.closeness == 0.75  # withheld, though the search found the page
     # without a gate, as sure as the search is of its page (here too little)
     assert not local_answer(Question(question), passages, similarity=Similarity({"Руководитель смены": 0.85})).answered
+    # a name of the question the answer's units hold (across scripts) shows it whatever the gate says
+    named = local_answer(Question("Who runs the shift at the Kazan warehouse?"), passages,
+                         similarity=Similarity({"Руководитель смены": 0.75}), gate=gate)
+    assert named.answered and "Пётр Лаврентьев" in named.text and named.named >= 0.2
 
 
 def test_the_other_language_is_not_asked_when_the_best_passage_is_in_the_questions_own():
