@@ -43,7 +43,8 @@ xl_dev    - bench/answer_xl_dev/questions.jsonl: 40 questions asked in the other
             document that answers them and 8 same-language controls (its README); a dev set, looked at freely.
 xl_written - bench/answer_xl_written: 384 questions asked in the other language than the one document that
             answers them, over four corpora of 12 documents each, all written for the project by helpers who
-            read no other file of it (its README); not run by default (run to report a change, verdicts only).
+            read no other file of it (its README), and its negatives (questions naming what the corpora hold
+            and asking what they never state; right when withheld); not run by default.
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
 
 Every answer's confidence is kept, so the no-answer threshold (answers/units.MIN_CONFIDENCE, a
@@ -119,6 +120,27 @@ def run(router: QuestionRouter, name: str, routes: list[str], golds_of, limit: i
         asked = [(q["qid"], q["question"], golds_of(q), route) for q in queries]
         out[route] = _score(router, name, tenant, [(a, GROUPS) for a in asked])
     return out
+
+
+def dataset_negatives(name: str) -> list[dict]:
+    """A dataset's questions that no document of it answers (`negatives_*.jsonl` beside its queries)."""
+    return [json.loads(line) for path in sorted(DATASETS[name].glob("negatives_*.jsonl"))
+            for line in path.open(encoding="utf-8") if line.strip()]
+
+
+def run_negatives(router: QuestionRouter, name: str, limit: int | None) -> dict:
+    """A dataset's negatives on its tenant's local route: right when withheld."""
+    tenant = eval_tenant(load_dataset(DATASETS[name]))
+    every = []
+    for q in dataset_negatives(name)[:limit]:
+        answer = router.ask(tenant, GROUPS, q["question"], route="local")
+        every.append({"set": f"{name}_negatives", "qid": q["qid"], "route": "local", "score": float(answer.no_answer),
+                      "head": None, "question": q["question"], "answer": answer.answer, "no_answer": answer.no_answer,
+                      "df": _lexeme_df(answer), "negative": True, "withheld_right": False})
+    n = len(every) or 1
+    withheld = sum(e["no_answer"] for e in every)
+    print(f"{name + '_negatives':9} local     withheld {withheld / n:.3f} (n={len(every)})", file=sys.stderr, flush=True)
+    return {"accuracy": round(withheld / n, 3), "head": round(withheld / n, 3), "n": len(every), "every": every}
 
 
 def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tuple, list[str]]]) -> dict:
@@ -303,6 +325,8 @@ def main() -> int:
             if "xl_written" in sets and "local" in routes:
                 index_dataset(db, router.embedder, settings, load_dataset(DATASETS["xl_written"]))
                 results["xl_written"] = run(router, "xl_written", ["local"], lambda q: q["answers"], args.limit)
+                if dataset_negatives("xl_written"):
+                    results["xl_written_negatives"] = {"local": run_negatives(router, "xl_written", args.limit)}
             golden = {name: run_golden(router, name, args.fixtures_tenant, routes) for name in GOLDEN_SETS
                       if args.fixtures_tenant and name in sets}
     finally:

@@ -5,7 +5,9 @@
 Asks the local route (offline, the gate open: every such answer shown, so each one's closeness is
 seen) the 384 questions of bench/answer_xl_written on their own tenant, and every second one of them
 on tenants that hold nothing about them (`demo`, `eval_xquad_ru`, `eval_multihop`, those present):
-an answer there is an off-topic question answered. Of each answer chosen in the other language it keeps
+an answer there is an off-topic question answered. Its 160 negatives (`negatives_*.jsonl`: questions
+naming what the corpora hold and asking what they never state) are asked too and reported as
+near-topic questions answered; they were written after the gate was fitted and stay out of the fit. Of each answer chosen in the other language it keeps
 the chosen unit's cosine to the question (`trace["closeness"]`) and whether the answer holds the gold.
 
 An answer whose units hold the question's names (`trace["named"]` at least MIN_CONFIDENCE) is shown on
@@ -28,7 +30,7 @@ import numpy as np
 
 from answers.other_language_gate import GATE_PATH, OtherLanguageGate
 from answers.units import MIN_CONFIDENCE
-from bench.answer_eval import DATASETS, contains_answer
+from bench.answer_eval import DATASETS, contains_answer, dataset_negatives
 from core.database import open_database
 from core.settings import Settings
 from evaluation.datasets import load_dataset
@@ -46,16 +48,16 @@ class Asked:
     corpus: str  # the qid's letter: the corpus the question was written over
     closeness: float | None  # None: not answered from the other language (the same-language path)
     named: float  # the share of the question's names the answer's units hold
-    right: bool  # the answer (shown or withheld) holds the gold; never for an off-topic one
-    shown: bool  # shown as the route shows it without the gate's decision (off-topic: answered)
-    off_topic: bool
+    right: bool  # the answer (shown or withheld) holds the gold; never for an unanswerable question
+    shown: bool  # shown as the route shows it without the gate's decision (unanswerable: answered)
+    unanswerable: str  # "": answerable; "off-topic": asked of a tenant without its corpus; "near-topic": a negative
 
 
-def _ask(router: QuestionRouter, tenant: str, groups: list[str], q: dict, off_topic: bool) -> Asked:
+def _ask(router: QuestionRouter, tenant: str, groups: list[str], q: dict, unanswerable: str = "") -> Asked:
     answer = router.ask(tenant, groups, q["question"], route="local")
     said = answer.trace.get("withheld", "") if answer.no_answer else answer.answer
     return Asked(q["qid"], q["qid"][0], answer.trace.get("closeness"), answer.trace.get("named") or 0.0,
-                 not off_topic and contains_answer(said, q["answers"]), not answer.no_answer, off_topic)
+                 not unanswerable and contains_answer(said, q["answers"]), not answer.no_answer, unanswerable)
 
 
 def collect(settings: Settings) -> tuple[list[Asked], str]:
@@ -69,12 +71,14 @@ def collect(settings: Settings) -> tuple[list[Asked], str]:
             router.writer.gate = OtherLanguageGate.open(router.embedder.model_id)
             with db.connection() as conn:
                 present = {t for (t,) in conn.execute("SELECT DISTINCT tenant_id FROM chunks").fetchall()}
-            asked = [_ask(router, f"eval_{dataset.name}", ["public"], q, False) for q in questions]
+            asked = [_ask(router, f"eval_{dataset.name}", ["public"], q) for q in questions]
+            asked += [_ask(router, f"eval_{dataset.name}", ["public"], q, "near-topic")
+                      for q in dataset_negatives("xl_written")]
             for tenant, groups in OFF_TOPIC_TENANTS.items():
                 if tenant not in present:
                     print(f"{tenant} is not indexed: its off-topic questions are skipped", file=sys.stderr)
                     continue
-                asked += [_ask(router, tenant, groups, q, True) for q in questions[::2]]
+                asked += [_ask(router, tenant, groups, q, "off-topic") for q in questions[::2]]
             model_id = router.embedder.model_id
     finally:
         db.close()
@@ -83,11 +87,11 @@ def collect(settings: Settings) -> tuple[list[Asked], str]:
 
 def _outcome(asked: list[Asked], shown_at) -> dict:
     """Counts when an answer from the other language is shown iff `shown_at(answer)`; the others as they were."""
-    out = {"shown_right": 0, "shown_wrong": 0, "right_withheld": 0, "off_topic_answered": 0}
+    out = {"shown_right": 0, "shown_wrong": 0, "right_withheld": 0, "off_topic_answered": 0, "near_topic_answered": 0}
     for a in asked:
         shown = a.shown if a.closeness is None else shown_at(a)
-        if a.off_topic:
-            out["off_topic_answered"] += shown
+        if a.unanswerable:
+            out[f"{a.unanswerable.replace('-', '_')}_answered"] += shown
         else:
             out["shown_right"] += shown and a.right
             out["shown_wrong"] += shown and not a.right
@@ -96,7 +100,7 @@ def _outcome(asked: list[Asked], shown_at) -> dict:
 
 
 def _utility(o: dict) -> int:
-    return o["shown_right"] - o["shown_wrong"] - o["off_topic_answered"]
+    return o["shown_right"] - o["shown_wrong"] - o["off_topic_answered"] - o["near_topic_answered"]
 
 
 def _shown(gate: OtherLanguageGate):
@@ -106,7 +110,9 @@ def _shown(gate: OtherLanguageGate):
 
 def fit(asked: list[Asked], model_id: str) -> OtherLanguageGate:
     """The gate fitted on these answers: Platt scaling of the cosine on the answers without the names'
-    evidence (those the gate decides), then the least P shown."""
+    evidence (those the gate decides), then the least P shown. The near-topic negatives take no part:
+    they were written after the gate was fitted and are its independent check."""
+    asked = [a for a in asked if a.unanswerable != "near-topic"]
     read = [a for a in asked if a.closeness is not None and a.named < MIN_CONFIDENCE]
     design = np.array([[a.closeness, 1.0] for a in read])
     y = np.array([float(a.right) for a in read])
@@ -125,7 +131,7 @@ def main() -> int:
     # the shipped gate is not read (it may be the one being replaced): the open one is set in its place
     asked, model_id = collect(Settings(answer_other_language_gate=False))
     report: dict = {"by corpus held out": {}}
-    total = {"shown_right": 0, "shown_wrong": 0, "right_withheld": 0, "off_topic_answered": 0}
+    total = dict.fromkeys(("shown_right", "shown_wrong", "right_withheld", "off_topic_answered", "near_topic_answered"), 0)
     for corpus in sorted({a.corpus for a in asked}):
         gate = fit([a for a in asked if a.corpus != corpus], model_id)
         held = _outcome([a for a in asked if a.corpus == corpus], _shown(gate))
@@ -137,7 +143,8 @@ def main() -> int:
     report["all corpora"] = _outcome(asked, _shown(gate))
     report["before (the search's cut, the shipped confidence)"] = "121 right, 108 wrong, 62 off-topic answered: docs/reader.md"
     report["answers"] = {"asked": len(asked), "from the other language": sum(a.closeness is not None for a in asked),
-                         "off-topic": sum(a.off_topic for a in asked)}
+                         "off-topic": sum(a.unanswerable == "off-topic" for a in asked),
+                         "near-topic": sum(a.unanswerable == "near-topic" for a in asked)}
     print(json.dumps(report, indent=1))
     if args.dry_run:
         return 0
