@@ -135,3 +135,23 @@ def test_units_compared_in_meaning_survive_hostile_text(local_embedder):
     cosines = EmbeddingSimilarity(local_embedder)("When are backups taken?", texts)
     assert len(cosines) == 4 and all(np.isfinite(cosines)) and all(-1.0 <= c <= 1.0 + 1e-6 for c in cosines)
     assert EmbeddingSimilarity(local_embedder)("When?", []) == []
+
+
+def test_an_answer_read_in_a_hostile_page_of_the_other_language_is_judged_without_failing(local_embedder):
+    """The unit is embedded after its page's heading path (answers/unit_similarity.py `in_its_page`) and
+    judged by the gate: a heading that aborts the C tokenizer unguarded, lone surrogates and NULs in the
+    page give a finite confidence, shown or withheld by the gate's threshold."""
+    from answers.local import local_answer
+    from answers.other_language_gate import load_gate
+    from answers.question import Question
+    from answers.types import Passage
+    from answers.unit_similarity import EmbeddingSimilarity
+
+    gate = load_gate(local_embedder.model_id)
+    assert gate is not None
+    page = Passage(1, "ru/hostile.md", "\ufdfa" * 40, "\ufdfa" * 40 + " > a\udc80b\x00c",
+                   "Офис открылся в 2021 г.\n\n" + "\ufdfa" * 30 + " переехал в 2023 г.", relevance=0.01)
+    answer = local_answer(Question("When did the office open?"), [page], similarity=EmbeddingSimilarity(local_embedder),
+                          gate=gate)
+    assert answer.closeness is not None and np.isfinite(answer.closeness) and 0.0 <= answer.confidence <= 1.0
+    assert answer.threshold == gate.threshold
