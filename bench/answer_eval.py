@@ -43,8 +43,9 @@ xl_dev    - bench/answer_xl_dev/questions.jsonl: 40 questions asked in the other
             document that answers them and 8 same-language controls (its README); a dev set, looked at freely.
 xl_written - bench/answer_xl_written: 384 questions asked in the other language than the one document that
             answers them, over four corpora of 12 documents each, all written for the project by helpers who
-            read no other file of it (its README), and its negatives (questions naming what the corpora hold
-            and asking what they never state; right when withheld); not run by default.
+            read no other file of it (its README), its negatives (questions naming what the corpora hold
+            and asking what they never state; right when withheld), and questions in the documents' own
+            language, answerable and not (`xl_written_same`); not run by default.
 The other dev sets have no short gold answers (anthropic_docs' are paragraphs, podcast's none).
 
 Every answer's confidence is kept, so the no-answer threshold (answers/units.MIN_CONFIDENCE, a
@@ -122,25 +123,37 @@ def run(router: QuestionRouter, name: str, routes: list[str], golds_of, limit: i
     return out
 
 
-def dataset_negatives(name: str) -> list[dict]:
-    """A dataset's questions that no document of it answers (`negatives_*.jsonl` beside its queries)."""
-    return [json.loads(line) for path in sorted(DATASETS[name].glob("negatives_*.jsonl"))
+def dataset_questions(name: str, pattern: str) -> list[dict]:
+    """More questions kept beside a dataset's own (`negatives_*.jsonl`, `same_language_*.jsonl`); those whose
+    `answers` is empty (or absent) no document of it answers."""
+    return [json.loads(line) for path in sorted(DATASETS[name].glob(pattern))
             for line in path.open(encoding="utf-8") if line.strip()]
 
 
-def run_negatives(router: QuestionRouter, name: str, limit: int | None) -> dict:
-    """A dataset's negatives on its tenant's local route: right when withheld."""
+def dataset_negatives(name: str) -> list[dict]:
+    """A dataset's questions that no document of it answers, asked in the other language."""
+    return dataset_questions(name, "negatives_*.jsonl")
+
+
+def run_beside(router: QuestionRouter, name: str, set_name: str, questions: list[dict], limit: int | None) -> dict:
+    """Questions kept beside a dataset, on its tenant's local route: an answerable one scored as the golden
+    sets' are (lenient and head), a negative right when withheld."""
     tenant = eval_tenant(load_dataset(DATASETS[name]))
     every = []
-    for q in dataset_negatives(name)[:limit]:
+    for q in questions[:limit]:
         answer = router.ask(tenant, GROUPS, q["question"], route="local")
-        every.append({"set": f"{name}_negatives", "qid": q["qid"], "route": "local", "score": float(answer.no_answer),
-                      "head": None, "question": q["question"], "answer": answer.answer, "no_answer": answer.no_answer,
-                      "df": _lexeme_df(answer), "negative": True, "withheld_right": False})
+        golds = q.get("answers") or []
+        score = float(contains_answer(answer.answer, golds)) if golds else float(answer.no_answer)
+        head = float(contains_answer(answer_head(answer.answer), golds)) if golds else None
+        every.append({"set": set_name, "qid": q["qid"], "route": "local", "score": score, "head": head,
+                      "question": q["question"], "answer": answer.answer, "no_answer": answer.no_answer,
+                      "df": _lexeme_df(answer), "negative": not golds,
+                      "withheld_right": bool(golds) and _withheld_right(answer, golds)})
     n = len(every) or 1
-    withheld = sum(e["no_answer"] for e in every)
-    print(f"{name + '_negatives':9} local     withheld {withheld / n:.3f} (n={len(every)})", file=sys.stderr, flush=True)
-    return {"accuracy": round(withheld / n, 3), "head": round(withheld / n, 3), "n": len(every), "every": every}
+    accuracy = sum(e["score"] for e in every) / n
+    heads = sum(e["score"] if e["head"] is None else e["head"] for e in every) / n
+    print(f"{set_name:9} local     answer accuracy {accuracy:.3f} (n={len(every)})", file=sys.stderr, flush=True)
+    return {"accuracy": round(accuracy, 3), "head": round(heads, 3), "n": len(every), "every": every}
 
 
 def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tuple, list[str]]]) -> dict:
@@ -325,8 +338,10 @@ def main() -> int:
             if "xl_written" in sets and "local" in routes:
                 index_dataset(db, router.embedder, settings, load_dataset(DATASETS["xl_written"]))
                 results["xl_written"] = run(router, "xl_written", ["local"], lambda q: q["answers"], args.limit)
-                if dataset_negatives("xl_written"):
-                    results["xl_written_negatives"] = {"local": run_negatives(router, "xl_written", args.limit)}
+                for set_name, pattern in (("xl_written_negatives", "negatives_*.jsonl"),
+                                          ("xl_written_same", "same_language_*.jsonl")):
+                    if beside := dataset_questions("xl_written", pattern):
+                        results[set_name] = {"local": run_beside(router, "xl_written", set_name, beside, args.limit)}
             golden = {name: run_golden(router, name, args.fixtures_tenant, routes) for name in GOLDEN_SETS
                       if args.fixtures_tenant and name in sets}
     finally:
