@@ -5,13 +5,13 @@ units by meaning (answers/local.py `_across_languages`). No word of such a unit 
 the question's, so whether it answers is judged by how close in meaning the chosen unit, read in its
 page, is to the question: the embedding model's cosine, Platt-scaled to P(the answer is right). The
 gate decides only where names do not: an answer whose units hold the question's names (the words that
-cross scripts, by their consonants) is shown on that evidence, as before it. The gate was
-fitted by `python -m bench.train_other_language_gate` on questions written for the project
-(bench/answer_xl_written: 384 asked in the other language than their one answering document) and on
-the same questions asked of tenants that hold nothing about them, on the answers without that names
-evidence; its threshold is the one at which a
-right answer shown, a wrong one shown and an off-topic question answered weigh the same, chosen with
-each corpus held out in turn (docs/reader.md, eighth session).
+cross scripts, by their consonants) is shown on that evidence, as before it.
+
+The gate was fitted by `python -m bench.train_other_language_gate` on the answers without that names'
+evidence to questions written for the project (bench/answer_xl_written: 384 asked in the other language
+than their one answering document) and to the same questions asked of tenants that hold nothing about
+them. Its threshold is where a right answer shown, a wrong one shown and an off-topic question answered
+weigh the same, checked with each corpus held out in turn (docs/reader.md, eighth session).
 
 With the gate, the local route's offline search no longer holds a page in the other script to the
 reranker's calibrated cut (vector/search/hybrid.py `hold_other_script`): that cut reads such a page

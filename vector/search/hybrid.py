@@ -71,6 +71,14 @@ class Candidate(ChunkText):
     score: float = 0.0  # the final score in this result's order (fused, leg or reranker score)
 
 
+def in_other_script(query: str, candidates: Sequence[Candidate]) -> list[bool]:
+    """Which candidates are written in the other script than the query: one Russian (Cyrillic), the other
+    not, so no word of one is a word of the other (the offline reranker's cross-script model, the cut
+    left to the offline answer)."""
+    asked_russian = detect_language(query) == "russian"
+    return [(c.lang == "russian") != asked_russian for c in candidates]
+
+
 @dataclass
 class SearchResult:
     hits: list[Candidate]
@@ -347,11 +355,10 @@ class HybridSearcher:
         trace["stages"]["rerank"] = [{"id": candidates[i].id, "rank": r, "score": s}
                                      for r, (i, s) in enumerate(ranked, start=1)]
         threshold = self.rerank_threshold if apply_threshold else None
-        asked_russian = detect_language(query) == "russian"
+        other = [False] * len(candidates) if hold_other_script else in_other_script(query, candidates)
         hits = []
         for index, score in ranked:
-            held = hold_other_script or (candidates[index].lang == "russian") == asked_russian
-            if threshold is not None and held and score < threshold:
+            if threshold is not None and not other[index] and score < threshold:
                 continue  # below the threshold: an honest "nothing relevant", no refill from the fused list
             hit = _copy(candidates[index])
             hit.score = score

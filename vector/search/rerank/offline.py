@@ -29,10 +29,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from core.text.language import detect_language
 from vector.search.rerank.contract import RerankError
 from vector.search.rerank.features import FEATURE_NAMES, extract
-from vector.search.hybrid import Candidate
+from vector.search.hybrid import Candidate, in_other_script
 
 WEIGHTS_PATH = Path(__file__).with_name("offline_weights.json")
 # what a candidate in another script than the question can show (see the module's docstring)
@@ -170,9 +169,7 @@ class OfflineReranker:
         # ordered by logit: probabilities of very strong candidates can round to the same 1.0
         logits, scores = self.model.logits(x), self.model.probabilities(x)
         if self.cross_script_model is not None:
-            # the other script: one Russian (Cyrillic), the other not, so no word of one is a word of the other
-            asked_russian = detect_language(query) == "russian"
-            other = np.array([(c.lang == "russian") != asked_russian for c in candidates])
+            other = np.array(in_other_script(query, candidates))
             if other.any():
                 logits = np.where(other, self.cross_script_model.logits(x), logits)
                 scores = np.where(other, self.cross_script_model.probabilities(x), scores)
