@@ -31,11 +31,15 @@ def local_answer(question: Question, passages: list[Passage], *, max_units: int 
     `reader`: the learned reader (answers/reader.py, off unless `answer_learned_reader`) gives the answer
     its calibrated confidence and threshold, over the unit the rules chose (its `chooser` "rules") or the
     one its ranker chose ("ranker"); `gate`: how sure an answer chosen in the other language is
-    (answers/other_language_gate.py; None: as sure as the search is of its passage)."""
+    (answers/other_language_gate.py; None: as sure as the search is of its passage). With a gate, such an
+    answer keeps the gate's verdict when the reader is on too: the reader was fitted on answers in the
+    question's language, and the search left those pages to the gate, not to the reranker's cut."""
     if reader is not None and reader.chooser == "ranker":
         return _read(question, passages, kind, similarity, reader, max_chars, max_units)
     extracted, first = _by_rules(question, passages, kind, similarity, max_units, max_chars, gate)
-    return extracted if reader is None else _confide(question, passages, kind, similarity, reader, extracted, first)
+    if reader is None or (gate is not None and extracted.closeness is not None):
+        return extracted
+    return _confide(question, passages, kind, similarity, reader, extracted, first)
 
 
 def _by_rules(question: Question, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,

@@ -166,6 +166,24 @@ def test_a_gate_shows_an_answer_from_the_other_language_only_when_its_sentence_i
     assert named.answered and "Пётр Лаврентьев" in named.text and named.named >= 0.2
 
 
+def test_the_learned_reader_leaves_an_answer_from_the_other_language_to_the_gate():
+    # the reader was fitted on answers in the question's language; with a gate the search no longer holds
+    # such pages to its cut, so the gate, not the reader, says whether the answer is shown
+    from answers.other_language_gate import OtherLanguageGate
+    from answers.reader import load_reader
+    reader = load_reader()
+    question = Question("Who runs the shift at the warehouse?")
+    passages = [Passage(1, "kazan.md", "Склад в Казани", "", RUSSIAN_PAGE, relevance=0.05)]
+    gate = OtherLanguageGate("toy", slope=50.0, intercept=-40.0, threshold=0.5)
+    both = local_answer(question, passages, similarity=Similarity({"Руководитель смены": 0.85}), gate=gate,
+                        reader=reader)
+    assert both.answered and both.threshold == 0.5
+    assert both.confidence == pytest.approx(gate.confidence(0.85), abs=1e-4) and both.logit is None
+    # without a gate the reader judges it, as it did before the gate
+    alone = local_answer(question, passages, similarity=Similarity({"Руководитель смены": 0.85}), reader=reader)
+    assert alone.threshold == reader.threshold and alone.logit is not None
+
+
 def test_the_other_language_is_not_asked_when_the_best_passage_is_in_the_questions_own():
     question = "Who runs the shift at the Kazan warehouse?"
     passages = [Passage(1, "shifts.md", "Shift rules", "", "At the Kazan warehouse Petr Lavrentyev runs the shift."),
