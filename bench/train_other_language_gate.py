@@ -1,6 +1,6 @@
 """Fit the gate of answers chosen in the other language's pages (answers/other_language_gate.py).
 
-    python -m bench.train_other_language_gate [--dry-run]
+    python -m bench.train_other_language_gate [--dry-run] [--without-gate]
 
 Asks the local route (offline, the gate open: every such answer shown, so each one's closeness is
 seen) the 384 questions of bench/answer_xl_written on their own tenant, and every second one of them
@@ -17,6 +17,10 @@ off-topic question answered weigh the same (shown right - shown wrong - off-topi
 highest). Reported leave one corpus out (hospital, museum, transit, university: the fit and the cut
 chosen without the corpus, its questions and their off-topic askings judged by them); the file is
 written from the fit on all of them, with the embedding model it holds for.
+
+`--without-gate` asks the same questions of the route as it answers with no gate (the search holds
+pages in the other script to the reranker's cut, and an answer from them is as sure as the search is
+of its page) and reports what it shows: the baseline the gate is measured against. It writes nothing.
 """
 from __future__ import annotations
 
@@ -64,7 +68,9 @@ def _ask(router: QuestionRouter, tenant: str, groups: list[str], q: dict, unansw
                  not unanswerable and contains_answer(said, q["answers"]), not answer.no_answer, unanswerable)
 
 
-def collect(settings: Settings) -> tuple[list[Asked], str]:
+def collect(settings: Settings, gate_open: bool = True) -> tuple[list[Asked], str]:
+    """Every asking's outcome; `gate_open`: every answer from the other language shown (to fit a gate), else
+    the route as `settings` make it."""
     dataset = load_dataset(DATASETS["xl_written"])
     questions = [json.loads(line) for line in (DATASETS["xl_written"] / "queries.jsonl").open(encoding="utf-8")
                  if line.strip()]
@@ -72,7 +78,8 @@ def collect(settings: Settings) -> tuple[list[Asked], str]:
     try:
         with QuestionRouter(db, settings, use_llm=False) as router:
             index_dataset(db, router.embedder, settings, dataset)
-            router.writer.gate = OtherLanguageGate.open(router.embedder.model_id)
+            if gate_open:
+                router.writer.gate = OtherLanguageGate.open(router.embedder.model_id)
             with db.connection() as conn:
                 present = {t for (t,) in conn.execute("SELECT DISTINCT tenant_id FROM chunks").fetchall()}
             asked = [_ask(router, f"eval_{dataset.name}", ["public"], q) for q in questions]
@@ -131,7 +138,13 @@ def fit(asked: list[Asked], model_id: str) -> OtherLanguageGate:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="report only; never write the gate")
+    parser.add_argument("--without-gate", action="store_true",
+                        help="report what the route shows with no gate (the baseline); writes nothing")
     args = parser.parse_args()
+    if args.without_gate:
+        asked, _ = collect(Settings(answer_other_language_gate=False), gate_open=False)
+        print(json.dumps({"without a gate": _outcome(asked, lambda a: a.shown)}, indent=1))
+        return 0
     # the shipped gate is not read (it may be the one being replaced): the open one is set in its place
     asked, model_id = collect(Settings(answer_other_language_gate=False))
     report: dict = {"by corpus held out": {}}
