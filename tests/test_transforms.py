@@ -43,10 +43,17 @@ class CountingSearcher(HybridSearcher):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.calls: list[tuple[str, str, str | None]] = []
+        self.held: list[bool] = []  # hold_other_script, as each search or rerank received it
 
-    def search(self, tenant, groups, query, k=10, mode="hybrid", vector_text=None):
+    def search(self, tenant, groups, query, k=10, mode="hybrid", vector_text=None, hold_other_script=True):
         self.calls.append((query, mode, vector_text))
-        return super().search(tenant, groups, query, k, mode, vector_text=vector_text)
+        self.held.append(hold_other_script)
+        return super().search(tenant, groups, query, k, mode, vector_text=vector_text,
+                              hold_other_script=hold_other_script)
+
+    def rerank(self, query, candidates, k, trace, hold_other_script=True):
+        self.held.append(hold_other_script)
+        return super().rerank(query, candidates, k, trace, hold_other_script)
 
 
 class RecordingEmbedder:
@@ -255,6 +262,21 @@ def test_multi_query_reranks_once_on_the_fused_list(db, corpus_tenant, local_emb
     assert reranker.sizes == [len(result.candidates)] and len(result.hits) == 2
     assert result.trace["reranker"] == "counting" and result.trace["stages"]["rerank"]
     assert [h.id for h in result.hits] == [c.id for c in reversed(result.candidates)][:2]
+
+
+def test_the_caller_may_leave_other_script_hits_to_its_own_judgement_through_every_transform(db, corpus_tenant,
+                                                                                             local_embedder):
+    # the offline answer judges pages in the other script itself (vector/search/hybrid.py): the transformed
+    # searches (HyDE alone, or the paraphrases reranked once on the fused list) must pass that on too
+    replies = {PARAPHRASE_TOOL: tool_use(PARAPHRASE_TOOL, {"paraphrases": [PARAPHRASE]}),
+               HYDE_TOOL: tool_use(HYDE_TOOL, {"passage": "The identity desk restores locked-out accounts."})}
+    for multi_query, hyde, held in ((False, True, [False]), (True, False, [True, True, False])):
+        with FakeAnthropic(handler=by_tool(replies)) as api, \
+                CountingSearcher(db, local_embedder, reranker=CountingReranker()) as searcher, \
+                TransformingSearcher(searcher, llm_for(api), multi_query=multi_query, hyde=hyde) as ts:
+            ts.search(corpus_tenant, STAFF, QUESTION, k=2, mode="hybrid+rerank", hold_other_script=False)
+        # multi-query: the per-query searches do not rerank (nothing is cut there); the one rerank is told
+        assert searcher.held == held
 
 
 def test_hyde_sends_the_passage_to_the_vector_leg_only(db, corpus_tenant, local_embedder):

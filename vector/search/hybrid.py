@@ -326,7 +326,8 @@ class HybridSearcher:
             trace["fusion"] = "rrf (non-finite leg score)"
         return rrf([[i for i, _ in found] for found in results.values()], k=self.rrf_k)
 
-    def rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict) -> tuple[list[Candidate], str | None]:
+    def rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict,
+               hold_other_script: bool = True) -> tuple[list[Candidate], str | None]:
         """Rerank a list fused elsewhere (multi-query) exactly as `search` does: (hits, degraded reason or None).
 
         Without a reranker (or candidates) it is the list's top-k; stages and timings go into `trace`.
@@ -334,7 +335,8 @@ class HybridSearcher:
         trace.setdefault("stages", {})
         if self.reranker is None or not candidates:
             return [_copy(c) for c in candidates[:k]], None
-        return self._rerank(query, candidates, k, trace, trace.setdefault("timings_ms", {}))
+        return self._rerank(query, candidates, k, trace, trace.setdefault("timings_ms", {}),
+                            hold_other_script=hold_other_script)
 
     def _rerank(self, query: str, candidates: list[Candidate], k: int, trace: dict, timings: dict,
                 apply_threshold: bool = True, hold_other_script: bool = True):

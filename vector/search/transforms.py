@@ -181,9 +181,9 @@ class TransformingSearcher:
             result = self.searcher.search(tenant, groups, query, k, mode, hold_other_script=hold_other_script)
             result.trace["transforms"] = info
             return result
-        return self._transformed(tenant, groups, query, k, mode, history, info)
+        return self._transformed(tenant, groups, query, k, mode, history, info, hold_other_script)
 
-    def _transformed(self, tenant, groups, query, k, mode, history, info) -> SearchResult:
+    def _transformed(self, tenant, groups, query, k, mode, history, info, hold_other_script: bool = True) -> SearchResult:
         started, timings, usage, reasons = time.perf_counter(), {}, Usage(), []
         rewrite = rewrite_conversational(self.llm, query, history, max_turns=self.max_history_turns)
         question = rewrite.text
@@ -215,10 +215,11 @@ class TransformingSearcher:
 
         start = time.perf_counter()
         if len(queries) == 1:
-            result = self.searcher.search(tenant, groups, question, k, mode, vector_text=hyde)
+            result = self.searcher.search(tenant, groups, question, k, mode, vector_text=hyde,
+                                          hold_other_script=hold_other_script)
             per_query = [result]
         else:
-            result, per_query = self._multi(tenant, groups, queries, hyde, k, mode, reasons)
+            result, per_query = self._multi(tenant, groups, queries, hyde, k, mode, reasons, hold_other_script)
         timings["search"] = (time.perf_counter() - start) * 1000
         info["queries"] = [{"query": q, "vector_text": hyde if i == 0 else None, "candidates": _stage(r.candidates),
                             "degraded_reason": r.degraded_reason} for i, (q, r) in enumerate(zip(queries, per_query))
@@ -232,7 +233,8 @@ class TransformingSearcher:
         result.degraded_reason = result.trace["degraded_reason"] = "; ".join(reasons) or None
         return result
 
-    def _multi(self, tenant, groups, queries, hyde, k, mode, reasons) -> tuple[SearchResult, list]:
+    def _multi(self, tenant, groups, queries, hyde, k, mode, reasons,
+               hold_other_script: bool = True) -> tuple[SearchResult, list]:
         inner = "hybrid" if mode == "hybrid+rerank" else mode  # rerank once, on the fused list
         futures = [self._pool.submit(contextvars.copy_context().run, self.searcher.search, tenant, groups, q, k, inner,
                                      hyde if i == 0 else None)
@@ -259,7 +261,7 @@ class TransformingSearcher:
         trace: dict = {"mode": mode, "k": k, "stages": {"multi_query_rrf": _stage(candidates)}, "timings_ms": {},
                        "searches": [r.trace for r in done]}
         if mode == "hybrid+rerank":
-            hits, reason = self.searcher.rerank(queries[0], candidates, k, trace)
+            hits, reason = self.searcher.rerank(queries[0], candidates, k, trace, hold_other_script)
             if reason:
                 reasons.append(reason)
         else:
