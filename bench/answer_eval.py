@@ -130,11 +130,6 @@ def dataset_questions(name: str, pattern: str) -> list[dict]:
             for line in path.open(encoding="utf-8") if line.strip()]
 
 
-def dataset_negatives(name: str) -> list[dict]:
-    """A dataset's questions that no document of it answers, asked in the other language."""
-    return dataset_questions(name, "negatives_*.jsonl")
-
-
 def run_beside(router: QuestionRouter, name: str, set_name: str, questions: list[dict], limit: int | None) -> dict:
     """Questions kept beside a dataset, on its tenant's local route: an answerable one scored as the golden
     sets' are (lenient and head), a negative right when withheld."""

@@ -34,7 +34,7 @@ import numpy as np
 
 from answers.other_language_gate import GATE_PATH, OtherLanguageGate
 from answers.units import MIN_CONFIDENCE
-from bench.answer_eval import DATASETS, contains_answer, dataset_negatives
+from bench.answer_eval import DATASETS, contains_answer, dataset_questions
 from core.database import open_database
 from core.settings import Settings
 from evaluation.datasets import load_dataset
@@ -72,8 +72,7 @@ def collect(settings: Settings, gate_open: bool = True) -> tuple[list[Asked], st
     """Every asking's outcome; `gate_open`: every answer from the other language shown (to fit a gate), else
     the route as `settings` make it."""
     dataset = load_dataset(DATASETS["xl_written"])
-    questions = [json.loads(line) for line in (DATASETS["xl_written"] / "queries.jsonl").open(encoding="utf-8")
-                 if line.strip()]
+    questions = dataset_questions("xl_written", "queries.jsonl")
     db = open_database(settings)
     try:
         with QuestionRouter(db, settings, use_llm=False) as router:
@@ -84,7 +83,7 @@ def collect(settings: Settings, gate_open: bool = True) -> tuple[list[Asked], st
                 present = {t for (t,) in conn.execute("SELECT DISTINCT tenant_id FROM chunks").fetchall()}
             asked = [_ask(router, f"eval_{dataset.name}", ["public"], q) for q in questions]
             asked += [_ask(router, f"eval_{dataset.name}", ["public"], q, "near-topic")
-                      for q in dataset_negatives("xl_written")]
+                      for q in dataset_questions("xl_written", "negatives_*.jsonl")]
             for tenant, groups in OFF_TOPIC_TENANTS.items():
                 if tenant not in present:
                     print(f"{tenant} is not indexed: its off-topic questions are skipped", file=sys.stderr)
