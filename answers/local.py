@@ -234,10 +234,13 @@ def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], ever
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
     cited = cite(chosen, {id(u): closeness.get(id(u), 0.0) for u in chosen})
     named, close = round(scorer.confidence(chosen), 4), round(closeness[id(first)], 4)
+    worded = round(scorer.confidence(chosen, translated=True), 4)
     if gate is not None and named < MIN_CONFIDENCE:
-        # the names give no evidence: the gate judges the meaning (the search's probability for such a page
-        # is not used: the search did not hold the page to its cut, answers/other_language_gate.py)
-        return Extracted(text, cited, round(gate.confidence(close), 4), threshold=gate.threshold,
-                         closeness=close, named=named), first
+        # the names give no evidence: the gate judges the meaning and the words found in translation (the
+        # search's probability for such a page is not used: the search did not hold the page to its cut,
+        # answers/other_language_gate.py)
+        return Extracted(text, cited, round(gate.confidence(close, worded), 4), threshold=gate.threshold,
+                         closeness=close, named=named, worded=worded), first
     relevance = (scorer.passages[first.passage - 1].relevance or 0.0) if gate is None else 0.0
-    return Extracted(text, cited, round(max(named, relevance), 4), closeness=close, named=named), first
+    return Extracted(text, cited, round(max(named, relevance), 4), closeness=close, named=named,
+                     worded=worded), first

@@ -1,9 +1,11 @@
 """Whether an answer read in the other language's pages is sure enough to be shown.
 
 When the search ranks passages of the other language first, the local answer chooses among their
-units by meaning (answers/local.py `_across_languages`). No word of such a unit can be checked against
-the question's, so whether it answers is judged by how close in meaning the chosen unit, read in its
-page, is to the question: the embedding model's cosine, Platt-scaled to P(the answer is right). The
+units by meaning (answers/local.py `_across_languages`). Its words can be checked against the question's
+only through a dictionary of one sense per word (core/text/lexicon), so whether it answers is judged from
+two pieces of evidence: how close in meaning the chosen unit, read in its page, is to the question (the
+embedding model's cosine) and the share of the question's words its units hold in translation, in one
+logistic regression (Platt scaling) to P(the answer is right). The
 gate decides only where names do not: an answer whose units hold the question's names (the words that
 cross scripts, by their consonants) is shown on that evidence, as before it.
 
@@ -35,26 +37,29 @@ GATE_PATH = Path(__file__).with_name("other_language_gate.json")
 @dataclass(frozen=True)
 class OtherLanguageGate:
     embedder: str  # the embedding model whose cosines it was fitted on
-    slope: float
+    slope: float  # of the cosine
+    word_slope: float  # of the share of the question's words held in translation
     intercept: float
     threshold: float  # the least P(right) shown
 
-    def confidence(self, closeness: float) -> float:
-        """P(the answer is right) for its chosen unit's cosine to the question."""
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, self.slope * closeness + self.intercept))))
+    def confidence(self, closeness: float, worded: float) -> float:
+        """P(the answer is right) for its chosen unit's cosine to the question and the share of the
+        question's words its units hold in translation."""
+        z = self.slope * closeness + self.word_slope * worded + self.intercept
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
     @classmethod
     def open(cls, embedder: str) -> "OtherLanguageGate":
-        """A gate that shows every such answer (for fitting one: each answer's cosine is wanted)."""
-        return cls(embedder, 0.0, 0.0, 0.0)
+        """A gate that shows every such answer (for fitting one: each answer's evidence is wanted)."""
+        return cls(embedder, 0.0, 0.0, 0.0, 0.0)
 
 
 def load_gate(embedder: str, path: Path = GATE_PATH) -> OtherLanguageGate | None:
     """The fitted gate when it was fitted on `embedder`'s vectors; None otherwise or when absent."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        gate = OtherLanguageGate(str(data["embedder"]), float(data["slope"]), float(data["intercept"]),
-                                 float(data["threshold"]))
+        gate = OtherLanguageGate(str(data["embedder"]), float(data["slope"]), float(data["word_slope"]),
+                                 float(data["intercept"]), float(data["threshold"]))
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError) as exc:

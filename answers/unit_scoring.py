@@ -7,6 +7,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from core.text.lexicon import translations
 from core.text.script import script_name
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from core.text.terms import QueryTerms, content_stems, normalise
@@ -87,28 +88,36 @@ class Scorer:
     def total(self) -> float:
         return sum(self.weight(s) for s in self.focus.terms.stems) or 1.0
 
-    def matches(self, stem: str, stems: frozenset[str], skeletons: frozenset[str]) -> bool:
+    def matches(self, stem: str, stems: frozenset[str], skeletons: frozenset[str], translated: bool = True) -> bool:
+        """Whether `stems` (a unit's) hold the question's `stem`: the same word, or a name by its consonants,
+        or (`translated`) the word in the other language (core/text/lexicon)."""
         if stem in stems or any(same_word(stem, other) for other in stems):
+            return True
+        if translated and not translations(stem).isdisjoint(stems):
             return True
         sk = self.focus.name_skeletons.get(stem)
         return bool(sk) and any(skeleton_match(sk, other) for other in skeletons)
 
-    def covered(self, u: Unit, with_title: bool = True) -> set[str]:
+    def covered(self, u: Unit, with_title: bool = True, translated: bool = True) -> set[str]:
         stems, skeletons = u.stems, u.skeletons
         if with_title:
             stems, skeletons = stems | self.title_stems[u.passage - 1], skeletons | self.title_skeletons[u.passage - 1]
-        return {s for s in self.focus.terms.stems if self.matches(s, stems, skeletons)}
+        return {s for s in self.focus.terms.stems if self.matches(s, stems, skeletons, translated)}
 
     def coverage(self, stems: set[str]) -> float:
         return sum(self.weight(s) for s in stems) / self.total
 
-    def confidence(self, chosen: list[Unit]) -> float:
+    def confidence(self, chosen: list[Unit], translated: bool = False) -> float:
         """The share of the question the units (and their passages' titles) cover. The names the question
         spells count as covered when the units' own documents name them elsewhere among the passages: a
         document about `RouteOptimizerClient.plan()` answers its limits in a sentence that does not repeat
         the name. An identifier the question spells (L4, ERR_2043, v4.3) that those documents never hold
         means they are about something else: no confidence. A unit in the other script can match only
-        the question's names (only names survive translation), so there the share is of the names."""
+        the question's names (only names survive transliteration), so there the share is of the names.
+        `translated`: the question's words count in the other language too (core/text/lexicon); off for the
+        confidence an answer is shown with: a dictionary of one sense per word finds the question's words in
+        a page about something else too often to vouch for it alone (answers/other_language_gate.py weighs
+        that share as one piece of evidence)."""
         if not chosen:
             return 0.0
         documents = {self.passages[u.passage - 1].doc_id for u in chosen}
@@ -117,8 +126,8 @@ class Scorer:
                                   if p.doc_id in documents))
         if any(not pattern.search(text) for pattern in self.focus.identifiers):
             return 0.0
-        covered = set().union(*(self.covered(u) for u in chosen), *(
-            self.covered(u) & self.focus.name_stems for u in around))
+        covered = set().union(*(self.covered(u, translated=translated) for u in chosen), *(
+            self.covered(u, translated=translated) & self.focus.name_stems for u in around))
         share = self.coverage(covered)
         if self.focus.name_stems and any(script_name(u.text) != self.focus.script for u in chosen):
             names = sum(self.weight(s) for s in self.focus.name_stems if s in self.idf)

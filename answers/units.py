@@ -142,10 +142,12 @@ class Extracted:
     # the question, the learned reader's own for its calibrated probability (answers/reader.py)
     threshold: float = MIN_CONFIDENCE
     logit: float | None = None  # the learned reader's answer logit, when it chose the answering unit
-    # an answer chosen by meaning in the other language's passages: its unit's cosine to the question, and
-    # the share of the question its units cover (across scripts: of the question's names)
+    # an answer chosen by meaning in the other language's passages: its unit's cosine to the question, the
+    # share of the question its units cover (across scripts: of the question's names), and the share they
+    # cover with the question's words found in the other language too (core/text/lexicon)
     closeness: float | None = None
     named: float | None = None
+    worded: float | None = None
     row: object = None  # and the answer model's input (for bench/train_reader.py)
 
     @property

@@ -51,6 +51,7 @@ class Asked:
     qid: str
     closeness: float | None  # None: not answered from the other language (the same-language path)
     named: float  # the share of the question's names the answer's units hold
+    worded: float  # the share of the question's words they hold, in translation too (core/text/lexicon)
     right: bool  # the answer (shown or withheld) holds the gold; never for an unanswerable question
     shown: bool  # shown as the route shows it without the gate's decision (unanswerable: answered)
     unanswerable: str  # "": answerable; "off-topic": asked of a tenant without its corpus; "near-topic": a negative
@@ -65,7 +66,7 @@ def _ask(router: QuestionRouter, tenant: str, groups: list[str], q: dict, unansw
     answer = router.ask(tenant, groups, q["question"], route="local")
     said = answer.trace.get("withheld", "") if answer.no_answer else answer.answer
     return Asked(q["qid"], answer.trace.get("closeness"), answer.trace.get("named") or 0.0,
-                 not unanswerable and contains_answer(said, q["answers"]), not answer.no_answer, unanswerable)
+                 answer.trace.get("worded") or 0.0, not unanswerable and contains_answer(said, q["answers"]), not answer.no_answer, unanswerable)
 
 
 def collect(settings: Settings, gate_open: bool = True) -> tuple[list[Asked], str]:
@@ -115,23 +116,24 @@ def _utility(o: dict) -> int:
 
 def _shown(gate: OtherLanguageGate):
     """How the route decides an answer from the other language: its names' evidence, else the gate."""
-    return lambda a: a.named >= MIN_CONFIDENCE or gate.confidence(a.closeness) >= gate.threshold
+    return lambda a: a.named >= MIN_CONFIDENCE or gate.confidence(a.closeness, a.worded) >= gate.threshold
 
 
 def fit(asked: list[Asked], model_id: str) -> OtherLanguageGate:
-    """The gate fitted on these answers: Platt scaling of the cosine on the answers without the names'
-    evidence (those the gate decides), then the least P shown. The near-topic negatives take no part:
+    """The gate fitted on these answers: a logistic regression of the cosine and the share of words held
+    in translation on the answers without the names' evidence (those the gate decides), then the least P
+    shown. The near-topic negatives take no part:
     they were written after the gate was fitted and are its independent check."""
     asked = [a for a in asked if a.unanswerable != "near-topic"]
     read = [a for a in asked if a.closeness is not None and a.named < MIN_CONFIDENCE]
-    design = np.array([[a.closeness, 1.0] for a in read])
+    design = np.array([[a.closeness, a.worded, 1.0] for a in read])
     y = np.array([float(a.right) for a in read])
-    w = np.zeros(2)
+    w = np.zeros(3)
     for _ in range(100):  # Newton's method, a small ridge for separable folds
         p = 1 / (1 + np.exp(-design @ w))
-        w -= np.linalg.solve((design.T * (p * (1 - p))) @ design + 1e-3 * np.eye(2), design.T @ (p - y) + 1e-3 * w)
+        w -= np.linalg.solve((design.T * (p * (1 - p))) @ design + 1e-3 * np.eye(3), design.T @ (p - y) + 1e-3 * w)
     cut = max(CUTS, key=lambda c: (_utility(_outcome(asked, _shown(OtherLanguageGate(model_id, *w, c)))), -c))
-    return OtherLanguageGate(model_id, round(float(w[0]), 4), round(float(w[1]), 4), float(cut))
+    return OtherLanguageGate(model_id, round(float(w[0]), 4), round(float(w[1]), 4), round(float(w[2]), 4), float(cut))
 
 
 def main() -> int:
@@ -151,7 +153,8 @@ def main() -> int:
     for corpus in sorted({a.corpus for a in asked}):
         gate = fit([a for a in asked if a.corpus != corpus], model_id)
         held = _outcome([a for a in asked if a.corpus == corpus], _shown(gate))
-        report["by corpus held out"][corpus] = {"slope": gate.slope, "intercept": gate.intercept,
+        report["by corpus held out"][corpus] = {"slope": gate.slope, "word_slope": gate.word_slope,
+                                                "intercept": gate.intercept,
                                                 "threshold": gate.threshold, **held}
         total = {k: total[k] + held[k] for k in total}
     report["held out, summed"] = total

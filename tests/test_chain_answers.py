@@ -322,21 +322,22 @@ def test_a_count_is_shown_with_the_words_it_counts():
 
 
 def test_near_equal_last_hops_in_the_other_language_are_chosen_by_meaning():
-    # no word of the Russian sentence states "days of paid vacation": by words alone the office's own
-    # page ("opened in 2019") ranks first; by meaning, the leave policy does
+    # no word of the Russian sentence states "days of paid vacation", not even in translation
+    # (core/text/lexicon: "суток" is not "days" there): by words alone the office's own page ("opened in
+    # 2019") ranks first; by meaning, the leave policy does
     pages = [p(1, "Ines Moreau", "Ines Moreau is the site lead of the Lisbon office."),
              p(2, "Lisbon office", "The Lisbon office opened in 2019."),
-             p(3, "Отпуск", "Лиссабон — 25 рабочих дней.")]
+             p(3, "Нормы", "Лиссабон — 25 календарных суток.")]
     question = "How many days of paid vacation a year does Ines Moreau get?"
     asked = []
 
     def similarity(q: str, texts: list[str]) -> list[float]:
         asked.append(q)
-        return [0.9 if "дней" in t else 0.2 for t in texts]
+        return [0.9 if "суток" in t else 0.2 for t in texts]
 
     assert chain_answer(Question(question), pages).chain[-1] == "2019"
     got = chain_answer(Question(question), pages, similarity=similarity)
-    assert got.chain[-1].startswith("25 рабочих дней"), got.text
+    assert got.chain[-1].startswith("25 календарных суток"), got.text
     assert "Ines Moreau" not in asked[0]  # the chain's start would pull towards any sentence naming her
 
 

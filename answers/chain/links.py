@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from core.text.lexicon import translations
 from core.text.names import HEAD_WORDS
 from core.text.script import CYRILLIC
 from core.text.skeletons import same_word
@@ -21,11 +22,13 @@ def related(relation: list[str], stems: frozenset[str]) -> set[str]:
     """The relation stems a text holds: the same stem, two stems of one word (core/text/skeletons.same_word:
     director / directed, founder / founded), or an agent noun in the text that Snowball left longer than
     the question's stem by at most two letters (four in Russian, whose agent suffixes are longer): own /
-    owner, руковод / руководител."""
+    owner, руковод / руководител; or the word in the other language (core/text/lexicon: lead / руковод is
+    not there, owner / владелец is)."""
     def agent(r: str, s: str) -> bool:
         return len(r) >= 3 and s.startswith(r) and len(s) - len(r) <= (4 if CYRILLIC.match(r) else 2)
 
-    return {r for r in relation if r in stems or any(agent(r, s) or same_word(r, s) for s in stems)}
+    return {r for r in relation if r in stems or not translations(r).isdisjoint(stems)
+            or any(agent(r, s) or same_word(r, s) for s in stems)}
 
 
 def bridge(fresh: list, subject, link: tuple[str, str], text: str,
