@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from core.text.language import detect_language
 from answers.expected_type import VALUE_KINDS
-from answers.units import Extracted, Unit, cite, display, units
+from answers.units import MIN_CONFIDENCE, Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity, in_its_page
 from answers.other_language_gate import OtherLanguageGate
@@ -219,14 +219,14 @@ def _other_language_lead(passages: list[Passage], asked_cyrillic: bool) -> set[i
 def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], every: list[Unit],
                       similarity: UnitSimilarity, max_chars: int,
                       gate: OtherLanguageGate | None = None) -> tuple[Extracted, Unit]:
-    """The answer when the search's best passages are written in the other language: their words match
-    the question's only through a dictionary of one sense per word (core/text/lexicon), so the unit
-    closest to it in meaning, read in its page (`in_its_page`), answers (`pool`: the best by their words,
-    of the asked type when the question asks one), with its block. The words only choose the pool: a
-    word score's lead outweighs the narrow band one question's cosines span. How sure it is, the `gate`
-    says from the chosen unit's closeness and the shares of the question's words (in translation) and
-    names its units hold; without a gate, as the names say or as sure as the search is that its passage
-    is relevant (the calibrated probability the reranker gave it, vector/search/rerank/offline.py)."""
+    """The answer when the search's best passages are written in the other language: no word of theirs
+    can match the question's, so the unit closest to it in meaning, read in its page (`in_its_page`),
+    answers (`pool`: those of the asked type, when the question asks one), with its block. The words
+    only chose the pool: across languages their score holds little but the passage's rank, which
+    outweighs the narrow band one question's cosines span. Its words cannot be checked against the
+    question's: it is as sure as the names it shares say, or else as the `gate` says from the chosen
+    unit's closeness; without a gate, as the names say or as sure as the search is that its passage is
+    relevant (the calibrated probability the reranker gave it, vector/search/rerank/offline.py)."""
     read = [in_its_page(u, scorer.passages[u.passage - 1]) for u in pool]
     closeness = dict(zip(map(id, pool), similarity(question.text, read)))
     first = max(pool, key=lambda u: (closeness[id(u)], -u.passage, -u.position))
@@ -235,11 +235,12 @@ def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], ever
     cited = cite(chosen, {id(u): closeness.get(id(u), 0.0) for u in chosen})
     named, close = round(scorer.confidence(chosen), 4), round(closeness[id(first)], 4)
     worded = round(scorer.confidence(chosen, translated=True), 4)
-    if gate is not None:
-        # the search's probability for such a page is not used: the search did not hold the page to its
-        # cut (answers/other_language_gate.py)
-        return Extracted(text, cited, round(gate.confidence(close, worded, named), 4), threshold=gate.threshold,
+    if gate is not None and named < MIN_CONFIDENCE:
+        # the names give no evidence: the gate judges the meaning and the words found in translation (the
+        # search's probability for such a page is not used: the search did not hold the page to its cut,
+        # answers/other_language_gate.py)
+        return Extracted(text, cited, round(gate.confidence(close, worded), 4), threshold=gate.threshold,
                          closeness=close, named=named, worded=worded), first
-    relevance = scorer.passages[first.passage - 1].relevance or 0.0
+    relevance = (scorer.passages[first.passage - 1].relevance or 0.0) if gate is None else 0.0
     return Extracted(text, cited, round(max(named, relevance), 4), closeness=close, named=named,
                      worded=worded), first

@@ -8,12 +8,11 @@ on tenants that hold nothing about them (`demo`, `eval_xquad_ru`, `eval_multihop
 an answer there is an off-topic question answered. Its 160 negatives (`negatives_*.jsonl`: questions
 naming what the corpora hold and asking what they never state) are asked too and reported as
 near-topic questions answered; they were written after the gate was fitted and stay out of the fit. Of each answer chosen in the other language it keeps
-the chosen unit's cosine to the question (`trace["closeness"]`), the shares of the question's words (in
-translation, `trace["worded"]`) and names (`trace["named"]`) its units hold, and whether the answer holds
-the gold.
+the chosen unit's cosine to the question (`trace["closeness"]`) and whether the answer holds the gold.
 
-The gate decides every such answer: P(right) = sigmoid(slope * cosine + word_slope * words + name_slope *
-names + intercept), fitted on them (off-topic ones count as wrong), and the least P shown is where a right answer shown, a wrong one shown and an
+An answer whose units hold the question's names (`trace["named"]` at least MIN_CONFIDENCE) is shown on
+that evidence, as before; the gate decides the others: P(right) = sigmoid(slope * cosine + intercept),
+fitted on them (off-topic ones count as wrong), and the least P shown is where a right answer shown, a wrong one shown and an
 off-topic question answered weigh the same (shown right - shown wrong - off-topic answered is
 highest). Reported leave one corpus out (hospital, museum, transit, university: the fit and the cut
 chosen without the corpus, its questions and their off-topic askings judged by them); the file is
@@ -34,6 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from answers.other_language_gate import GATE_PATH, OtherLanguageGate
+from answers.units import MIN_CONFIDENCE
 from bench.answer_eval import DATASETS, contains_answer, dataset_questions
 from core.database import open_database
 from core.settings import Settings
@@ -115,25 +115,25 @@ def _utility(o: dict) -> int:
 
 
 def _shown(gate: OtherLanguageGate):
-    """How the route decides an answer from the other language: by the gate."""
-    return lambda a: gate.confidence(a.closeness, a.worded, a.named) >= gate.threshold
+    """How the route decides an answer from the other language: its names' evidence, else the gate."""
+    return lambda a: a.named >= MIN_CONFIDENCE or gate.confidence(a.closeness, a.worded) >= gate.threshold
 
 
 def fit(asked: list[Asked], model_id: str) -> OtherLanguageGate:
-    """The gate fitted on these answers: a logistic regression of the cosine and the shares of words (in
-    translation) and names held, then the least P shown. The near-topic negatives take no part:
+    """The gate fitted on these answers: a logistic regression of the cosine and the share of words held
+    in translation on the answers without the names' evidence (those the gate decides), then the least P
+    shown. The near-topic negatives take no part:
     they were written after the gate was fitted and are its independent check."""
     asked = [a for a in asked if a.unanswerable != "near-topic"]
-    read = [a for a in asked if a.closeness is not None]
-    design = np.array([[a.closeness, a.worded, a.named, 1.0] for a in read])
+    read = [a for a in asked if a.closeness is not None and a.named < MIN_CONFIDENCE]
+    design = np.array([[a.closeness, a.worded, 1.0] for a in read])
     y = np.array([float(a.right) for a in read])
-    w = np.zeros(4)
+    w = np.zeros(3)
     for _ in range(100):  # Newton's method, a small ridge for separable folds
         p = 1 / (1 + np.exp(-design @ w))
-        w -= np.linalg.solve((design.T * (p * (1 - p))) @ design + 1e-3 * np.eye(4), design.T @ (p - y) + 1e-3 * w)
+        w -= np.linalg.solve((design.T * (p * (1 - p))) @ design + 1e-3 * np.eye(3), design.T @ (p - y) + 1e-3 * w)
     cut = max(CUTS, key=lambda c: (_utility(_outcome(asked, _shown(OtherLanguageGate(model_id, *w, c)))), -c))
-    return OtherLanguageGate(model_id, round(float(w[0]), 4), round(float(w[1]), 4), round(float(w[2]), 4),
-                             round(float(w[3]), 4), float(cut))
+    return OtherLanguageGate(model_id, round(float(w[0]), 4), round(float(w[1]), 4), round(float(w[2]), 4), float(cut))
 
 
 def main() -> int:
@@ -153,7 +153,7 @@ def main() -> int:
     for corpus in sorted({a.corpus for a in asked}):
         gate = fit([a for a in asked if a.corpus != corpus], model_id)
         held = _outcome([a for a in asked if a.corpus == corpus], _shown(gate))
-        report["by corpus held out"][corpus] = {"slope": gate.slope, "word_slope": gate.word_slope, "name_slope": gate.name_slope,
+        report["by corpus held out"][corpus] = {"slope": gate.slope, "word_slope": gate.word_slope,
                                                 "intercept": gate.intercept,
                                                 "threshold": gate.threshold, **held}
         total = {k: total[k] + held[k] for k in total}
