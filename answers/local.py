@@ -219,14 +219,15 @@ def _other_language_lead(passages: list[Passage], asked_cyrillic: bool) -> set[i
 def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], every: list[Unit],
                       similarity: UnitSimilarity, max_chars: int,
                       gate: OtherLanguageGate | None = None) -> tuple[Extracted, Unit]:
-    """The answer when the search's best passages are written in the other language: no word of theirs
-    can match the question's, so the unit closest to it in meaning, read in its page (`in_its_page`),
-    answers (`pool`: those of the asked type, when the question asks one), with its block. The words
-    only chose the pool: across languages their score holds little but the passage's rank, which
-    outweighs the narrow band one question's cosines span. Its words cannot be checked against the
-    question's: it is as sure as the names it shares say, or else as the `gate` says from the chosen
-    unit's closeness; without a gate, as the names say or as sure as the search is that its passage is
-    relevant (the calibrated probability the reranker gave it, vector/search/rerank/offline.py)."""
+    """The answer when the search's best passages are written in the other language: their words match
+    the question's only through a dictionary of one sense per word (core/text/lexicon), so the unit
+    closest to it in meaning, read in its page (`in_its_page`), answers (`pool`: the best by their words,
+    of the asked type when the question asks one), with its block. The words only choose the pool: a
+    word score's lead outweighs the narrow band one question's cosines span. It is as sure as the names
+    it shares say, or else as the `gate` says from the chosen unit's closeness and the share of the
+    question's words its units hold in translation; without a gate, as the names say or as sure as the
+    search is that its passage is relevant (the calibrated probability the reranker gave it,
+    vector/search/rerank/offline.py)."""
     read = [in_its_page(u, scorer.passages[u.passage - 1]) for u in pool]
     closeness = dict(zip(map(id, pool), similarity(question.text, read)))
     first = max(pool, key=lambda u: (closeness[id(u)], -u.passage, -u.position))
