@@ -7,14 +7,16 @@ seen) the 384 questions of bench/answer_xl_written on their own tenant, and ever
 on tenants that hold nothing about them (`demo`, `eval_xquad_ru`, `eval_multihop`, those present):
 an answer there is an off-topic question answered. Its 160 negatives (`negatives_*.jsonl`: questions
 naming what the corpora hold and asking what they never state) are asked too and reported as
-near-topic questions answered; they were written after the gate was fitted and stay out of the fit. Of each answer chosen in the other language it keeps
-the chosen unit's cosine to the question (`trace["closeness"]`) and whether the answer holds the gold.
+near-topic questions answered; they were written after the first gate was fitted and stay out of the
+fit. Of each answer chosen in the other language it keeps the chosen unit's cosine to the question
+(`trace["closeness"]`), the share of the question's words its units hold in translation
+(`trace["worded"]`, core/text/lexicon) and whether the answer holds the gold.
 
 An answer whose units hold the question's names (`trace["named"]` at least MIN_CONFIDENCE) is shown on
-that evidence, as before; the gate decides the others: P(right) = sigmoid(slope * cosine + intercept),
-fitted on them (off-topic ones count as wrong), and the least P shown is where a right answer shown, a wrong one shown and an
-off-topic question answered weigh the same (shown right - shown wrong - off-topic answered is
-highest). Reported leave one corpus out (hospital, museum, transit, university: the fit and the cut
+that evidence, as before; the gate decides the others: P(right) = sigmoid(slope * cosine + word_slope *
+words + intercept), fitted on them (off-topic ones count as wrong), and the least P shown is where a
+right answer shown, a wrong one shown and an off-topic question answered weigh the same (shown right -
+shown wrong - off-topic answered is highest). Reported leave one corpus out (hospital, museum, transit, university: the fit and the cut
 chosen without the corpus, its questions and their off-topic askings judged by them); the file is
 written from the fit on all of them, with the embedding model it holds for.
 
@@ -111,7 +113,8 @@ def _outcome(asked: list[Asked], shown_at) -> dict:
 
 
 def _utility(o: dict) -> int:
-    return o["shown_right"] - o["shown_wrong"] - o["off_topic_answered"] - o["near_topic_answered"]
+    """What the cut maximises (the near-topic negatives are never among the answers it is chosen on)."""
+    return o["shown_right"] - o["shown_wrong"] - o["off_topic_answered"]
 
 
 def _shown(gate: OtherLanguageGate):
@@ -122,8 +125,7 @@ def _shown(gate: OtherLanguageGate):
 def fit(asked: list[Asked], model_id: str) -> OtherLanguageGate:
     """The gate fitted on these answers: a logistic regression of the cosine and the share of words held
     in translation on the answers without the names' evidence (those the gate decides), then the least P
-    shown. The near-topic negatives take no part:
-    they were written after the gate was fitted and are its independent check."""
+    shown. The near-topic negatives take no part: they are the gate's independent check."""
     asked = [a for a in asked if a.unanswerable != "near-topic"]
     read = [a for a in asked if a.closeness is not None and a.named < MIN_CONFIDENCE]
     design = np.array([[a.closeness, a.worded, 1.0] for a in read])
