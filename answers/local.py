@@ -21,6 +21,10 @@ EXTRA_SHARE = 0.5
 EXTRA_GAIN = 0.1
 # units of passages in the other language compared in meaning per question (about a second offline)
 MAX_EMBEDDED_UNITS = 32
+# Two units' cosines to the question closer than this are a tie in meaning: e5-small reads a sentence about
+# one office and the same sentence about another as alike. Chosen, not fitted: a hundredth of the cosine,
+# under the span one question's candidate units cover (docs/reader.md, eleventh session).
+NEAR_MEANING = 0.01
 
 def local_answer(question: Question, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700,
                  kind: str | None = None, similarity: UnitSimilarity | None = None,
@@ -222,7 +226,8 @@ def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], ever
     """The answer when the search's best passages are written in the other language: their words match
     the question's only through a dictionary of one sense per word (core/text/lexicon), so the unit
     closest to it in meaning, read in its page (`in_its_page`), answers (`pool`: the best by their words,
-    of the asked type when the question asks one), with its block. The words only choose the pool: a
+    of the asked type when the question asks one), with its block; of units tied in meaning
+    (`NEAR_MEANING`), the one holding most of the question's words and names. The words only choose the pool: a
     word score's lead outweighs the narrow band one question's cosines span. It is as sure as the names
     it shares say, or else as the `gate` says from the chosen unit's closeness and the share of the
     question's words its units hold in translation; without a gate, as the names say or as sure as the
@@ -230,7 +235,12 @@ def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], ever
     vector/search/rerank/offline.py)."""
     read = [in_its_page(u, scorer.passages[u.passage - 1]) for u in pool]
     closeness = dict(zip(map(id, pool), similarity(question.text, read)))
-    first = max(pool, key=lambda u: (closeness[id(u)], -u.passage, -u.position))
+    # meaning chooses; units within NEAR_MEANING of the closest are told apart by the question's words they
+    # hold, in either language (its names above all: one office's page and another's read alike)
+    best = max(closeness.values())
+    near = [u for u in pool if closeness[id(u)] >= best - NEAR_MEANING]
+    first = max(near, key=lambda u: (scorer.confidence([u], translated=True), closeness[id(u)], -u.passage,
+                                     -u.position))
     chosen = _with_block(first, every, max_chars)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
     cited = cite(chosen, {id(u): closeness.get(id(u), 0.0) for u in chosen})

@@ -9,11 +9,10 @@ found for another dataset's questions (what "nothing relevant" looks like). Vali
 dataset-out and 5-fold by question; offline_weights.json is written only when held-out datasets beat
 the fused order (the searcher's default fusion; "rrf" in the report) on average in both nDCG@10 and MRR@10.
 
-With it goes the cross-script model (vector/search/rerank/offline.py): the same fit over only the
-features a page in another script than the question can show. It ranks no dev list better than the
-full model (the dev sets are one language each); what it is for is a calibrated P(relevant) without
-the lexical features, and the report says how many best relevant chunks it keeps over the threshold.
-`--cross-script-only` refits that model alone and keeps the shipped full model and threshold."""
+Candidates in the other script than the question are read through the dictionary (features.extract);
+the dev lists are one language each, so the fit never sees one, and bench/answer_xl_written's
+questions (`crossroads eval bench/answer_xl_written --config hybrid+rerank,api`) are where that reading
+is measured."""
 from __future__ import annotations
 
 import argparse
@@ -33,9 +32,9 @@ from evaluation.datasets import EvalQuery, load_dataset
 from evaluation.metrics import score_query, summarise
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT
 from vector.search.rerank.features import FEATURE_NAMES, extract
-from vector.search.rerank.offline import CROSS_SCRIPT_FEATURES, WEIGHTS_PATH, LinearModel, fit_weights, load_weights, platt
+from vector.search.rerank.offline import WEIGHTS_PATH, LinearModel, fit_weights, platt
 from vector.search.factory import make_searcher
-from vector.search.hybrid import Candidate
+from vector.search.hybrid import Candidate, in_other_script
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -102,8 +101,13 @@ def build(name: str, rows: list[dict]) -> list[Query]:
         q, cands = labels[row["qid"]], [Candidate(**c) for c in row["candidates"]]
         grades = np.array([q.grades.get(c.doc_id, 0) for c in cands], float)
         out.append(Query(name, q, [c.id for c in cands], [c.doc_id for c in cands],
-                         extract(row["question"], cands), grades, dataset.label_source == "qrels"))
+                         _features(row["question"], cands), grades, dataset.label_source == "qrels"))
     return out
+
+
+def _features(question: str, cands: list[Candidate]) -> np.ndarray:
+    """The features as the served reranker extracts them (a page in the other script read through the dictionary)."""
+    return extract(question, cands, in_other_script(question, cands))
 
 
 def fit(queries: list[Query], offtopic: list[OffTopic], features: list[str], l2: float) -> LinearModel:
@@ -182,19 +186,6 @@ def suggest_threshold(model: LinearModel, queries: list[Query], unseen: list[Off
                 [model.probabilities(x).max() < cut for x in o.x])), 2) for o in unseen}}
 
 
-def cross_script(groups: dict[str, list[Query]], offtopic: list[OffTopic], l2: float,
-                 threshold: float) -> tuple[LinearModel, dict]:
-    """The cross-script model fitted on every list, and its report: leave-one-dataset-out ranking
-    against the fused order, and the share of gold-list questions whose best relevant chunk it keeps
-    over `threshold` when fitted without the question's dataset."""
-    features = list(CROSS_SCRIPT_FEATURES)
-    report = cross_validate(groups, offtopic, features, l2, threshold)
-    model = fit([q for qs in groups.values() for q in qs], offtopic, features, l2)
-    return model, {"features": features, "l2": l2,
-                   "lodo_kept_best_relevant": {n: r["lodo_kept_best_relevant"] for n, r in report.items()},
-                   "metrics": {n: {m: r[m] for m in ("rrf", "lodo")} for n, r in report.items()}}
-
-
 def gather(names: list[str], refresh: bool):
     """Candidates of every ingested dataset's questions, and off-topic searches: each tenant searched
     with OFFTOPIC questions of the next dataset (for training) and of the one after (for checking)."""
@@ -216,7 +207,7 @@ def gather(names: list[str], refresh: bool):
         for bucket, other in zip(offtopic, (ready[(i + 1) % len(ready)], ready[(i + 2) % len(ready)])):
             rows = collect(f"offtopic_{other}_on_{name}", tenant, chunks, questions[other][:OFFTOPIC],
                            searcher, refresh) if other != name else []
-            bucket.append(OffTopic(other, name, [extract(r["question"], [Candidate(**c) for c in r["candidates"]])
+            bucket.append(OffTopic(other, name, [_features(r["question"], [Candidate(**c) for c in r["candidates"]])
                                                  for r in rows if r["candidates"]]))
         print(f"{name}: {len(groups[name])} questions, {chunks} chunks", flush=True)
     info = {"datasets": {n: {"questions": len(groups[n]), "chunks": present[f"eval_{n}"]} for n in ready},
@@ -234,24 +225,11 @@ def main() -> None:
     parser.add_argument("--l2", type=float, nargs="+", default=list(L2_GRID))
     parser.add_argument("--refresh", action="store_true", help="search again, ignoring the cache")
     parser.add_argument("--dry-run", action="store_true", help="report only; never write the weights")
-    parser.add_argument("--cross-script-only", action="store_true",
-                        help="refit only the cross-script model, keeping the shipped model and threshold")
     args = parser.parse_args()
     groups, (offtopic, unseen), info = gather(args.datasets, args.refresh)
     print("".join(f"{name}: tenant eval_{name} is not ingested; skipped\n" for name in info["missing_datasets"]))
     if len(groups) < 2:
         raise SystemExit("need at least two ingested datasets for leave-one-dataset-out validation")
-    if args.cross_script_only:
-        shipped = load_weights()
-        cross, report = cross_script(groups, offtopic, shipped["provenance"]["l2"], shipped["suggested_threshold"])
-        print("cross-script model:", json.dumps(report["lodo_kept_best_relevant"]),
-              dict(zip(cross.features, cross.weights.round(3).tolist())))
-        if not args.dry_run:
-            shipped.update(cross_script_model=cross.to_dict(), cross_script_provenance={
-                "trained": datetime.date.today().isoformat(), **report})
-            WEIGHTS_PATH.write_text(json.dumps(shipped, indent=1) + "\n", encoding="utf-8")
-            print(f"wrote {WEIGHTS_PATH}")
-        return
 
     reports = {l2: cross_validate(groups, offtopic, args.features, l2) for l2 in args.l2}
     gains = {l2: {f"{method}_{m}": round(mean_gain(r, method, m), 4) for method in ("lodo", "kfold")
@@ -277,11 +255,8 @@ def main() -> None:
         "objective": f"listwise (ListNet) + off-topic pairs (weight {OFFTOPIC_WEIGHT}), Platt-scaled", "l2": l2,
         "mean_gain_by_l2": gains, "k": K, "metrics": {n: {m: r[m] for m in ("rrf", "lodo", "kfold")}
                                                      for n, r in report.items()}, "threshold": threshold}
-    cross, cross_report = cross_script(groups, offtopic, l2, threshold["threshold"])
     WEIGHTS_PATH.write_text(json.dumps({"model": model.to_dict(), "suggested_threshold": threshold["threshold"],
-                                        "provenance": provenance, "cross_script_model": cross.to_dict(),
-                                        "cross_script_provenance": {"trained": provenance["trained"], **cross_report}},
-                                       indent=1) + "\n", encoding="utf-8")
+                                        "provenance": provenance}, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {WEIGHTS_PATH}")
 
 

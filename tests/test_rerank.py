@@ -16,7 +16,7 @@ from vector.search.rerank.features import FEATURE_NAMES, FEATURES, extract
 from vector.search.rerank.http_rerankers import COHERE, VOYAGE, HttpReranker
 from vector.prompts import RANK_TOOL
 from vector.search.rerank.llm_reranker import LLMReranker
-from vector.search.rerank.offline import (CROSS_SCRIPT_FEATURES, LinearModel, OfflineReranker, fit_weights,
+from vector.search.rerank.offline import (LinearModel, OfflineReranker, fit_weights,
                                           load_weights, platt)
 from vector.search.hybrid import Candidate
 
@@ -207,23 +207,26 @@ def test_offline_is_deterministic_and_ties_go_by_id():
     assert [twins[i].id for i, _ in first] == [3, 7, 5]
 
 
-def test_a_page_in_the_other_script_is_scored_by_the_model_of_what_it_can_show():
-    """Coverage is zero for a Russian page under an English question whatever it says: the full model
-    reads that zero as "irrelevant", the cross-script model does not read it at all."""
-    full = LinearModel(("coverage",), np.zeros(1), np.ones(1), np.array([5.0]), -2.0)
-    cross = LinearModel(("vec_sim",), np.zeros(1), np.ones(1), np.array([5.0]), -2.0)
-    english = cand(1, "Invoices are sent every month.", sim=0.5)
-    russian = cand(2, "Резервные копии снимаются каждую ночь.", sim=0.9)
-    russian.lang = "russian"
-    ranked = OfflineReranker(full, cross_script_model=cross).rerank("When do backups run?", [english, russian], 2)
+def test_a_page_in_the_other_script_shows_the_words_it_holds_in_translation():
+    """No stem of a Russian page is a stem of an English question: read through the dictionary, the page
+    about warehouse salaries covers the question, the one about offices does not, and the model ranks by that."""
+    model = LinearModel(("coverage",), np.zeros(1), np.ones(1), np.array([5.0]), -2.0)
+    offices = cand(1, "Офис в Москве открылся в 2015 году.", sim=0.9)
+    salaries = cand(2, "Зарплата на складе выплачивается дважды в месяц.", sim=0.5)
+    for c in (offices, salaries):
+        c.lang = "russian"
+    question = "How often is the warehouse salary paid?"
+    x = extract(question, [offices, salaries], [True, True])
+    assert feature(x, 1, "coverage") > 0.2 and feature(x, 0, "coverage") == 0.0
+    # "warehouse salary" / "зарплата на складе": one of its three pairs found in translation, in the other order
+    assert feature(x, 1, "bigram") == pytest.approx(1 / 3)
+    assert extract(question, [offices, salaries])[:, FEATURE_NAMES.index("coverage")].max() == 0.0  # not read so
+    ranked = OfflineReranker(model).rerank(question, [offices, salaries], 2)
     assert [i for i, _ in ranked] == [1, 0]
-    assert ranked[0][1] == pytest.approx(1 / (1 + np.exp(-(5 * 0.9 - 2))))
     # a Russian question turns it round: the English page is the other script
-    ranked = OfflineReranker(full, cross_script_model=cross).rerank("Когда снимаются резервные копии?",
-                                                                    [english, russian], 2)
-    assert ranked[1][1] == pytest.approx(1 / (1 + np.exp(-(5 * 0.5 - 2))))
-    # without a cross-script model (weights fitted before it) every page gets the full one
-    assert OfflineReranker(full).rerank("When do backups run?", [english, russian], 2)[0][0] == 0
+    english = cand(3, "The warehouse salary is paid twice a month.", sim=0.5)
+    ranked = OfflineReranker(model).rerank("Как часто выплачивается зарплата на складе?", [offices, english], 2)
+    assert ranked[0][0] == 1 and ranked[0][1] > ranked[1][1]
 
 
 def test_shipped_offline_model_puts_the_obvious_match_first():
@@ -249,8 +252,6 @@ def test_weights_file_loads_and_has_provenance():
     for name in prov["datasets"]:
         assert {"rrf", "lodo", "kfold"} <= set(prov["metrics"][name])
     assert 0.0 < data["suggested_threshold"] < 1.0
-    cross = LinearModel.from_dict(data["cross_script_model"])
-    assert cross.features == CROSS_SCRIPT_FEATURES and data["cross_script_provenance"]["lodo_kept_best_relevant"]
 
 
 def test_fit_weights_learns_the_informative_feature_and_platt_calibrates():

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ingest_corpus
 from vector.search import sql as search_sql
-from vector.search.bm25 import select_match_groups, select_match_terms
+from vector.search.bm25 import select_match_groups, select_match_terms, select_translations
 from vector.search.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
 from vector.search.fusion import DENSE_WEIGHT, rrf, zscore_fusion
 from vector.search.hybrid import HybridSearcher, use_exact_scan
@@ -115,6 +115,35 @@ def test_candidates_come_from_the_rarest_terms_within_the_budget():
     assert select_match_terms(("a", "b", "c"), [10, 0, 3], budget=13) == ("a", "c")
     assert select_match_terms(("a", "b"), [900, 800], budget=10) == ("b",)  # always the rarest one
     assert select_match_terms(("a",), [0], budget=10) == ()
+
+
+def test_a_question_word_brings_its_translations_into_the_other_languages_chunks():
+    q = build_query([("'vacat'", ["vacat"]), ("'thornburi'", ["thornburi"])], "english")
+    assert "отпуск" in q.translated and {"vacat", "thornburi"}.isdisjoint(q.translated)
+    assert q.script_of("отпуск") is True and q.script_of("vacat") is None  # own words count everywhere
+    # a Russian question's Latin words are names, not English to translate; a `simple` question is not stemmed
+    ru = build_query([("'отпуск'", ["отпуск"]), ("'vacat'", ["vacat"])], "russian")
+    assert "vacat" not in {t for t in ru.translated} and ru.script_of("vacat") is None
+    assert all(ru.script_of(t) is False for t in ru.translated) and ru.translated
+    assert build_query([("'vacat'", ["vacat"])], "simple").translated == frozenset()
+
+
+def test_translations_select_only_within_what_the_own_words_leave_of_the_budget():
+    q = build_query([("'vacat'", ["vacat"])], "english")
+    lexemes = q.lexemes
+    dfs = [0 if x == "vacat" else 7 if x == "отпуск" else 500 for x in lexemes]
+    own = (("vacat",),)
+    assert select_translations(q, dfs, own, budget=10) == (("отпуск",),)  # the rarest that fits
+    assert select_translations(q, dfs, own, budget=5) == ()  # nothing fits
+    assert select_translations(q, dfs, (("a", "b"),), budget=10_000) == ()  # own words already in pairs: none
+
+
+def test_an_english_question_finds_a_russian_page_by_its_words(corpus_tenant, searcher):
+    result = searcher.search(corpus_tenant, ["hr"], "How many days of vacation a year?", mode="bm25")
+    assert result.hits and result.hits[0].doc_id == "hr/vacation.md"
+    # the same corpus without the reader's group: the page stays unseen whatever the words
+    hidden = searcher.search(corpus_tenant, ["staff", "public"], "How many days of vacation a year?", mode="bm25")
+    assert all(h.doc_id != "hr/vacation.md" for h in hidden.hits)
 
 
 def test_in_a_large_tenant_candidates_hold_two_rare_terms():

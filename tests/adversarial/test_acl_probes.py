@@ -13,7 +13,8 @@ A leak is, in any response (every string of the JSON, SSE frames included):
 - a marker word of a restricted document: a word of at least 4 characters found in the reader's
   restricted documents whose stem is in no document the reader may read (nor is the word in the
   source code, which writes the system's own messages), unless the question carried it (or a form
-  of it: the question is echoed in answers, traces and tsqueries);
+  of it, or its translation into the other language: the question is echoed in answers, traces and
+  tsqueries, which add its words' translations, core/text/lexicon);
 - a `doc_id` field naming a document the reader may not read, or a chunk id of such a document
   where ids are listed (hits, search stages, passages, evidence, chunk_ids of points and reports).
 
@@ -105,8 +106,14 @@ def code_vocabulary() -> set[str]:
 
 
 def _echoes(marker: str, question_words: set[str]) -> bool:
-    """Whether the question carried the marker or a form of it (a stem, an inflection)."""
-    for w in question_words:
+    """Whether the question carried the marker or a form of it (a stem, an inflection, a translation of
+    one of its words: the full-text query holds those, core/text/lexicon)."""
+    from core.text.lexicon import translations
+
+    # the server's parser splits `demo_shared` and `err_1107_rate_page` into their words
+    parts = {p for w in question_words for p in re.findall(r"[^\W\d_]+", w)}
+    carried = question_words | {t for w in parts for t in translations(_stem(w))}
+    for w in carried:
         if w == marker:
             return True
         common = len(os.path.commonprefix([w, marker]))

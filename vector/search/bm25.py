@@ -67,6 +67,27 @@ def select_match_groups(lexemes: tuple[str, ...], dfs: list[int], n: int, budget
     return tuple(combinations(sorted(x for _, x in chosen), 2))
 
 
+def select_translations(terms: FullTextQuery, dfs: list[int], own_match: tuple[tuple[str, ...], ...],
+                        budget: int) -> tuple[tuple[str, ...], ...]:
+    """The translated lexemes (core/text/lexicon) that select candidates too: the rarest first, while their
+    frequencies and those of the own single terms add up to at most `budget`. None where the own words
+    are selected in pairs (a large tenant whose rarest own word already fills the budget): there the
+    translations only score the rows the own words select."""
+    if not terms.translated or any(len(group) > 1 for group in own_match):
+        return ()
+    frequency = dict(zip(terms.lexemes, dfs))
+    left = budget - sum(frequency[x] for (x,) in own_match)
+    chosen = []
+    for df, lexeme in sorted((frequency[x], x) for x in terms.translated):
+        if df <= 0:
+            continue
+        if df > left:
+            break
+        chosen.append((lexeme,))
+        left -= df
+    return tuple(sorted(chosen))
+
+
 def acl_on_heap(readable: int, tenant_chunks: int) -> bool:
     """Whether to check the reader's ACL on the rows the terms select rather than in the index:
     the index's cost grows with the rows the reader's groups hold, the heap's with the unreadable
@@ -84,7 +105,12 @@ class Bm25Leg:
         lexeme_df = search_sql.lexeme_frequencies(conn, tenant=tenant, groups=groups, lexemes=terms.lexemes)
         phrase_df = search_sql.phrase_frequencies(conn, tenant=tenant, groups=groups, tsqueries=terms.phrases,
                                                   cap=self.max_scored)
-        match = select_match_groups(terms.lexemes, lexeme_df, n, self.max_scored)
+        # the question's own words select as they always did; its translations add the rows of the other
+        # language that hold them within what the budget leaves (so the cap never cuts an own word's row)
+        own = [(x, df) for x, df in zip(terms.lexemes, lexeme_df) if x not in terms.translated]
+        own_lexemes, own_df = tuple(x for x, _ in own), [df for _, df in own]
+        match = select_match_groups(own_lexemes, own_df, n, self.max_scored)
+        match += select_translations(terms, lexeme_df, match, self.max_scored)
         on_heap = acl_on_heap(n, tenant_chunks)
         trace["bm25"] = {"n": n, "avg_len": round(avg_len, 2), "df": dict(zip(terms.lexemes, lexeme_df)),
                          "phrase_df": dict(zip(terms.phrases, phrase_df)), "match": [" & ".join(g) for g in match],
@@ -94,6 +120,7 @@ class Bm25Leg:
         score = dict(
             conn=conn, tenant=tenant, groups=groups,
             lexemes=terms.lexemes, lexeme_idf=[bm25_idf(n, df) for df in lexeme_df],
+            lexeme_script=[terms.script_of(x) for x in terms.lexemes],
             phrases=terms.phrases, phrase_idf=[bm25_idf(n, df) for df in phrase_df],
             avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.limit, max_scored=self.max_scored,
             acl_on_heap=on_heap,
@@ -101,7 +128,7 @@ class Bm25Leg:
         found = search_sql.bm25_leg(match=terms.match(match), **score)
         if len(found) < self.limit and len(match[0]) > 1:
             # too few rows hold two of the rare terms: the rarest term's rows fill the list
-            rarest = select_match_terms(terms.lexemes, lexeme_df, self.max_scored)
+            rarest = select_match_terms(own_lexemes, own_df, self.max_scored)
             trace["bm25"]["match_fallback"] = list(rarest)
             merged = dict(search_sql.bm25_leg(match=terms.match(tuple((x,) for x in rarest)), **score))
             merged.update(found)

@@ -11,6 +11,9 @@ import math
 import re
 from dataclasses import dataclass
 
+from core.text.lexicon import translations
+from core.text.script import CYRILLIC
+
 MAX_QUERY_TOKENS = 64  # a pasted page must not become a 1,000-term OR query
 # The textbook defaults. Also tried k1/b = 0.9/0.4 and 1.5/0.75 on the dev data: neither was better
 # on both anthropic_docs and xquad_ru, so nothing is tuned here.
@@ -63,6 +66,13 @@ def quote_lexeme(lexeme: str) -> str:
 class FullTextQuery:
     lexemes: tuple[str, ...]  # single terms, sorted (determinism)
     phrases: tuple[str, ...]  # tsquery texts with <-> operators, in query order
+    translated: frozenset[str] = frozenset()  # the lexemes only a translation brought (core/text/lexicon)
+
+    def script_of(self, lexeme: str) -> bool | None:
+        """Which chunks a lexeme counts in: None for the question's own (every chunk); for a translation,
+        True: only chunks written in Russian, False: only the others. A translation is there to find a
+        page in the other language, not an English name inside a Russian page."""
+        return (CYRILLIC.search(lexeme) is not None) if lexeme in self.translated else None
 
     @property
     def empty(self) -> bool:
@@ -80,11 +90,20 @@ class FullTextQuery:
         return " | ".join([self.match()] + [f"( {p} )" for p in self.phrases]) if self.lexemes else ""
 
 
-def build_query(analysed: list[tuple[str, list[str]]]) -> FullTextQuery:
-    """From the server's (phraseto_tsquery text, lexemes) per piece to terms; stop words drop out."""
-    lexemes = sorted({x for _, found in analysed for x in found})
+def build_query(analysed: list[tuple[str, list[str]]], lang: str = "simple") -> FullTextQuery:
+    """From the server's (phraseto_tsquery text, lexemes) per piece to terms; stop words drop out.
+    Each lexeme brings its translations into the other language (core/text/lexicon: Snowball stems, which
+    are the server's english and russian lexemes too): a chunk in the other language than the question
+    is found by its words, not only by the vector leg. Only the words written in the question's own script
+    (`lang`, as `query_pieces` got it; none for `simple`) are translated: an English title inside a Russian question is a name.
+    A translation counts only in chunks of its own language (`script_of`) and selects candidates apart from
+    the question's own words (vector/search/bm25.py), so a corpus in one language is searched as before."""
+    own = {x for _, found in analysed for x in found}
+    cyrillic = lang == "russian"
+    translated = {t for x in own if (CYRILLIC.search(x) is not None) == cyrillic for t in translations(x)} - own \
+        if lang in ("english", "russian") else set()  # `simple`: unstemmed words, not the dictionary's stems
     phrases = list(dict.fromkeys(q for q, found in analysed if "<" in q))  # <-> or <N>: a phrase
-    return FullTextQuery(tuple(lexemes), tuple(phrases))
+    return FullTextQuery(tuple(sorted(own | translated)), tuple(phrases), frozenset(translated))
 
 
 def bm25_idf(n: int, df: int) -> float:

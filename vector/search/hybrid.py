@@ -196,7 +196,7 @@ class HybridSearcher:
         lang = detect_language(query)
         with self.db.connection() as conn, search_sql.read_only(conn, {**search_sql.STABLE_SCAN_ORDER,
                                                                        **self._tx_settings}):
-            terms = build_query(search_sql.analyse_pieces(conn, query_pieces(query, lang)))
+            terms = build_query(search_sql.analyse_pieces(conn, query_pieces(query, lang)), lang)
             trace.update(query_lang=lang, tsquery=terms.text())
             if terms.empty:  # only stop words
                 found = []

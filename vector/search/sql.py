@@ -291,10 +291,11 @@ def phrase_frequencies(
 # things that would change it between runs (parallel workers, synchronised sequential scans).
 # READABLE is where the reader's ACL is checked (`bm25_leg`'s `acl_on_heap`).
 _BM25 = """
-WITH terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(lexeme_idf)s::float8[]) AS t(lexeme, idf)),
+WITH terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(lexeme_idf)s::float8[], %(lexeme_script)s::bool[])
+                AS t(lexeme, idf, cyrillic)),
 phrases AS (SELECT * FROM unnest(%(phrases)s::tsquery[], %(phrase_idf)s::float8[]) AS p(q, idf)),
 matched AS (
-    SELECT id, tsv, %(k1)s * (1 - %(b)s + %(b)s * length(tsv) / %(avg_len)s) AS norm
+    SELECT id, tsv, lang = 'russian' AS cyrillic, %(k1)s * (1 - %(b)s + %(b)s * length(tsv) / %(avg_len)s) AS norm
     FROM chunks
     WHERE tenant_id = %(tenant)s AND READABLE AND tsv @@ CAST(%(match)s AS tsquery)
     LIMIT %(max_scored)s
@@ -303,7 +304,7 @@ SELECT m.id,
        (SELECT coalesce(sum(t.idf * u.tf * (%(k1)s + 1) / (u.tf + m.norm)), 0)
           FROM (SELECT lexeme, cardinality(positions) AS tf
                   FROM unnest(ts_filter(setweight(m.tsv, 'D', %(lexemes)s::text[]), '{D}'))) u
-          JOIN terms t USING (lexeme))
+          JOIN terms t USING (lexeme) WHERE t.cyrillic IS NULL OR t.cyrillic = m.cyrillic)
      + (SELECT coalesce(sum(p.idf * (%(k1)s + 1) / (1 + m.norm)), 0) FROM phrases p WHERE m.tsv @@ p.q)
        AS score
 FROM matched m
@@ -328,6 +329,7 @@ def bm25_leg(
     phrases: Sequence[str],
     phrase_idf: Sequence[float],
     avg_len: float,
+    lexeme_script: Sequence[bool | None] | None = None,
     k1: float,
     b: float,
     limit: int,
@@ -335,10 +337,12 @@ def bm25_leg(
     acl_on_heap: bool = False,
 ) -> list[tuple[int, float]]:
     """(chunk id, BM25 score) best first; `match` is the OR tsquery that selects candidates;
-    `acl_on_heap` checks the reader's ACL on the selected rows instead of in the index."""
+    `acl_on_heap` checks the reader's ACL on the selected rows instead of in the index; `lexeme_script`
+    (per lexeme, None: any chunk) counts a lexeme only in chunks written in Russian (True) or not (False)."""
     rows = conn.execute(_BM25_ACL_ON_HEAP if acl_on_heap else _BM25_ACL_IN_INDEX, {
         "tenant": tenant, "groups": list(groups), "match": match, "lexemes": list(lexemes),
-        "lexeme_idf": list(lexeme_idf), "phrases": list(phrases), "phrase_idf": list(phrase_idf),
+        "lexeme_idf": list(lexeme_idf), "lexeme_script": list(lexeme_script or [None] * len(lexemes)),
+        "phrases": list(phrases), "phrase_idf": list(phrase_idf),
         "avg_len": max(avg_len, 1.0), "k1": k1, "b": b, "limit": limit, "max_scored": max_scored,
     }).fetchall()
     return [(int(i), float(s)) for i, s in rows]

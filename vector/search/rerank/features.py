@@ -5,7 +5,8 @@ other candidates of the same query (a cosine of 0.82 means little on its own, 0.
 candidate means a lot; a term every candidate contains does not tell them apart). The absolute ones
 (vec_sim, coverage) let the score say "nothing here is relevant"; vec_sim ties a fitted model to the
 embedding model it was fitted with (recorded in the weights' provenance). Words are matched
-as core/text/terms.py says. Also tried, and dropped because leaving each out
+as core/text/terms.py says; in a candidate written in the other script than the query, through their
+translations too (core/text/lexicon), in either order for word pairs. Also tried, and dropped because leaving each out
 raised the cross-validated gain over RRF: title/heading match on its own (the title still counts in
 coverage), proximity of query terms, chunks per document and text length.
 """
@@ -17,7 +18,8 @@ from typing import Sequence
 
 import numpy as np
 
-from core.text.terms import QueryTerms, match_positions, normalise
+from core.text.lexicon import translations
+from core.text.terms import QueryTerms, content_tokens, match_positions, normalise, stem
 
 # name -> what it measures (one line each); the model file names the subset it was fitted on
 FEATURES: dict[str, str] = {
@@ -40,10 +42,26 @@ def _rrf60(vector_rank: int | None, fts_rank: int | None) -> float:
     return sum(1.0 / (60 + r) for r in (vector_rank, fts_rank) if r) * 61 / 2
 
 
-def extract(query: str, candidates: Sequence) -> np.ndarray:
+def translated_positions(terms: QueryTerms, text: str, back: dict[str, str]) -> list[tuple[int, str]]:
+    """`match_positions` for a text in the other language than the query: a token matches a query stem
+    when it is that stem (a name, a code) or one of its translations (core/text/lexicon, `back` maps a
+    translation to the query stem it translates)."""
+    found = []
+    for pos, token in enumerate(content_tokens(text)):
+        s = stem(token)
+        if s in terms.wanted:
+            found.append((pos, s))
+        elif s in back:
+            found.append((pos, back[s]))
+    return found
+
+
+def extract(query: str, candidates: Sequence, other: Sequence[bool] | None = None) -> np.ndarray:
     """Feature matrix (len(candidates), len(FEATURE_NAMES)) in FEATURE_NAMES order.
 
-    `candidates` are `vector.search.hybrid.Candidate`s (any object with the same fields will do).
+    `candidates` are `vector.search.hybrid.Candidate`s (any object with the same fields will do);
+    `other`: which of them are written in the other script than the query (their words are matched
+    through the dictionary).
     """
     n = len(candidates)
     out = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float64)
@@ -51,7 +69,10 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
         return out
     terms = QueryTerms.of(query)
     texts = [normalise(f"{c.title}\n{c.heading}\n{c.text}") for c in candidates]
-    scans = [match_positions(terms, text) for text in texts]
+    other = list(other) if other is not None else [False] * n
+    back = {t: s for s in reversed(terms.stems) for t in translations(s)} if any(other) else {}
+    scans = [translated_positions(terms, text, back) if o else match_positions(terms, text)
+             for text, o in zip(texts, other)]
     present = [{s for _, s in matched} for matched in scans]
     # idf over this candidate list: a term every candidate shares does not tell them apart
     df = Counter(s for found in present for s in found)
@@ -65,7 +86,10 @@ def extract(query: str, candidates: Sequence) -> np.ndarray:
     for row, c in enumerate(candidates):
         matched, found = scans[row], present[row]
         sim = c.vector_score if c.vector_score is not None else floor_sim
-        hits = {(a, b) for (i, a), (j, b) in zip(matched, matched[1:]) if j == i + 1} & terms.bigrams
+        hits = {(a, b) for (i, a), (j, b) in zip(matched, matched[1:]) if j == i + 1}
+        if other[row]:  # another language may put the two words in the other order
+            hits |= {(b, a) for a, b in hits}
+        hits &= terms.bigrams
         values = {
             "vec_sim": sim,
             "vec_gap": sim - best_sim,

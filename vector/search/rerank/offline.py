@@ -8,17 +8,12 @@ The weights, the features they use and where they came from live in `offline_wei
 file that does not match the code raises here rather than ranking with misaligned weights.
 
 A candidate written in another script than the question (a Russian page for an English question)
-cannot show the lexical features: no stem of one language is a stem of the other, so coverage, the
-full-text leg and word pairs are zero whatever it says. Read by the full model, that absence is
-"irrelevant", and the page the multilingual vector leg found is cut. Such a candidate is scored by
-a second model fitted on the same lists with only the features it can show (the vector leg's and
-verbatim rare tokens): the reduced-feature model for a feature missing at prediction time
-(Saar-Tsechansky & Provost, JMLR 2007). Both are Platt-calibrated to P(relevant), so their scores
-rank together and one threshold asks the same probability of both. The less-informed model reaches
-it less often: the cut keeping the best relevant chunk of 98% of dev questions is 0.08 for it and
-0.22 for the full model, and there it keeps 6.6 chunks of 50 against 2.9, and fails to leave
-off-topic questions empty. A looser cut for other-script pages would answer more questions
-that have no answer.
+shares no stem with it, so coverage and word pairs are read through a general English-Russian
+dictionary (core/text/lexicon; `features.extract`), as the full-text leg finds such a page by the
+question's translations (vector/search/fulltext.py): one model reads every candidate, and one
+threshold asks the same probability of each. A second model over only the vector features, used for
+such pages until the dictionary came, kept 70% of xl_written's gold pages at that cut against 52%
+(docs/evaluation.md).
 """
 from __future__ import annotations
 
@@ -34,8 +29,6 @@ from vector.search.rerank.features import FEATURE_NAMES, extract
 from vector.search.hybrid import Candidate, in_other_script
 
 WEIGHTS_PATH = Path(__file__).with_name("offline_weights.json")
-# what a candidate in another script than the question can show (see the module's docstring)
-CROSS_SCRIPT_FEATURES = ("vec_sim", "vec_gap", "vec_rr", "rare")
 
 
 @dataclass(frozen=True)
@@ -150,13 +143,9 @@ class OfflineReranker:
 
     name = "offline"
 
-    def __init__(self, model: LinearModel | None = None, *, path: Path = WEIGHTS_PATH,
-                 cross_script_model: LinearModel | None = None):
+    def __init__(self, model: LinearModel | None = None, *, path: Path = WEIGHTS_PATH):
         data = {} if model is not None else load_weights(path)
         self.model = model or LinearModel.from_dict(data.get("model", {}))
-        # weights fitted before the cross-script model existed rank every candidate with the full one
-        self.cross_script_model = cross_script_model or (
-            LinearModel.from_dict(data["cross_script_model"]) if "cross_script_model" in data else None)
         self.provenance: dict[str, Any] = data.get("provenance", {})
         # A cut calibrated on dev (see the provenance); the searcher decides whether to apply it.
         threshold = data.get("suggested_threshold")
@@ -165,13 +154,8 @@ class OfflineReranker:
     def rerank(self, query: str, candidates: Sequence[Candidate], top_k: int) -> list[tuple[int, float]]:
         if not candidates or top_k <= 0:
             return []
-        x = extract(query, candidates)
+        x = extract(query, candidates, in_other_script(query, candidates))
         # ordered by logit: probabilities of very strong candidates can round to the same 1.0
         logits, scores = self.model.logits(x), self.model.probabilities(x)
-        if self.cross_script_model is not None:
-            other = np.array(in_other_script(query, candidates))
-            if other.any():
-                logits = np.where(other, self.cross_script_model.logits(x), logits)
-                scores = np.where(other, self.cross_script_model.probabilities(x), scores)
         order = sorted(range(len(candidates)), key=lambda i: (-logits[i], candidates[i].id))
         return [(i, float(scores[i])) for i in order[:top_k]]
