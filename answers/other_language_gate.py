@@ -16,9 +16,10 @@ them. Its threshold is where a right answer shown, a wrong one shown and an off-
 weigh the same, checked with each corpus held out in turn (docs/reader.md, eighth session).
 
 With the gate, the local route's offline search no longer holds a page in the other script to the
-reranker's calibrated cut (vector/search/hybrid.py `hold_other_script`): that cut reads such a page
-through a model calibrated on one-language lists, about ten times too low in odds on real
-cross-language questions, and it cut half of the pages that answer. The gate judges them instead.
+reranker's calibrated cut (vector/search/hybrid.py `hold_other_script`): that cut reads such a page's
+words through a dictionary of one sense per word, with a model fitted on one-language lists, and it
+leaves out 30% of the pages that answer xl_written's questions (half before the dictionary reached the
+search; docs/reader.md, eleventh session). The gate judges them instead.
 
 A cosine is on its model's own scale, so the gate holds only for the model it was fitted with
 (`embedder`); for any other, an answer from the other language is as sure as the search is of its

@@ -73,8 +73,8 @@ class Candidate(ChunkText):
 
 def in_other_script(query: str, candidates: Sequence[Candidate]) -> list[bool]:
     """Which candidates are written in the other script than the query: one Russian (Cyrillic), the other
-    not, so no word of one is a word of the other (the offline reranker's cross-script model, the cut
-    left to the offline answer)."""
+    not, so no word of one is a word of the other (the offline reranker reads theirs through the
+    dictionary; the cut may be left to the offline answer)."""
     asked_russian = detect_language(query) == "russian"
     return [(c.lang == "russian") != asked_russian for c in candidates]
 
