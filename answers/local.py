@@ -227,9 +227,9 @@ def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], ever
     the question's only through a dictionary of one sense per word (core/text/lexicon), so the unit
     closest to it in meaning, read in its page (`in_its_page`), answers (`pool`: the best by their words,
     of the asked type when the question asks one), with its block; of units tied in meaning
-    (`NEAR_MEANING`), the one holding most of the question's words and names. The words only choose the pool: a
-    word score's lead outweighs the narrow band one question's cosines span. It is as sure as the names
-    it shares say, or else as the `gate` says from the chosen unit's closeness and the share of the
+    (`NEAR_MEANING`), the one holding most of the question's words and names. Beyond ties the words only
+    choose the pool: a word score's lead outweighs the narrow band one question's cosines span. It is as
+    sure as the names it shares say, or else as the `gate` says from the chosen unit's closeness and the share of the
     question's words its units hold in translation; without a gate, as the names say or as sure as the
     search is that its passage is relevant (the calibrated probability the reranker gave it,
     vector/search/rerank/offline.py)."""

@@ -95,9 +95,10 @@ def build_query(analysed: list[tuple[str, list[str]]], lang: str = "simple") -> 
     Each lexeme brings its translations into the other language (core/text/lexicon: Snowball stems, which
     are the server's english and russian lexemes too): a chunk in the other language than the question
     is found by its words, not only by the vector leg. Only the words written in the question's own script
-    (`lang`, as `query_pieces` got it: Latin for `simple`, whose words are also read as English) are translated: an English title inside a Russian question is a name.
-    A translation counts only in chunks of its own language (`script_of`) and selects candidates apart from
-    the question's own words (vector/search/bm25.py), so a corpus in one language is searched as before."""
+    (`lang`, as `query_pieces` got it: Latin for `simple`, whose words are also read as English) are
+    translated: an English title inside a Russian question is a name. A translation counts only in chunks
+    of its own language (`script_of`) and selects candidates apart from the question's own words
+    (vector/search/bm25.py), so a corpus in one language is searched as before."""
     own = {x for _, found in analysed for x in found}
     cyrillic = lang == "russian"
     translated = {t for x in own if (CYRILLIC.search(x) is not None) == cyrillic for t in translations(x)} - own

@@ -6,7 +6,8 @@ candidate means a lot; a term every candidate contains does not tell them apart)
 (vec_sim, coverage) let the score say "nothing here is relevant"; vec_sim ties a fitted model to the
 embedding model it was fitted with (recorded in the weights' provenance). Words are matched
 as core/text/terms.py says; in a candidate written in the other script than the query, through their
-translations too (core/text/lexicon), in either order for word pairs. Also tried, and dropped because leaving each out
+translations too (core/text/lexicon), in either order for word pairs. Also tried, and dropped because
+leaving each out
 raised the cross-validated gain over RRF: title/heading match on its own (the title still counts in
 coverage), proximity of query terms, chunks per document and text length.
 """
