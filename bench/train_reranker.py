@@ -76,7 +76,8 @@ def collect(name: str, tenant: str, chunks: int, questions: list[tuple[str, str]
     settings and questions match and the first question still finds the same (the searcher may change)."""
     def search(question: str) -> list[dict]:
         result = searcher.search(tenant, SEARCH["groups"], question, k=SEARCH["candidates"], mode=SEARCH["mode"])
-        return [vars(c) for c in result.candidates]
+        # a candidate's reading blocks serve the answers, not the features: they stay out of the JSON cache
+        return [{k: v for k, v in vars(c).items() if k != "blocks"} for c in result.candidates]
 
     def rows_for(asked: list[tuple[str, str]]) -> list[dict]:
         return [{"qid": qid, "question": question, "candidates": search(question)} for qid, question in asked]
