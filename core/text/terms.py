@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from core.text.script import latin_spelling
 from core.text.stemming import stem_word
@@ -134,17 +134,25 @@ def content_tokens(text: str) -> tuple[str, ...]:
     return tuple(t for t in _TOKEN.findall(text) if t not in STOPWORDS)
 
 
-def match_positions(terms: QueryTerms, text: str) -> list[tuple[int, str]]:
-    """(position, query stem) of each content token of `normalise`d `text` matching a query stem.
+def match_positions(terms: QueryTerms, text: str, translated: Mapping[str, str] | None = None,
+                    translated_prefixes: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+    """(position, query stem) of each content token of `normalise`d `text` matching a query stem, or
+    (`translated`: another stem -> the query stem it translates, core/text/lexicon) one of its translations;
+    `translated_prefixes` are those stems' first two letters.
 
     Positions skip stop words, so "limit of requests" is adjacent like "limit requests". Only the
-    distinct tokens sharing a query stem's first letters are stemmed: stemming is the slow part, and
+    distinct tokens sharing a wanted stem's first letters are stemmed: stemming is the slow part, and
     most words of a chunk cannot match."""
     content = content_tokens(text)
+    translated = translated or {}
     match = {}
     for token in set(content):
-        if token[:2] in terms.prefixes and (s := stem(token)) in terms.wanted:
-            match[token] = s
+        if token[:2] in terms.prefixes or token[:2] in translated_prefixes:
+            s = stem(token)
+            if s in terms.wanted:
+                match[token] = s
+            elif s in translated:
+                match[token] = translated[s]
     return [(pos, match[t]) for pos, t in enumerate(content) if t in match]
 
 

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from core.text.lexicon import translations
-from core.text.terms import QueryTerms, content_tokens, match_positions, normalise, stem
+from core.text.terms import QueryTerms, match_positions, normalise
 
 # name -> what it measures (one line each); the model file names the subset it was fitted on
 FEATURES: dict[str, str] = {
@@ -43,20 +43,6 @@ def _rrf60(vector_rank: int | None, fts_rank: int | None) -> float:
     return sum(1.0 / (60 + r) for r in (vector_rank, fts_rank) if r) * 61 / 2
 
 
-def translated_positions(terms: QueryTerms, text: str, back: dict[str, str]) -> list[tuple[int, str]]:
-    """`match_positions` for a text in the other language than the query: a token matches a query stem
-    when it is that stem (a name, a code) or one of its translations (core/text/lexicon, `back` maps a
-    translation to the query stem it translates)."""
-    found = []
-    for pos, token in enumerate(content_tokens(text)):
-        s = stem(token)
-        if s in terms.wanted:
-            found.append((pos, s))
-        elif s in back:
-            found.append((pos, back[s]))
-    return found
-
-
 def extract(query: str, candidates: Sequence, other: Sequence[bool] | None = None) -> np.ndarray:
     """Feature matrix (len(candidates), len(FEATURE_NAMES)) in FEATURE_NAMES order.
 
@@ -71,8 +57,10 @@ def extract(query: str, candidates: Sequence, other: Sequence[bool] | None = Non
     terms = QueryTerms.of(query)
     texts = [normalise(f"{c.title}\n{c.heading}\n{c.text}") for c in candidates]
     other = list(other) if other is not None else [False] * n
+    # a stem of the other language -> the query stem it translates (the first in query order)
     back = {t: s for s in reversed(terms.stems) for t in translations(s)} if any(other) else {}
-    scans = [translated_positions(terms, text, back) if o else match_positions(terms, text)
+    prefixes = frozenset(t[:2] for t in back)
+    scans = [match_positions(terms, text, back, prefixes) if o else match_positions(terms, text)
              for text, o in zip(texts, other)]
     present = [{s for _, s in matched} for matched in scans]
     # idf over this candidate list: a term every candidate shares does not tell them apart
