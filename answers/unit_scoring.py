@@ -7,7 +7,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from core.text.lexicon import translations
+from core.text.lexicon import translated_in
 from core.text.script import script_name
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from core.text.terms import QueryTerms, content_stems, normalise
@@ -93,7 +93,7 @@ class Scorer:
         or (`translated`) the word in the other language (core/text/lexicon)."""
         if stem in stems or any(same_word(stem, other) for other in stems):
             return True
-        if translated and not translations(stem).isdisjoint(stems):
+        if translated and translated_in(stem, stems):
             return True
         sk = self.focus.name_skeletons.get(stem)
         return bool(sk) and any(skeleton_match(sk, other) for other in skeletons)

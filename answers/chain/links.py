@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from core.text.lexicon import translations
+from core.text.lexicon import translated_in
 from core.text.names import HEAD_WORDS
 from core.text.script import CYRILLIC
 from core.text.skeletons import same_word
@@ -27,7 +27,7 @@ def related(relation: list[str], stems: frozenset[str]) -> set[str]:
     def agent(r: str, s: str) -> bool:
         return len(r) >= 3 and s.startswith(r) and len(s) - len(r) <= (4 if CYRILLIC.match(r) else 2)
 
-    return {r for r in relation if r in stems or not translations(r).isdisjoint(stems)
+    return {r for r in relation if r in stems or translated_in(r, stems)
             or any(agent(r, s) or same_word(r, s) for s in stems)}
 
 

@@ -35,3 +35,8 @@ def _table() -> dict[str, frozenset[str]]:
 def translations(stem: str) -> frozenset[str]:
     """The stems of the other language that translate `stem` (empty for a stem the dictionary lacks)."""
     return _table().get(stem, frozenset())
+
+
+def translated_in(stem: str, stems: frozenset[str] | set[str]) -> bool:
+    """Whether `stems` (a text's) hold a translation of `stem`."""
+    return not translations(stem).isdisjoint(stems)
