@@ -229,8 +229,8 @@ def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], ever
     of the asked type when the question asks one), with its block; of units tied in meaning
     (`NEAR_MEANING`), the one holding most of the question's words and names. Beyond ties the words only
     choose the pool: a word score's lead outweighs the narrow band one question's cosines span. It is as
-    sure as the names it shares say, or else as the `gate` says from the chosen unit's closeness and the share of the
-    question's words its units hold in translation; without a gate, as the names say or as sure as the
+    sure as the names it shares say, or else as the `gate` says from the chosen unit's closeness and the
+    share of the question's words its units hold in translation; without a gate, as the names say or as sure as the
     search is that its passage is relevant (the calibrated probability the reranker gave it,
     vector/search/rerank/offline.py)."""
     read = [in_its_page(u, scorer.passages[u.passage - 1]) for u in pool]

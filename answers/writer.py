@@ -71,7 +71,7 @@ class AnswerWriter:
         trace["confidence"] = extracted.confidence
         trace["threshold"] = extracted.threshold
         if extracted.closeness is not None:  # chosen by meaning in the other language's passages
-            trace["closeness"], trace["named"], trace["worded"] = extracted.closeness, extracted.named, extracted.worded
+            trace.update(closeness=extracted.closeness, named=extracted.named, worded=extracted.worded)
         if extracted.logit is not None:
             trace["reader"] = {"logit": round(extracted.logit, 4)}
         if extracted.chain:

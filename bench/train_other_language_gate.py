@@ -16,9 +16,9 @@ An answer whose units hold the question's names (`trace["named"]` at least MIN_C
 that evidence, as before; the gate decides the others: P(right) = sigmoid(slope * cosine + word_slope *
 words + intercept), fitted on them (off-topic ones count as wrong), and the least P shown is where a
 right answer shown, a wrong one shown and an off-topic question answered weigh the same (shown right -
-shown wrong - off-topic answered is highest). Reported leave one corpus out (hospital, museum, transit, university: the fit and the cut
-chosen without the corpus, its questions and their off-topic askings judged by them); the file is
-written from the fit on all of them, with the embedding model it holds for.
+shown wrong - off-topic answered is highest). Reported leave one corpus out (hospital, museum, transit,
+university: the fit and the cut chosen without the corpus, its questions and their off-topic askings
+judged by them); the file is written from the fit on all of them, with the embedding model it holds for.
 
 `--without-gate` asks the same questions of the route as it answers with no gate (the search holds
 pages in the other script to the reranker's cut, and an answer from them is as sure as the search is
@@ -68,7 +68,8 @@ def _ask(router: QuestionRouter, tenant: str, groups: list[str], q: dict, unansw
     answer = router.ask(tenant, groups, q["question"], route="local")
     said = answer.trace.get("withheld", "") if answer.no_answer else answer.answer
     return Asked(q["qid"], answer.trace.get("closeness"), answer.trace.get("named") or 0.0,
-                 answer.trace.get("worded") or 0.0, not unanswerable and contains_answer(said, q["answers"]), not answer.no_answer, unanswerable)
+                 answer.trace.get("worded") or 0.0, not unanswerable and contains_answer(said, q["answers"]),
+                 not answer.no_answer, unanswerable)
 
 
 def collect(settings: Settings, gate_open: bool = True) -> tuple[list[Asked], str]:
@@ -135,7 +136,8 @@ def fit(asked: list[Asked], model_id: str) -> OtherLanguageGate:
         p = 1 / (1 + np.exp(-design @ w))
         w -= np.linalg.solve((design.T * (p * (1 - p))) @ design + 1e-3 * np.eye(3), design.T @ (p - y) + 1e-3 * w)
     cut = max(CUTS, key=lambda c: (_utility(_outcome(asked, _shown(OtherLanguageGate(model_id, *w, c)))), -c))
-    return OtherLanguageGate(model_id, round(float(w[0]), 4), round(float(w[1]), 4), round(float(w[2]), 4), float(cut))
+    slope, word_slope, intercept = (round(float(v), 4) for v in w)
+    return OtherLanguageGate(model_id, slope, word_slope, intercept, float(cut))
 
 
 def main() -> int:

@@ -94,6 +94,12 @@ def collect(name: str, tenant: str, chunks: int, questions: list[tuple[str, str]
     return rows
 
 
+def _features(question: str, cands: list[Candidate]) -> np.ndarray:
+    """The features as the served reranker extracts them (a page in the other script read through the
+    dictionary)."""
+    return extract(question, cands, in_other_script(question, cands))
+
+
 def build(name: str, rows: list[dict]) -> list[Query]:
     dataset = load_dataset(DATA / name)
     labels = {q.qid: q for q in dataset.scored_queries}
@@ -104,11 +110,6 @@ def build(name: str, rows: list[dict]) -> list[Query]:
         out.append(Query(name, q, [c.id for c in cands], [c.doc_id for c in cands],
                          _features(row["question"], cands), grades, dataset.label_source == "qrels"))
     return out
-
-
-def _features(question: str, cands: list[Candidate]) -> np.ndarray:
-    """The features as the served reranker extracts them (a page in the other script read through the dictionary)."""
-    return extract(question, cands, in_other_script(question, cands))
 
 
 def fit(queries: list[Query], offtopic: list[OffTopic], features: list[str], l2: float) -> LinearModel:
