@@ -16,6 +16,12 @@ Cost is bounded by `max_scored` (settings.bm25_max_scored): candidates come from
 whose frequencies add up to at most it (rows with only common words rarely reach the top), or, when
 even the rarest term is more common than that, from rows holding two of the rarest terms; no more
 than `max_scored` rows are scored.
+
+Translations (a question's word in the other language, `FullTextQuery.senses`) are scored as Pirkola's
+structured query (SIGIR 1998): the translations of one word are one concept, whose term frequency in a
+chunk is the sum of theirs and whose document frequency is that of any of them (bounded by the sum of
+theirs). A word of many senses ("lead": свинец, руководство, пример ...) then weighs as little as its
+translations are common, and a page holding three of them counts the word once, not three times.
 """
 from __future__ import annotations
 
@@ -88,6 +94,24 @@ def select_translations(terms: FullTextQuery, dfs: list[int], own_match: tuple[t
     return tuple(sorted(chosen))
 
 
+def translation_concepts(terms: FullTextQuery, dfs: list[int], n: int) -> tuple[list[float], list[int]]:
+    """Per lexeme of `terms`, its idf and the concept it counts in (its tf is summed with the others' of its
+    concept before BM25 saturates it): each own word and phrase alone; the translations of one question
+    word together, with the idf of their summed frequency. A translation of two words counts in the more
+    specific one's concept (the higher idf; ties to the first word)."""
+    idf = [bm25_idf(n, df) for df in dfs]
+    concept = list(range(len(terms.lexemes)))
+    position = {x: i for i, x in enumerate(terms.lexemes)}
+    best: dict[str, float] = {}
+    for k, group in enumerate(terms.senses):
+        shared = bm25_idf(n, min(n, sum(dfs[position[t]] for t in group)))
+        for t in group:
+            if shared > best.get(t, -1.0):
+                best[t] = shared
+                idf[position[t]], concept[position[t]] = shared, len(terms.lexemes) + k
+    return idf, concept
+
+
 def acl_on_heap(readable: int, tenant_chunks: int) -> bool:
     """Whether to check the reader's ACL on the rows the terms select rather than in the index:
     the index's cost grows with the rows the reader's groups hold, the heap's with the unreadable
@@ -117,9 +141,10 @@ class Bm25Leg:
                          "acl_check": "heap" if on_heap else "index"}
         if not match:
             return []
+        lexeme_idf, lexeme_concept = translation_concepts(terms, lexeme_df, n)
         score = dict(
             conn=conn, tenant=tenant, groups=groups,
-            lexemes=terms.lexemes, lexeme_idf=[bm25_idf(n, df) for df in lexeme_df],
+            lexemes=terms.lexemes, lexeme_idf=lexeme_idf, lexeme_concept=lexeme_concept,
             lexeme_script=[terms.script_of(x) for x in terms.lexemes],
             phrases=terms.phrases, phrase_idf=[bm25_idf(n, df) for df in phrase_df],
             avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.limit, max_scored=self.max_scored,

@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from core.text.lexicon import translations
+from core.text.lexicon import search_translations
 from core.text.script import CYRILLIC
 
 MAX_QUERY_TOKENS = 64  # a pasted page must not become a 1,000-term OR query
@@ -67,6 +67,8 @@ class FullTextQuery:
     lexemes: tuple[str, ...]  # single terms, sorted (determinism)
     phrases: tuple[str, ...]  # tsquery texts with <-> operators, in query order
     translated: frozenset[str] = frozenset()  # the lexemes only a translation brought (core/text/lexicon)
+    # per translated word of the question, the lexemes that translate it: one concept for BM25 (bm25.py)
+    senses: tuple[tuple[str, ...], ...] = ()
 
     def script_of(self, lexeme: str) -> bool | None:
         """Which chunks a lexeme counts in: None for the question's own (every chunk); for a translation,
@@ -92,18 +94,21 @@ class FullTextQuery:
 
 def build_query(analysed: list[tuple[str, list[str]]], lang: str = "simple") -> FullTextQuery:
     """From the server's (phraseto_tsquery text, lexemes) per piece to terms; stop words drop out.
-    Each lexeme brings its translations into the other language (core/text/lexicon: Snowball stems, which
-    are the server's english and russian lexemes too): a chunk in the other language than the question
-    is found by its words, not only by the vector leg. Only the words written in the question's own script
-    (`lang`, as `query_pieces` got it: Latin for `simple`, whose words are also read as English) are
-    translated: an English title inside a Russian question is a name. A translation counts only in chunks
-    of its own language (`script_of`) and selects candidates apart from the question's own words
-    (vector/search/bm25.py), so a corpus in one language is searched as before."""
+    Each lexeme brings its translations into the other language (core/text/lexicon `search_translations`:
+    Snowball stems, which are the server's english and russian lexemes too, in every plain sense): a chunk
+    in the other language than the question is found by its words, not only by the vector leg. Only the
+    words written in the question's own script (`lang`, as `query_pieces` got it: Latin for `simple`, whose
+    words are also read as English) are translated: an English title inside a Russian question is a name.
+    A translation counts only in chunks of its own language (`script_of`) and selects candidates apart
+    from the question's own words (vector/search/bm25.py), so a corpus in one language is searched as
+    before."""
     own = {x for _, found in analysed for x in found}
     cyrillic = lang == "russian"
-    translated = {t for x in own if (CYRILLIC.search(x) is not None) == cyrillic for t in translations(x)} - own
+    senses = tuple(group for x in sorted(own) if (CYRILLIC.search(x) is not None) == cyrillic
+                   if (group := tuple(sorted(search_translations(x) - own))))
+    translated = {t for group in senses for t in group}
     phrases = list(dict.fromkeys(q for q, found in analysed if "<" in q))  # <-> or <N>: a phrase
-    return FullTextQuery(tuple(sorted(own | translated)), tuple(phrases), frozenset(translated))
+    return FullTextQuery(tuple(sorted(own | translated)), tuple(phrases), frozenset(translated), senses)
 
 
 def bm25_idf(n: int, df: int) -> float:

@@ -279,7 +279,8 @@ def phrase_frequencies(
 
 
 # BM25 over the chunks that match any selected term. tf of a lexeme is its number of positions in
-# `tsv`; a phrase (identifier, quoted text) counts once when present; length is the number of
+# `tsv` (the translations of one question word sum theirs: one concept, bm25.py); a phrase (identifier,
+# quoted text) counts once when present; length is the number of
 # distinct lexemes, normalised by the readable corpus's mean. `ts_filter(setweight(tsv, 'D', L),
 # '{D}')` keeps only the query's lexemes before unnesting (chunk_tsv writes weights A and B only,
 # so D marks exactly L): 2-4x faster than unnesting every lexeme of every candidate.
@@ -291,8 +292,9 @@ def phrase_frequencies(
 # things that would change it between runs (parallel workers, synchronised sequential scans).
 # READABLE is where the reader's ACL is checked (`bm25_leg`'s `acl_on_heap`).
 _BM25 = """
-WITH terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(lexeme_idf)s::float8[], %(lexeme_script)s::bool[])
-                AS t(lexeme, idf, cyrillic)),
+WITH terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(lexeme_idf)s::float8[], %(lexeme_script)s::bool[],
+                                    %(lexeme_concept)s::int[])
+                AS t(lexeme, idf, cyrillic, concept)),
 phrases AS (SELECT * FROM unnest(%(phrases)s::tsquery[], %(phrase_idf)s::float8[]) AS p(q, idf)),
 matched AS (
     SELECT id, tsv, lang = 'russian' AS cyrillic, %(k1)s * (1 - %(b)s + %(b)s * length(tsv) / %(avg_len)s) AS norm
@@ -301,10 +303,12 @@ matched AS (
     LIMIT %(max_scored)s
 )
 SELECT m.id,
-       (SELECT coalesce(sum(t.idf * u.tf * (%(k1)s + 1) / (u.tf + m.norm)), 0)
-          FROM (SELECT lexeme, cardinality(positions) AS tf
-                  FROM unnest(ts_filter(setweight(m.tsv, 'D', %(lexemes)s::text[]), '{D}'))) u
-          JOIN terms t USING (lexeme) WHERE t.cyrillic IS NULL OR t.cyrillic = m.cyrillic)
+       (SELECT coalesce(sum(c.idf * c.tf * (%(k1)s + 1) / (c.tf + m.norm)), 0)
+          FROM (SELECT max(t.idf) AS idf, sum(u.tf) AS tf
+                  FROM (SELECT lexeme, cardinality(positions) AS tf
+                          FROM unnest(ts_filter(setweight(m.tsv, 'D', %(lexemes)s::text[]), '{D}'))) u
+                  JOIN terms t USING (lexeme) WHERE t.cyrillic IS NULL OR t.cyrillic = m.cyrillic
+                 GROUP BY t.concept) c)
      + (SELECT coalesce(sum(p.idf * (%(k1)s + 1) / (1 + m.norm)), 0) FROM phrases p WHERE m.tsv @@ p.q)
        AS score
 FROM matched m
@@ -330,6 +334,7 @@ def bm25_leg(
     phrase_idf: Sequence[float],
     avg_len: float,
     lexeme_script: Sequence[bool | None] | None = None,
+    lexeme_concept: Sequence[int] | None = None,
     k1: float,
     b: float,
     limit: int,
@@ -338,10 +343,13 @@ def bm25_leg(
 ) -> list[tuple[int, float]]:
     """(chunk id, BM25 score) best first; `match` is the OR tsquery that selects candidates;
     `acl_on_heap` checks the reader's ACL on the selected rows instead of in the index; `lexeme_script`
-    (per lexeme, None: any chunk) counts a lexeme only in chunks written in Russian (True) or not (False)."""
+    (per lexeme, None: any chunk) counts a lexeme only in chunks written in Russian (True) or not (False);
+    `lexeme_concept` (per lexeme, default each its own) sums the tf of a concept's lexemes before BM25
+    saturates it (bm25.py `translation_concepts`)."""
     rows = conn.execute(_BM25_ACL_ON_HEAP if acl_on_heap else _BM25_ACL_IN_INDEX, {
         "tenant": tenant, "groups": list(groups), "match": match, "lexemes": list(lexemes),
         "lexeme_idf": list(lexeme_idf), "lexeme_script": list(lexeme_script or [None] * len(lexemes)),
+        "lexeme_concept": list(lexeme_concept or range(len(lexemes))),
         "phrases": list(phrases), "phrase_idf": list(phrase_idf),
         "avg_len": max(avg_len, 1.0), "k1": k1, "b": b, "limit": limit, "max_scored": max_scored,
     }).fetchall()

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core.text.lexicon import translations
+from core.text.lexicon import search_translations
 from core.text.terms import QueryTerms, match_positions, normalise
 
 # name -> what it measures (one line each); the model file names the subset it was fitted on
@@ -58,7 +58,7 @@ def extract(query: str, candidates: Sequence, other: Sequence[bool] | None = Non
     texts = [normalise(f"{c.title}\n{c.heading}\n{c.text}") for c in candidates]
     other = list(other) if other is not None else [False] * n
     # a stem of the other language -> the query stem it translates (the first in query order)
-    back = {t: s for s in reversed(terms.stems) for t in translations(s)} if any(other) else {}
+    back = {t: s for s in reversed(terms.stems) for t in search_translations(s)} if any(other) else {}
     prefixes = frozenset(t[:2] for t in back)
     scans = [match_positions(terms, text, back, prefixes) if o else match_positions(terms, text)
              for text, o in zip(texts, other)]
