@@ -1,6 +1,8 @@
 """The English-Russian stem lexicon (core/text/lexicon) and how bench/build_lexicon.py makes it."""
-from bench.build_lexicon import pairs
-from core.text.lexicon import translations
+import gzip
+
+from bench.build_lexicon import mueller_pairs, mueller_senses, pairs, read_dictd
+from core.text.lexicon import search_translations, translations
 from core.text.terms import stem
 
 
@@ -13,7 +15,50 @@ def test_words_translate_both_ways_as_stems():
 
 def test_unknown_words_names_numbers_and_hostile_input_translate_to_nothing():
     for token in ("", "x", "2025", "err_2043", "lavrentyev", "\u0000", "\ufdfa" * 30, "z" * 100_000):
-        assert translations(token) == frozenset()
+        assert translations(token) == frozenset() == search_translations(token)
+
+
+def test_the_search_table_holds_every_plain_sense_and_the_one_sense_table_too():
+    assert stem("руководство") not in translations(stem("lead")) and stem("свинец") in translations(stem("lead"))
+    assert {stem("руководство"), stem("свинец")} <= search_translations(stem("lead"))
+    for word in ("salary", "supplier", "warehouse", "зарплата"):
+        assert translations(stem(word)) <= search_translations(stem(word))
+
+
+MUELLER_LEAD = """lead
+   _I  [lɛd]
+      1. _n.
+         1) свинец; as heavy as lead очень тяжёлый
+         2) грифель
+         3) _мор. лот; to heave the lead бросать лот
+         4) грузило, отвес, пломба
+   _II [li:d]
+      1. _n.
+         1) руководство; инициатива; to take the lead взять на себя инициативу
+         2) (первое) место в состязании
+"""
+
+
+def test_mueller_senses_keep_plain_senses_and_cut_examples_and_marked_fields():
+    senses = list(mueller_senses(MUELLER_LEAD))
+    assert senses == [["свинец"], ["грифель"], ["грузило", "отвес", "пломба"], ["руководство", "инициатива"],
+                      ["место в состязании"]]  # "_мор." (nautical) left out; the examples end a sense
+    found = mueller_pairs([("lead", MUELLER_LEAD)])
+    assert (stem("lead"), stem("отвес")) in found and (stem("lead"), stem("пломба")) not in found  # two a sense
+    assert not any(r == stem("лот") for _, r in found) and len(found) == 6  # several words: left out
+    assert list(mueller_senses("")) == [] and list(mueller_senses("x\n\ufdfa" * 100)) == []
+
+
+def test_a_dictd_dictionary_is_read_by_its_index(tmp_path):
+    text = "00-database-short\n Test\nsalary\n   [x] _n. жалованье; оклад\n".encode()
+    (tmp_path / "t.dict.dz").write_bytes(gzip.compress(text))
+    start = text.index(b"salary")
+    # dictd writes offsets and lengths in its base64 digits: 24 is "Y", 49 is "Ax" (0 * 64 + 49)
+    assert start == 24 and len(text) - start == 49
+    (tmp_path / "t.index").write_text("00-database-short\tA\tY\nsalary\tY\tAx\n", encoding="utf-8")
+    articles = read_dictd(tmp_path / "t.dict.dz", tmp_path / "t.index")
+    assert [h for h, _ in articles] == ["salary"]
+    assert mueller_pairs(articles) == {(stem("salary"), stem("жалованье")), (stem("salary"), stem("оклад"))}
 
 
 def test_only_one_word_translations_between_the_two_scripts_become_pairs():

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ingest_corpus
 from vector.search import sql as search_sql
-from vector.search.bm25 import select_match_groups, select_match_terms, select_translations
+from vector.search.bm25 import select_match_groups, select_match_terms, select_translations, translation_concepts
 from vector.search.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
 from vector.search.fusion import DENSE_WEIGHT, rrf, zscore_fusion
 from vector.search.hybrid import HybridSearcher, use_exact_scan
@@ -136,6 +136,30 @@ def test_translations_select_only_within_what_the_own_words_leave_of_the_budget(
     assert select_translations(q, dfs, own, budget=10) == (("отпуск",),)  # the rarest that fits
     assert select_translations(q, dfs, own, budget=5) == ()  # nothing fits
     assert select_translations(q, dfs, (("a", "b"),), budget=10_000) == ()  # own words already in pairs: none
+
+
+def test_the_translations_of_one_word_count_as_one_concept():
+    # Pirkola's structured query: "lead" has many senses, "vacation" one; each is one concept whose idf is
+    # that of its translations' summed frequency, so the word of many common senses weighs little
+    q = build_query([("'lead'", ["lead"]), ("'vacat'", ["vacat"])], "english")
+    assert {"руководств", "свинец", "отпуск"} <= q.translated and len(q.senses) == 2
+    vacation = next(g for g in q.senses if "отпуск" in g)
+    dfs = [0 if x in ("lead", "vacat") else 3 if x in vacation else 40 for x in q.lexemes]
+    idf, concept = translation_concepts(q, dfs, n=1000)
+    at = {x: i for i, x in enumerate(q.lexemes)}
+    assert concept[at["руководств"]] == concept[at["свинец"]] != concept[at["отпуск"]]
+    assert idf[at["руководств"]] == idf[at["свинец"]] < idf[at["отпуск"]] == bm25_idf(1000, 3 * len(vacation))
+    assert len(set(concept)) == 2 + len(q.senses)  # each own word alone, one per translated word
+    # no translations: every lexeme its own concept with its own idf, as before
+    plain = build_query([("'2043'", ["2043"])], "english")
+    assert translation_concepts(plain, [5], n=100) == ([bm25_idf(100, 5)], [0])
+
+
+def test_a_second_sense_of_a_word_finds_the_page(corpus_tenant, searcher):
+    # "application" is "применение" in its first sense; the leave page writes "заявление", its second
+    result = searcher.search(corpus_tenant, ["hr"], "How early is the leave application handed in?", mode="bm25")
+    assert result.hits and result.hits[0].doc_id == "hr/vacation.md"
+    assert "заявлен" in result.trace["bm25"]["df"]
 
 
 def test_an_english_question_finds_a_russian_page_by_its_words(corpus_tenant, searcher):
