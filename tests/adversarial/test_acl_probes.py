@@ -46,6 +46,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from api import tokens
+from core.text.lexicon import search_translations
 from api.http.app import create_app
 from tests.conftest import crossroads, parse_sse
 
@@ -108,11 +109,9 @@ def code_vocabulary() -> set[str]:
 def _echoes(marker: str, question_words: set[str]) -> bool:
     """Whether the question carried the marker or a form of it (a stem, an inflection, a translation of
     one of its words: the full-text query holds those, core/text/lexicon)."""
-    from core.text.lexicon import translations
-
     # the server's parser splits `demo_shared` and `err_1107_rate_page` into their words
     parts = {p for w in question_words for p in re.findall(r"[^\W\d_]+", w)}
-    carried = question_words | {t for w in parts for t in translations(_stem(w))}
+    carried = question_words | {t for w in parts for t in search_translations(_stem(w))}
     for w in carried:
         if w == marker:
             return True
@@ -155,6 +154,9 @@ class Secrets:
         self.markers_of = {d.doc_id: {w for w in words(d.text) - seen - code_vocab
                                       if len(w) >= 4 and not _YEAR.fullmatch(w) and _stem(w) not in seen_stems}
                            for d in restricted}
+        # a hop's full-text query (in the trace) holds the translations of the words of the readable passages
+        # it came from (core/text/lexicon): a marker written as such a translation is no evidence
+        self.readable_translations = {t for s in seen_stems for t in search_translations(s)}
         self.markers = set().union(*self.markers_of.values()) if restricted else set()
         readable_text = "\n".join(d.text for d in readable).lower()
         self.titles = {d.title.lower() for d in restricted if d.title.lower() not in readable_text}
@@ -174,7 +176,7 @@ class Secrets:
             if title in text and title not in q:
                 found.append(f"title {title!r}")
         for marker in sorted(words(text) & self.markers):  # markers are whole \w+ words
-            if not _echoes(marker, qwords):
+            if not _echoes(marker, qwords) and marker not in self.readable_translations:
                 at = re.search(rf"(?<!\w){re.escape(marker)}(?!\w)", text).start()
                 found.append(f"marker {marker!r} in …{text[max(0, at - 60):at + 40]!r}…")
         self._structured(payload, found)
