@@ -141,11 +141,15 @@ class Bm25Leg:
                          "acl_check": "heap" if on_heap else "index"}
         if not match:
             return []
+        # a lexeme no readable chunk holds scores nothing: only the others are sent (a word of many senses
+        # brings dozens of translations, most of them absent from a corpus)
+        present = [i for i, df in enumerate(lexeme_df) if df > 0]
         lexeme_idf, lexeme_concept = translation_concepts(terms, lexeme_df, n)
         score = dict(
             conn=conn, tenant=tenant, groups=groups,
-            lexemes=terms.lexemes, lexeme_idf=lexeme_idf, lexeme_concept=lexeme_concept,
-            lexeme_script=[terms.script_of(x) for x in terms.lexemes],
+            lexemes=[terms.lexemes[i] for i in present], lexeme_idf=[lexeme_idf[i] for i in present],
+            lexeme_concept=[lexeme_concept[i] for i in present],
+            lexeme_script=[terms.script_of(terms.lexemes[i]) for i in present],
             phrases=terms.phrases, phrase_idf=[bm25_idf(n, df) for df in phrase_df],
             avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.limit, max_scored=self.max_scored,
             acl_on_heap=on_heap,
