@@ -19,8 +19,8 @@ than `max_scored` rows are scored.
 
 Translations (a question's word in the other language, `FullTextQuery.senses`) are scored as Pirkola's
 structured query (SIGIR 1998): the translations of one word are one concept, whose term frequency in a
-chunk is the sum of theirs and whose document frequency is that of any of them (bounded by the sum of
-theirs). A word of many senses ("lead": свинец, руководство, пример ...) then weighs as little as its
+chunk is the sum of theirs and whose document frequency, the chunks holding any of them, is taken as the
+sum of theirs (its upper bound). A word of many senses ("lead": свинец, руководство, пример ...) then weighs as little as its
 translations are common, and a page holding three of them counts the word once, not three times.
 """
 from __future__ import annotations
