@@ -90,3 +90,10 @@ def test_a_missing_or_damaged_file_says_how_to_mend_it(tmp_path, monkeypatch):
         with pytest.raises(RuntimeError, match="bench.build_lexicon"):
             lexicon.translations("salari")
     lexicon._table.cache_clear()
+
+
+def test_a_server_loads_both_tables_at_start_up():
+    from core.text.lexicon import LEXICON_PATH, SENSES_PATH, _table, load_lexicons
+
+    load_lexicons()  # api/http/services.py `warm_up`: the first question does not pay for reading them
+    assert _table(LEXICON_PATH) and _table(SENSES_PATH) and _table.cache_info().currsize == 2

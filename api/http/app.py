@@ -32,7 +32,7 @@ def create_app(settings: Settings | None = None, db: Database | None = None, *, 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        threading.Thread(target=shared.warm_embedder, name="warm-embedder", daemon=True).start()
+        threading.Thread(target=shared.warm_up, name="warm-up", daemon=True).start()
         yield
         shared.close()
 

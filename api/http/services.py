@@ -16,6 +16,7 @@ from fastapi import Request
 from api.http.metrics import Metrics
 from core.database import Database, open_database
 from core.settings import Settings
+from core.text.lexicon import load_lexicons
 
 
 log = logging.getLogger(__name__)
@@ -63,14 +64,18 @@ class Services:
                 self._embedder_ready = True
         return self._embedder
 
-    def warm_embedder(self) -> None:
-        """Load the query model now (the onnx engine takes under a second), so the first question
-        does not wait for it; run on a thread at start-up. A failure is logged and left to the first
-        request, which reports it."""
+    def warm_up(self) -> None:
+        """Load the query model (the onnx engine takes under a second) and the English-Russian dictionary
+        tables (about a second for both) now, so the first question waits for neither; run on a thread at
+        start-up. A failure is logged and left to the first request, which reports it."""
         try:
             self.embedder().embed_query("warm up")
         except Exception:  # noqa: BLE001 - start-up goes on; the request that needs the model says why
             log.warning("could not load the embedding model at start-up", exc_info=True)
+        try:
+            load_lexicons()
+        except RuntimeError:
+            log.warning("could not load the English-Russian dictionary at start-up", exc_info=True)
 
     def searcher(self):
         if self._searcher is None:

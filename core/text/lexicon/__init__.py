@@ -53,3 +53,9 @@ def search_translations(stem: str) -> frozenset[str]:
 def translated_in(stem: str, stems: frozenset[str] | set[str]) -> bool:
     """Whether `stems` (a text's) hold a translation of `stem`."""
     return not translations(stem).isdisjoint(stems)
+
+
+def load_lexicons() -> None:
+    """Read both tables now (a server's start-up), not at the first question that needs them."""
+    _table(LEXICON_PATH)
+    _table(SENSES_PATH)
