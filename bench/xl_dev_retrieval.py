@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from api.cli.main import run
+from bench.common import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / ".crossroads" / "datasets" / "xl_dev_retrieval"
 
 

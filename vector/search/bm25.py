@@ -145,11 +145,11 @@ class Bm25Leg:
         # brings dozens of translations, most of them absent from a corpus)
         present = [i for i, df in enumerate(lexeme_df) if df > 0]
         lexeme_idf, lexeme_concept = translation_concepts(terms, lexeme_df, n)
+        scored = [terms.lexemes[i] for i in present]
         score = dict(
             conn=conn, tenant=tenant, groups=groups,
-            lexemes=[terms.lexemes[i] for i in present], lexeme_idf=[lexeme_idf[i] for i in present],
-            lexeme_concept=[lexeme_concept[i] for i in present],
-            lexeme_script=[terms.script_of(terms.lexemes[i]) for i in present],
+            lexemes=scored, lexeme_idf=[lexeme_idf[i] for i in present],
+            lexeme_concept=[lexeme_concept[i] for i in present], lexeme_script=list(map(terms.script_of, scored)),
             phrases=terms.phrases, phrase_idf=[bm25_idf(n, df) for df in phrase_df],
             avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.limit, max_scored=self.max_scored,
             acl_on_heap=on_heap,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from core.text.lexicon import search_translations
 from core.text.script import CYRILLIC
@@ -66,9 +67,14 @@ def quote_lexeme(lexeme: str) -> str:
 class FullTextQuery:
     lexemes: tuple[str, ...]  # single terms, sorted (determinism)
     phrases: tuple[str, ...]  # tsquery texts with <-> operators, in query order
-    translated: frozenset[str] = frozenset()  # the lexemes only a translation brought (core/text/lexicon)
-    # per translated word of the question, the lexemes that translate it: one concept for BM25 (bm25.py)
+    # per translated word of the question, the lexemes that translate it (core/text/lexicon): one concept
+    # for BM25 (bm25.py)
     senses: tuple[tuple[str, ...], ...] = ()
+
+    @cached_property
+    def translated(self) -> frozenset[str]:
+        """The lexemes only a translation brought."""
+        return frozenset(t for group in self.senses for t in group)
 
     def script_of(self, lexeme: str) -> bool | None:
         """Which chunks a lexeme counts in: None for the question's own (every chunk); for a translation,
@@ -108,7 +114,7 @@ def build_query(analysed: list[tuple[str, list[str]]], lang: str = "simple") -> 
                    if (group := tuple(sorted(search_translations(x) - own))))
     translated = {t for group in senses for t in group}
     phrases = list(dict.fromkeys(q for q, found in analysed if "<" in q))  # <-> or <N>: a phrase
-    return FullTextQuery(tuple(sorted(own | translated)), tuple(phrases), frozenset(translated), senses)
+    return FullTextQuery(tuple(sorted(own | translated)), tuple(phrases), senses)
 
 
 def bm25_idf(n: int, df: int) -> float:

@@ -333,8 +333,8 @@ def bm25_leg(
     phrases: Sequence[str],
     phrase_idf: Sequence[float],
     avg_len: float,
-    lexeme_script: Sequence[bool | None] | None = None,
-    lexeme_concept: Sequence[int] | None = None,
+    lexeme_script: Sequence[bool | None],
+    lexeme_concept: Sequence[int],
     k1: float,
     b: float,
     limit: int,
@@ -344,12 +344,11 @@ def bm25_leg(
     """(chunk id, BM25 score) best first; `match` is the OR tsquery that selects candidates;
     `acl_on_heap` checks the reader's ACL on the selected rows instead of in the index; `lexeme_script`
     (per lexeme, None: any chunk) counts a lexeme only in chunks written in Russian (True) or not (False);
-    `lexeme_concept` (per lexeme, default each its own) sums the tf of a concept's lexemes before BM25
-    saturates it (bm25.py `translation_concepts`)."""
+    `lexeme_concept` (per lexeme) sums the tf of a concept's lexemes before BM25 saturates it (bm25.py
+    `translation_concepts`)."""
     rows = conn.execute(_BM25_ACL_ON_HEAP if acl_on_heap else _BM25_ACL_IN_INDEX, {
         "tenant": tenant, "groups": list(groups), "match": match, "lexemes": list(lexemes),
-        "lexeme_idf": list(lexeme_idf), "lexeme_script": list(lexeme_script or [None] * len(lexemes)),
-        "lexeme_concept": list(lexeme_concept or range(len(lexemes))),
+        "lexeme_idf": list(lexeme_idf), "lexeme_script": list(lexeme_script), "lexeme_concept": list(lexeme_concept),
         "phrases": list(phrases), "phrase_idf": list(phrase_idf),
         "avg_len": max(avg_len, 1.0), "k1": k1, "b": b, "limit": limit, "max_scored": max_scored,
     }).fetchall()
