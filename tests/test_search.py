@@ -10,7 +10,9 @@ import pytest
 from tests.conftest import ingest_corpus
 from vector.search import sql as search_sql
 from vector.search.bm25 import select_match_groups, select_match_terms, select_translations, translation_concepts
-from vector.search.fulltext import bm25_idf, build_query, query_pieces, quote_lexeme
+from core.text.skeletons import skeleton
+from vector.search.fulltext import (MAX_SPELLINGS, bm25_idf, build_query, name_skeletons, query_pieces, quote_lexeme,
+                                    with_spellings)
 from vector.search.fusion import DENSE_WEIGHT, rrf, zscore_fusion
 from vector.search.hybrid import HybridSearcher, use_exact_scan
 
@@ -452,3 +454,53 @@ def test_failed_vector_leg_degrades_hybrid_to_full_text(corpus_tenant, db, local
     with pytest.raises(TimeoutError):
         s.search(corpus_tenant, ["staff"], "ERR_2043", mode="dense")
     s.close()
+
+
+def test_a_question_names_its_names_by_their_consonants():
+    names = name_skeletons("How many beds does the Petrozavodsk branch have, says Маркусом? ERR_2043 The")
+    # the word and its stem; not the first word, a code or a stop word
+    assert names == {"ptrzvdsk": False, "mrks": True, "mrksm": True}
+    assert name_skeletons("Petrozavodsk") == {}  # a question's first word is capitalised whatever it is
+    terms = build_query([("'petrozavodsk'", ["petrozavodsk"]), ("'bed'", ["bed"])], "english")
+    spelled = {"ptrzvdsk": ["petrozavodsk", "петрозаводск", "петрозаводскi"]}
+    found = with_spellings(terms, {"ptrzvdsk": False}, spelled)
+    # the other script's spellings, as one more concept counted in Russian chunks only; the own word stays own
+    assert found.senses[-1] == ("петрозаводск", "петрозаводскi") and "петрозаводск" in found.lexemes
+    assert found.script_of("петрозаводск") is True and found.script_of("petrozavodsk") is None
+    assert with_spellings(terms, {"ptrzvdsk": False}, {}) is terms
+    many = {"ptrzvdsk": [f"петрозаводск{i:02d}" for i in range(20)]}
+    assert len(with_spellings(terms, {"ptrzvdsk": False}, many).senses[-1]) == MAX_SPELLINGS
+
+
+def test_the_servers_skeleton_of_a_lexeme_is_the_answers_skeleton(db):
+    import random
+
+    rng = random.Random(7)
+    letters = "абвгдеёжзийклмнопрстуфхцчшщъыьэюяabcdefghijklmnopqrstuvwxyz0123456789-"
+    words = ["петрозаводск", "ойеларан", "marcus", "щукин", "пхеньян", "chichester", "xerox", "ссср", "жёлтый", ""]
+    words += ["".join(rng.choice(letters) for _ in range(rng.randint(1, 14))) for _ in range(400)]
+    with db.connection() as conn:
+        server = [r[0] for r in conn.execute("SELECT lexeme_skeleton(w) FROM unnest(%s::text[]) WITH ORDINALITY "
+                                             "AS x(w, i) ORDER BY i", (words,)).fetchall()]
+    assert server == [skeleton(w) for w in words]
+
+
+NAMED = {
+    "ru/petrozavodsk.md": "---\ntitle: Филиал\nacl: [public]\n---\nВ Петрозаводске филиал открыт с 2011 года.\n",
+    "ru/other.md": "---\ntitle: Филиал\nacl: [public]\n---\nФилиал в Вологде открыт с 2015 года.\n",
+    "ru/kondopoga.md": "---\ntitle: Закрытый филиал\nacl: [board]\n---\nВ Кондопоге филиал закрыт в 2020 году.\n",
+}
+
+
+def test_a_name_finds_its_page_in_the_other_script_and_names_nothing_unreadable(db, settings, local_embedder,
+                                                                                tmp_path, searcher):
+    tenant = ingest_corpus(db, settings, local_embedder, tmp_path, NAMED, "t_search_names")
+    result = searcher.search(tenant, ["public"], "Since when is Petrozavodsk open?", mode="bm25")
+    assert result.hits and result.hits[0].doc_id == "ru/petrozavodsk.md"
+    assert result.trace["bm25"]["df"].get("петрозаводск") == 1
+    # a name only a page the reader may not read holds brings nothing: not found, not named in the trace
+    hidden = searcher.search(tenant, ["public"], "Since when is Kondopoga closed?", mode="bm25")
+    assert all(h.doc_id != "ru/kondopoga.md" for h in hidden.hits)
+    assert not any(x.startswith("кондопог") for x in hidden.trace["bm25"]["df"])
+    seen = searcher.search(tenant, ["board"], "Since when is Kondopoga closed?", mode="bm25")
+    assert seen.hits and seen.hits[0].doc_id == "ru/kondopoga.md"

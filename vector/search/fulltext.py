@@ -14,12 +14,21 @@ from functools import cached_property
 
 from core.text.lexicon import search_translations
 from core.text.script import CYRILLIC
+from core.text.skeletons import skeleton
+from core.text.terms import content_stems
 
 MAX_QUERY_TOKENS = 64  # a pasted page must not become a 1,000-term OR query
 # The textbook defaults. Also tried k1/b = 0.9/0.4 and 1.5/0.75 on the dev data: neither was better
 # on both anthropic_docs and xquad_ru, so nothing is tuned here.
 BM25_K1 = 1.2
 BM25_B = 0.75
+
+# A name's skeleton needs this many consonants to find its spellings, as the answers match names
+# (core/text/skeletons.py `skeletons`): "Oyelaran" (lrn) finds "ойеларан"; "Bereg" (brg) finds "берег",
+# and "бург" too, which costs little in one concept (vector/search/bm25.py)
+MIN_NAME_SKELETON = 3
+MAX_SPELLINGS = 8  # lexemes one name may bring from the other script
+_NAME_WORD = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")  # a word of letters only: a code is no name
 
 _QUOTED = re.compile(r'"([^"]+)"')
 # identifiers and codes: ERR_2043, retry_max_attempts, v1.2, claude-3-5-sonnet, api.example.org
@@ -115,6 +124,38 @@ def build_query(analysed: list[tuple[str, list[str]]], lang: str = "simple") -> 
     translated = {t for group in senses for t in group}
     phrases = list(dict.fromkeys(q for q, found in analysed if "<" in q))  # <-> or <N>: a phrase
     return FullTextQuery(tuple(sorted(own | translated)), tuple(phrases), senses)
+
+
+def name_skeletons(query: str) -> dict[str, bool]:
+    """The consonant skeletons (core/text/skeletons.py) of the question's names, each with whether the name
+    is written in Russian: its capitalised words after the first, of letters only (codes are found as
+    written), that are not stop words. Both the word and its stem are read ("Маркусом": "mrks" as the index's
+    stem "маркус" has it; "Hastings", which the English stemmer cuts to "hast": "stngs", as "хастингс" has it)."""
+    found: dict[str, bool] = {}
+    for word in _NAME_WORD.findall(query)[1:MAX_QUERY_TOKENS]:
+        if not word[:1].isupper() or not (stems := content_stems(word)):
+            continue
+        for form in (stems[0], word):
+            if len(sk := skeleton(form)) >= MIN_NAME_SKELETON:
+                found.setdefault(sk, CYRILLIC.search(word) is not None)
+    return found
+
+
+def with_spellings(terms: FullTextQuery, names: dict[str, bool], spelled: dict[str, list[str]]) -> FullTextQuery:
+    """`terms` with each name's lexemes in the other script (`spelled`: skeleton -> the corpus's lexemes of
+    that skeleton, vector/search/sql.py `spelled_alike`) as one more concept, as a word's translations are:
+    "Petrozavodsk" finds "петрозаводск", which no dictionary holds. Counted only in chunks of their script."""
+    own = set(terms.lexemes) - terms.translated
+    groups = []
+    for sk, cyrillic in names.items():
+        other = [x for x in spelled.get(sk, ()) if (CYRILLIC.search(x) is not None) != cyrillic and x not in own]
+        if other:
+            groups.append(tuple(other[:MAX_SPELLINGS]))
+    groups = [g for g in dict.fromkeys(groups) if g not in terms.senses]
+    if not groups:
+        return terms
+    added = {x for g in groups for x in g}
+    return FullTextQuery(tuple(sorted(set(terms.lexemes) | added)), terms.phrases, terms.senses + tuple(groups))
 
 
 def bm25_idf(n: int, df: int) -> float:

@@ -27,7 +27,7 @@ from core.text_safety import storable_text
 from vector.search import sql as search_sql
 from vector.search.unmentioned import lookup as lookup_unmentioned
 from vector.search.bm25 import MAX_SCORED, Bm25Leg
-from vector.search.fulltext import build_query, query_pieces
+from vector.search.fulltext import build_query, name_skeletons, query_pieces, with_spellings
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
 from vector.search.language_bias import SCRIPT_MEANS_UP_TO, ScriptMeans, calibrated
 from vector.search.rerank.contract import Reranker, validated_ranking
@@ -197,6 +197,9 @@ class HybridSearcher:
         with self.db.connection() as conn, search_sql.read_only(conn, {**search_sql.STABLE_SCAN_ORDER,
                                                                        **self._tx_settings}):
             terms = build_query(search_sql.analyse_pieces(conn, query_pieces(query, lang)), lang)
+            if names := name_skeletons(query):
+                terms = with_spellings(terms, names, search_sql.spelled_alike(
+                    conn, tenant=tenant, groups=groups, skeletons=sorted(names)))
             trace.update(query_lang=lang, tsquery=terms.text())
             if terms.empty:  # only stop words
                 found = []

@@ -262,6 +262,26 @@ def lexeme_frequencies(
     return [max(0, found.get(x, 0)) for x in lexemes]
 
 
+def spelled_alike(
+    conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], skeletons: Sequence[str]
+) -> dict[str, list[str]]:
+    """Per consonant skeleton (core/text/skeletons.py), the lexemes of readable chunks that have it, by
+    the kept statistics and the `lexeme_skeleton` index (migration 024): a name's spellings in the
+    corpus, whatever the script. Only lexemes a reader's chunk holds: the others are not named back."""
+    if not skeletons:
+        return {}
+    rows = conn.execute(
+        "SELECT lexeme_skeleton(lexeme), lexeme FROM fulltext_lexeme_stats"
+        " WHERE tenant_id = %s AND lexeme_skeleton(lexeme) = ANY(%s) AND acl && %s"
+        " GROUP BY lexeme HAVING sum(df) > 0 ORDER BY lexeme",
+        (tenant, list(skeletons), list(groups)),
+    ).fetchall()
+    found: dict[str, list[str]] = {}
+    for skeleton, lexeme in rows:
+        found.setdefault(skeleton, []).append(lexeme)
+    return found
+
+
 def phrase_frequencies(
     conn: psycopg.Connection, *, tenant: str, groups: Sequence[str], tsqueries: Sequence[str], cap: int
 ) -> list[int]:
