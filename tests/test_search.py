@@ -460,7 +460,10 @@ def test_a_question_names_its_names_by_their_consonants():
     names = name_skeletons("How many beds does the Petrozavodsk branch have, says Маркусом? ERR_2043 The")
     # the word and its stem; not the first word, a code or a stop word
     assert names == {"ptrzvdsk": False, "mrks": True, "mrksm": True}
-    assert name_skeletons("Petrozavodsk") == {}  # a question's first word is capitalised whatever it is
+    # a question's first word is capitalised whatever it is: a name there only as a word the dictionary lacks
+    assert name_skeletons("Office hours?") == {} and name_skeletons("Petrozavodsk?") == {"ptrzvdsk": False}
+    # a lower-case word the dictionary lacks, of four consonants or more: an adjective of a town
+    assert name_skeletons("Сколько коек в петрозаводском филиале?") == {"ptrzvdsk": True, "ptrzvdskm": True}
     terms = build_query([("'petrozavodsk'", ["petrozavodsk"]), ("'bed'", ["bed"])], "english")
     spelled = {"ptrzvdsk": ["petrozavodsk", "петрозаводск", "петрозаводскi"]}
     found = with_spellings(terms, {"ptrzvdsk": False}, spelled)

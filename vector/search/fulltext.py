@@ -27,6 +27,8 @@ BM25_B = 0.75
 # (core/text/skeletons.py `skeletons`): "Oyelaran" (lrn) finds "ойеларан"; "Bereg" (brg) finds "берег",
 # and "бург" too, which costs little in one concept (vector/search/bm25.py)
 MIN_NAME_SKELETON = 3
+# a word that is no name but that the dictionary lacks needs more: lower-case words are most of a question
+MIN_UNKNOWN_SKELETON = 4
 MAX_SPELLINGS = 8  # lexemes one name may bring from the other script
 _NAME_WORD = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")  # a word of letters only: a code is no name
 
@@ -128,12 +130,17 @@ def build_query(analysed: list[tuple[str, list[str]]], lang: str = "simple") -> 
 
 def name_skeletons(query: str) -> dict[str, bool]:
     """The consonant skeletons (core/text/skeletons.py) of the question's names, each with whether the name
-    is written in Russian: its capitalised words after the first, of letters only (codes are found as
-    written), that are not stop words. Both the word and its stem are read ("Маркусом": "mrks" as the index's
-    stem "маркус" has it; "Hastings", which the English stemmer cuts to "hast": "stngs", as "хастингс" has it)."""
+    is written in Russian: its capitalised words after the first, and any word the dictionary lacks whose
+    stem has four consonants or more ("петрозаводском", an adjective of a town no dictionary holds), of
+    letters only (codes are found as written) and not stop words. Both the word and its stem are read
+    ("Маркусом": "mrks" as the index's stem "маркус" has it; "Hastings", which the English stemmer cuts to
+    "hast": "stngs", as "хастингс" has it)."""
     found: dict[str, bool] = {}
-    for word in _NAME_WORD.findall(query)[1:MAX_QUERY_TOKENS]:
-        if not word[:1].isupper() or not (stems := content_stems(word)):
+    for i, word in enumerate(_NAME_WORD.findall(query)[:MAX_QUERY_TOKENS]):
+        if not (stems := content_stems(word)):
+            continue
+        named = i > 0 and word[:1].isupper()  # a question's first word is capitalised whatever it is
+        if not named and (search_translations(stems[0]) or len(skeleton(stems[0])) < MIN_UNKNOWN_SKELETON):
             continue
         for form in (stems[0], word):
             if len(sk := skeleton(form)) >= MIN_NAME_SKELETON:
