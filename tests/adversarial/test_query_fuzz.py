@@ -170,11 +170,12 @@ def random_text(rng: random.Random, max_len: int = 60) -> str:
 
 
 def test_query_side_functions_hold_their_contracts_on_random_text():
-    """detect_language, query_pieces, quote_lexeme, build_query and the heuristic classifier on 3,000
-    random strings (seeded): no exception, results of the documented shape, deterministic."""
+    """detect_language, query_pieces, quote_lexeme, build_query, name_skeletons and the heuristic classifier
+    on 3,000 random strings (seeded): no exception, results of the documented shape, deterministic."""
     from router.classify import classify
     from answers.types import ROUTES
-    from vector.search.fulltext import MAX_QUERY_TOKENS, build_query, query_pieces, quote_lexeme
+    from vector.search.fulltext import (MAX_QUERY_TOKENS, MIN_NAME_SKELETON, build_query, name_skeletons,
+                                        query_pieces, quote_lexeme)
     from core.text.language import detect_language
 
     rng = random.Random(SEED)
@@ -197,6 +198,9 @@ def test_query_side_functions_hold_their_contracts_on_random_text():
         query = build_query(analysed)
         assert query.empty == (not query.lexemes) and list(query.lexemes) == sorted(set(query.lexemes))
         assert (query.text() == "") == query.empty
+        names = name_skeletons(text)
+        assert names == name_skeletons(text) and len(names) <= 2 * MAX_QUERY_TOKENS
+        assert all(len(sk) >= MIN_NAME_SKELETON and isinstance(cyrillic, bool) for sk, cyrillic in names.items())
         if text.strip():
             decision = classify(text)
             assert decision.route in ROUTES and 0.0 <= decision.confidence <= 1.0 and decision.reason
@@ -204,10 +208,11 @@ def test_query_side_functions_hold_their_contracts_on_random_text():
 
 
 def test_query_building_is_valid_tsquery_in_postgres(db, fuzz):
-    """The full-text leg's query built by the server's own parser from 300 random strings always
-    parses as a tsquery, and a quoted lexeme is taken literally: no input is an operator."""
+    """The full-text leg's query built by the server's own parser from 300 random strings, with the names'
+    spellings the corpus holds, always parses as a tsquery, and a quoted lexeme is taken literally: no input
+    is an operator."""
     from vector.search import sql as search_sql
-    from vector.search.fulltext import build_query, query_pieces, quote_lexeme
+    from vector.search.fulltext import build_query, name_skeletons, query_pieces, quote_lexeme, with_spellings
     from core.text.language import detect_language
     from vector.search.hybrid import storable_text
 
@@ -217,6 +222,9 @@ def test_query_building_is_valid_tsquery_in_postgres(db, fuzz):
     with db.connection() as conn:
         for text in texts:
             terms = build_query(search_sql.analyse_pieces(conn, query_pieces(text, detect_language(text))))
+            names = name_skeletons(text)
+            terms = with_spellings(terms, names, search_sql.spelled_alike(conn, tenant=TENANT, groups=["public"],
+                                                                          skeletons=sorted(names)))
             if not terms.empty:
                 conn.execute("SELECT %s::tsquery", (terms.text(),))
                 conn.execute("SELECT %s::tsquery", (terms.match(),))
@@ -236,9 +244,9 @@ LONG = {
 
 
 def test_query_functions_are_fast_on_long_adversarial_text():
-    """No catastrophic backtracking: each long input classified, detected and split within 2 s."""
+    """No catastrophic backtracking: each long input classified, detected, split and its names read within 2 s."""
     from router.classify import classify
-    from vector.search.fulltext import query_pieces
+    from vector.search.fulltext import name_skeletons, query_pieces
     from core.text.language import detect_language
 
     slow = {}
@@ -246,6 +254,7 @@ def test_query_functions_are_fast_on_long_adversarial_text():
         started = time.perf_counter()
         lang = detect_language(text)
         query_pieces(text, lang)
+        name_skeletons(text)
         classify(text)
         elapsed = time.perf_counter() - started
         if elapsed > 2.0:
