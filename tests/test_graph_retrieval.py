@@ -106,6 +106,17 @@ def test_fusion_keeps_hybrids_confident_head_and_fuses_the_rest_with_the_walk():
     assert [p.id for p in degraded.search("q", 3)] == [3, 1, 9]
 
 
+def test_a_name_links_its_entity_written_in_the_other_script():
+    keys = {"ан кириллов", "екатеринбург", "anna", "берлин", "berlin office"}
+    links = name_links("Who leads the Yekaterinburg office, Anna Kirillova?", keys)
+    assert [(link.key, link.surface) for link in links] == [("ан кириллов", "Anna Kirillova"),
+                                                              ("екатеринбург", "Yekaterinburg")]
+    # an exact key wins over a spelling; too few consonants ("Anna") or a lower-case run links nothing
+    assert [link.key for link in name_links("Is Anna in the Berlin office?", keys)] == ["anna", "berlin office"]
+    assert [(link.key, link.score) for link in name_links("what about anna kirillova", keys)] == [("anna", 0.5)]
+    assert [link.key for link in name_links("Где работает Anna?", {"ан"})] == []
+
+
 def test_name_links_follow_russian_inflection_and_prefer_the_longest_name():
     keys = {entity_key("команда Маршрутизации"), entity_key("New York Times"), entity_key("York")}
     links = name_links("Кто руководит командой Маршрутизации?", keys)

@@ -107,6 +107,53 @@ def test_raw_descriptions_survive_resolution_merges():
                                                        "B: retries failed authorisations.")}
 
 
+def distinct_vectors(texts):
+    return np.eye(len(texts), 8, dtype=np.float32)  # no two alike: only spelling can merge
+
+
+BILINGUAL = {
+    chunk(1): Extraction((entity("Anna Kirillova", "Leads the Yekaterinburg office.", "person"),
+                          entity("Yekaterinburg", "A city with an office.", "location"),
+                          entity("Anna", "Someone named Anna.", "person"),
+                          entity("ERR_2043", "A carrier error.", "code")),
+                         (ExtractedRelationship("Anna Kirillova", "Yekaterinburg", "She leads the office there.", 5),)),
+    chunk(2, "russian"): Extraction((entity("Анна Кириллова", "Руководитель площадки.", "person"),
+                                     entity("Екатеринбурге", "Город с офисом.", "location"),
+                                     entity("Анна", "Кто-то по имени Анна.", "person"),
+                                     entity("ЕРР_2043", "Ошибка перевозчика.", "code")),
+                                    (ExtractedRelationship("Анна Кириллова", "Екатеринбурге", "Руководит офисом.", 5),)),
+}
+
+
+def test_one_name_in_both_scripts_is_one_entity():
+    chunks = list(BILINGUAL)
+    for embed in (distinct_vectors, None):  # by spelling alone, whether or not an embedder is at hand
+        graph = assemble_level(chunks, {c.content_hash: BILINGUAL[c] for c in chunks}, embed, 0.9,
+                               LevelReport("all", []))
+        by_key = {e.key: e for e in graph.entities}
+        # a person by first name and surname, a town with its case ending: one entity each, of both pages (the
+        # survivor as resolution picks it: the shorter key of two equally attested)
+        assert graph.merges == {"anna kirillova": "ан кириллов", "yekaterinburg": "екатеринбург"}, embed
+        assert by_key["ан кириллов"].chunk_ids == (1, 2) and by_key["екатеринбург"].chunk_ids == (1, 2)
+        # too few consonants to name one person, or a code: each stays its own
+        assert set(by_key) == {"anna", "ан", "err_2043", "ерр_2043", "ан кириллов", "екатеринбург"}
+        # the two pages' relationships are one now, with both descriptions
+        assert [(r.source_key, r.target_key) for r in graph.relationships] == [("ан кириллов", "екатеринбург")]
+        assert len(graph.relationship_descriptions[("ан кириллов", "екатеринбург")]) == 2
+
+
+def test_names_spelt_alike_merge_only_within_a_type():
+    from graph.indexing.resolve import cross_script_pairs
+    from graph.types import GraphEntity
+
+    found = [GraphEntity("frankfurt", "Frankfurt", "concept", "", (1,)),
+             GraphEntity("франкфурт", "Франкфурт", "location", "", (2,)),
+             GraphEntity("moscow", "Moscow", "location", "", (1,)), GraphEntity("москв", "Москве", "location", "", (2,)),
+             GraphEntity("marks", "Marks", "person", "", (1,)), GraphEntity("маркс", "Маркс", "person", "", (2,))]
+    # another type is another thing; one script's two names never merge here (trigrams and meaning decide)
+    assert cross_script_pairs(found) == [("marks", "маркс"), ("moscow", "москв")]
+
+
 def test_claims_are_grouped_per_final_entity_through_merges():
     graph = merged_level()
     assert graph.claims == {

@@ -33,6 +33,29 @@ def skeleton_match(a: str, b: str) -> bool:
     return len(short) >= 4 and long_.startswith(short) and len(long_) - len(short) <= 1
 
 
+# consonants a name needs, all its words together, before its spelling in the other script identifies it:
+# "Anna" (n) is many people, "Anna Kirillova" (n krlv) one; "Moscow" / "Москва" (mskv) one town
+MIN_NAME_CONSONANTS = 4
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def spelling(name: str) -> tuple[str, ...] | None:
+    """A name's words by their consonants, for matching it in the other script (`spelt_alike`); None for a
+    name too short to identify one thing, or with a word of no consonant."""
+    spelled = tuple(skeleton(w) for w in _LETTERS.findall(name))
+    return spelled if spelled and all(spelled) and sum(map(len, spelled)) >= MIN_NAME_CONSONANTS else None
+
+
+def spelling_bucket(spelled: tuple[str, ...]) -> tuple[str, ...]:
+    """What two names `spelt_alike` share for sure: each word's first three consonants (to index by)."""
+    return tuple(s[:3] for s in spelled)
+
+
+def spelt_alike(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Two `spelling`s of one name: as many words, each pair alike (`skeleton_match`: a case ending allowed)."""
+    return len(a) == len(b) and all(skeleton_match(x, y) for x, y in zip(a, b))
+
+
 def same_word(a: str, b: str) -> bool:
     """Two stems of one word that Snowball cut at different places: the shorter (at least five letters)
     begins the longer, which adds at most two letters (three in Russian): directed / director,

@@ -4,14 +4,24 @@ Stage one (in assemble) merges names with the same normalised key. Here, pairs w
 most character trigrams ("payments gateway" / "payment gateway service") are candidates, and a
 candidate pair merges when the embeddings of "name: description" agree above a threshold and the
 types agree. Codes (ERR_2043 vs ERR_2044) never merge: one character is a different thing.
+
+A corpus in two languages names one person, town or company in both scripts ("Anna Kirillova" on an
+English page, "Анна Кириллова" on a Russian one): no trigram is shared, and e5 places a Russian
+description below an English one's threshold. Such a pair merges when the types agree and the names
+are spelt alike word by word, by their consonants (core/text/skeletons.py, as the offline answers match
+names across scripts), with enough consonants to name one thing (`MIN_NAME_CONSONANTS` there): without it a
+bilingual corpus's graph holds each of them twice, one community per language.
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from itertools import combinations
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from core.text.script import CYRILLIC
+from core.text.skeletons import spelling, spelling_bucket, spelt_alike
 from graph.indexing.assemble import central_sentences, distinct_descriptions, drop_entities
 from graph.types import GraphEntity, GraphRelationship
 
@@ -46,6 +56,22 @@ def candidate_pairs(entities: Sequence[GraphEntity], min_jaccard: float = 0.5) -
     return sorted(pairs)
 
 
+def cross_script_pairs(entities: Sequence[GraphEntity]) -> list[tuple[str, str]]:
+    """Pairs of one type, one named in Russian letters and one in others, whose names are `spelt_alike`
+    (core/text/skeletons.py: word by word by their consonants, a case ending allowed: "Москве")."""
+    buckets: dict[tuple, list[tuple[str, tuple[str, ...], bool]]] = defaultdict(list)
+    for e in entities:
+        if e.type in NEVER_MERGED_TYPES or (spelled := spelling(e.name)) is None:
+            continue
+        buckets[(e.type, spelling_bucket(spelled))].append((e.key, spelled, CYRILLIC.search(e.name) is not None))
+    pairs = set()
+    for members in buckets.values():
+        for (a, sa, ca), (b, sb, cb) in combinations(members, 2):
+            if ca != cb and spelt_alike(sa, sb):
+                pairs.add((min(a, b), max(a, b)))
+    return sorted(pairs)
+
+
 def _find(parent: dict[str, str], key: str) -> str:
     while parent[key] != key:
         parent[key] = parent[parent[key]]
@@ -60,17 +86,20 @@ def resolve(
     threshold: float = 0.93,
 ) -> tuple[list[GraphEntity], list[GraphRelationship], dict[str, str]]:
     """Returns the merged graph and the merges (old key -> surviving key)."""
-    pairs = candidate_pairs(entities)
-    if not pairs or embed is None:
+    pairs = candidate_pairs(entities) if embed is not None else []
+    spelled_alike = cross_script_pairs(entities)
+    if not pairs and not spelled_alike:
         return entities, relationships, {}
     by_key = {e.key: e for e in entities}
-    involved = sorted({k for pair in pairs for k in pair})
-    vectors = embed([f"{by_key[k].name}: {by_key[k].description[:300]}" for k in involved])
-    row = {k: i for i, k in enumerate(involved)}
     parent = {e.key: e.key for e in entities}
-    for a, b in pairs:
-        if float(vectors[row[a]] @ vectors[row[b]]) < threshold:
-            continue
+    agreeing = spelled_alike
+    if pairs:
+        involved = sorted({k for pair in pairs for k in pair})
+        vectors = embed([f"{by_key[k].name}: {by_key[k].description[:300]}" for k in involved])
+        row = {k: i for i, k in enumerate(involved)}
+        agreeing = sorted(set(spelled_alike) | {(a, b) for a, b in pairs
+                                                if float(vectors[row[a]] @ vectors[row[b]]) >= threshold})
+    for a, b in agreeing:
         ra, rb = _find(parent, a), _find(parent, b)
         if ra != rb:
             # the better-attested entity survives: more chunks, then the shorter key, then alphabetical

@@ -4,7 +4,9 @@ Two signals, as GraphRAG's local search and HippoRAG link a query:
 - names: every run of up to MAX_NAME_WORDS question words is normalised with the graph's own merge
   key (core/text/names.entity_key: case, quotes, Russian inflection, English plurals), so "команды
   Маршрутизации" in a question finds the entity a chunk wrote as "команда Маршрутизации". Longer runs
-  win over the runs inside them ("New York Times" over "York"); a run of stop words names nothing.
+  win over the runs inside them ("New York Times" over "York"); a run of stop words names nothing. A run
+  no key equals finds a key in the other script spelt alike (core/text/skeletons.py `spelt_alike`):
+  "Anna Kirillova" the entity "анна кириллова" of a Russian page, or of a merge that kept that name.
 - meaning: the entities whose embedded "name (type): description start" is nearest to the question vector
   (graph/retrieval_store.nearest_entities), for questions that paraphrase a name or name none.
 
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 from typing import Collection, Sequence
 
 from core.text.names import STOP_WORDS, entity_key
+from core.text.script import CYRILLIC
+from core.text.skeletons import spelling, spelling_bucket, spelt_alike
 
 MAX_NAME_WORDS = 6  # as the offline extractor's longest name (core/text/mentions.MAX_NAME_WORDS)
 DENSE_WEIGHT = 0.5  # a nearest entity counts at most half of a named one
@@ -49,6 +53,7 @@ def name_links(question: str, keys: Collection[str]) -> list[Link]:
     words = [w for w in words if w[0]]
     taken = [False] * len(words)
     found: dict[str, Link] = {}
+    spelled = _by_spelling(keys)
     for size in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
         for start in range(0, len(words) - size + 1):
             if any(taken[start:start + size]):
@@ -58,13 +63,32 @@ def name_links(question: str, keys: Collection[str]) -> list[Link]:
             if not score:
                 continue
             key = entity_key(" ".join(run))
-            if key in keys:
+            if key not in keys:
+                key = _spelt_in_other_script(" ".join(run), spelled) if score == 1.0 else None
+            if key is not None:
                 for i in range(start, start + size):
                     taken[i] = True
                 surface = question[words[start][1]:words[start + size - 1][2]]
                 if key not in found or found[key].score < score:
                     found[key] = Link(key, score, "name", surface)
     return sorted(found.values(), key=lambda link: (-link.score, link.key))
+
+
+def _by_spelling(keys: Collection[str]) -> dict[tuple, list[tuple[str, tuple[str, ...], bool]]]:
+    found: dict[tuple, list[tuple[str, tuple[str, ...], bool]]] = {}
+    for key in sorted(keys):
+        if (spelled := spelling(key)) is not None:
+            found.setdefault(spelling_bucket(spelled), []).append((key, spelled, CYRILLIC.search(key) is not None))
+    return found
+
+
+def _spelt_in_other_script(run: str, spelled: dict[tuple, list[tuple[str, tuple[str, ...], bool]]]) -> str | None:
+    """The first key (alphabetically) of the other script than the capitalised `run` that is spelt alike."""
+    if (mine := spelling(run)) is None:
+        return None
+    cyrillic = CYRILLIC.search(run) is not None
+    return next((key for key, theirs, script in spelled.get(spelling_bucket(mine), ())
+                 if script != cyrillic and spelt_alike(mine, theirs)), None)
 
 
 def meaning_links(nearest: Sequence[tuple[str, float]], named: Collection[str] = ()) -> list[Link]:
