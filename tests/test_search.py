@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import ingest_corpus
 from vector.search import sql as search_sql
 from vector.search.bm25 import select_match_groups, select_match_terms, select_translations, translation_concepts
-from core.text.skeletons import skeleton
+from core.text.skeletons import skeleton, skeleton_variants
 from vector.search.fulltext import (MAX_SPELLINGS, bm25_idf, build_query, name_skeletons, query_pieces, quote_lexeme,
                                     with_spellings)
 from vector.search.fusion import DENSE_WEIGHT, rrf, zscore_fusion
@@ -462,6 +462,10 @@ def test_a_question_names_its_names_by_their_consonants():
     assert names == {"ptrzvdsk": False, "mrks": True, "mrksm": True}
     # a question's first word is capitalised whatever it is: a name there only as a word the dictionary lacks
     assert name_skeletons("Office hours?") == {} and name_skeletons("Petrozavodsk?") == {"ptrzvdsk": False}
+    # Russian "х" is "kh" in a Latin spelling of a Russian name: the skeleton is read both ways
+    assert name_skeletons("Where is the Arkhangelsk branch?") == {"rknglsk": False, "rnglsk": False}
+    assert skeleton("архангельск") == "rnglsk" and skeleton("Arkhangelsk") == "rknglsk"
+    assert "kn" in skeleton_variants("Хан") and skeleton_variants("Khan") == {"kn", "n"}
     # a lower-case word the dictionary lacks, of four consonants or more: an adjective of a town
     assert name_skeletons("Сколько коек в петрозаводском филиале?") == {"ptrzvdsk": True, "ptrzvdskm": True}
     terms = build_query([("'petrozavodsk'", ["petrozavodsk"]), ("'bed'", ["bed"])], "english")

@@ -21,6 +21,19 @@ def skeleton(word: str) -> str:
     return re.sub(r"(.)\1+", r"\1", w)
 
 
+def skeleton_variants(word: str) -> frozenset[str]:
+    """`skeleton` and, where the two scripts' habits part, the other one: Russian "х" is "kh" in most Latin
+    spellings of Russian names (Arkhangelsk, Khabibullin) and "h" in Russian spellings of English ones
+    (Ханна, Хастингс), and `skeleton` drops an "h", so each side is also read the other way."""
+    w = normalise(word)
+    found = {skeleton(w)}
+    if "kh" in w:
+        found.add(skeleton(w.replace("kh", "h")))
+    if "х" in w:
+        found.add(skeleton(w.replace("х", "к")))
+    return frozenset(found)
+
+
 def skeletons(text: str) -> frozenset[str]:
     return frozenset(s for w in _WORD.findall(text) if w[:1].isupper() and len(s := skeleton(w)) >= 3)
 
