@@ -233,6 +233,12 @@ def _across_languages(question: Question, scorer: Scorer, pool: list[Unit], ever
     share of the question's words its units hold in translation; without a gate, as the names say or as sure as the
     search is that its passage is relevant (the calibrated probability the reranker gave it,
     vector/search/rerank/offline.py)."""
+    # a question that names something is answered by a unit about it: of the units, those naming (in
+    # themselves or their page's title and headings) most of the question's names, as `_by_rules` keeps to
+    # the pages on the question's topic; e5 reads one office's "opened in 2015" as close as another's
+    named = {id(u): len(scorer.covered(u) & scorer.focus.name_stems) for u in pool}
+    most = max(named.values(), default=0)
+    pool = [u for u in pool if named[id(u)] == most]
     read = [in_its_page(u, scorer.passages[u.passage - 1]) for u in pool]
     closeness = dict(zip(map(id, pool), similarity(question.text, read)))
     # meaning chooses; units within NEAR_MEANING of the closest are told apart by the question's words they

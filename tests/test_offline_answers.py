@@ -85,6 +85,20 @@ def test_a_when_question_takes_the_date_about_its_named_place_across_scripts():
     assert skeleton("Yekaterinburg") == skeleton("Екатеринбурге") and skeleton("Moscow") == skeleton("Москве")
 
 
+def test_across_languages_the_unit_about_the_named_thing_answers_whatever_meaning_prefers():
+    moscow = p(1, "Офис в Москве", "Московский офис открылся в 2015 г. и сейчас является крупнейшим центром.")
+    ekb = p(2, "Офис в Екатеринбурге", "Офис в Екатеринбурге открылся в 2021 г. и вырос до 45 сотрудников.")
+
+    def moscow_first(question, texts):  # e5 reads one office's opening as close as another's; here, closer
+        return [0.9 if "Московский" in t else 0.85 for t in texts]
+
+    got = local_answer(Question("When did the Yekaterinburg office open?"), [moscow, ekb], similarity=moscow_first)
+    assert "2021" in got.text and "2015" not in got.text
+    # a question naming neither: meaning chooses, as before
+    got = local_answer(Question("When did the office open?"), [moscow, ekb], similarity=moscow_first)
+    assert "2015" in got.text
+
+
 @pytest.mark.parametrize("question, kind", [
     ("When did the Yekaterinburg office open?", "date"), ("В каком году открылся офис?", "date"),
     ("How many stops can one route hold?", "number"), ("Сколько остановок в маршруте?", "number"),
