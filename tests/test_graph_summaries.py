@@ -149,9 +149,12 @@ def test_names_spelt_alike_merge_only_within_a_type():
     found = [GraphEntity("frankfurt", "Frankfurt", "concept", "", (1,)),
              GraphEntity("франкфурт", "Франкфурт", "location", "", (2,)),
              GraphEntity("moscow", "Moscow", "location", "", (1,)), GraphEntity("москв", "Москве", "location", "", (2,)),
-             GraphEntity("marks", "Marks", "person", "", (1,)), GraphEntity("маркс", "Маркс", "person", "", (2,))]
-    # another type is another thing; one script's two names never merge here (trigrams and meaning decide)
-    assert cross_script_pairs(found) == [("marks", "маркс"), ("moscow", "москв")]
+             GraphEntity("marks", "Marks", "person", "", (1,)), GraphEntity("маркс", "Маркс", "person", "", (2,)),
+             GraphEntity("kazakhstan", "Kazakhstan", "location", "", (1,)),
+             GraphEntity("казахстан", "Казахстан", "location", "", (2,))]
+    # another type is another thing; one script's two names never merge here (trigrams and meaning decide);
+    # a Latin "kh" spells the Russian "х"
+    assert cross_script_pairs(found) == [("kazakhstan", "казахстан"), ("marks", "маркс"), ("moscow", "москв")]
 
 
 def test_claims_are_grouped_per_final_entity_through_merges():

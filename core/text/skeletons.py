@@ -54,8 +54,9 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 
 def spelling(name: str) -> tuple[str, ...] | None:
     """A name's words by their consonants, for matching it in the other script (`spelt_alike`); None for a
-    name too short to identify one thing, or with a word of no consonant."""
-    spelled = tuple(skeleton(w) for w in _LETTERS.findall(name))
+    name too short to identify one thing, or with a word of no consonant. A Latin "kh" is read as the
+    Russian "х" it spells (Kazakhstan, Казахстан), which `skeleton` drops as it drops an "h"."""
+    spelled = tuple(skeleton(normalise(w).replace("kh", "h")) for w in _LETTERS.findall(name))
     return spelled if spelled and all(spelled) and sum(map(len, spelled)) >= MIN_NAME_CONSONANTS else None
 
 
