@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     from router.planner_llm import LLMPlanner
     from router.planner_offline import OfflinePlanner
     from router.evidence_search import HybridPassageSearcher
-    from vector.search import sql as search_sql
+    from vector.search import fulltext_sql
     from evaluation.datasets import load_dataset
 
     overrides = {name: getattr(args, name) for name in ("max_iterations", "max_searches", "k", "max_evidence",
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
             index_dataset(db, embedder, settings, dataset)
         with db.connection() as conn:
-            indexed, _, _ = search_sql.corpus_stats(conn, tenant=TENANT, groups=GROUPS)
+            indexed, _, _ = fulltext_sql.corpus_stats(conn, tenant=TENANT, groups=GROUPS)
         if not indexed:
             print(f"tenant {TENANT} has no chunks: index it first (`crossroads eval {SHARED_DATA / DATASET}` "
                   "or this bench with --index).", file=sys.stderr)

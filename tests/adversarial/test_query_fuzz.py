@@ -211,7 +211,7 @@ def test_query_building_is_valid_tsquery_in_postgres(db, fuzz):
     """The full-text leg's query built by the server's own parser from 300 random strings, with the names'
     spellings the corpus holds, always parses as a tsquery, and a quoted lexeme is taken literally: no input
     is an operator."""
-    from vector.search import sql as search_sql
+    from vector.search import fulltext_sql
     from vector.search.fulltext import build_query, name_skeletons, query_pieces, quote_lexeme, with_spellings
     from core.text.language import detect_language
     from vector.search.hybrid import storable_text
@@ -221,9 +221,9 @@ def test_query_building_is_valid_tsquery_in_postgres(db, fuzz):
     lexemes = sorted({storable_text(random_text(rng, 12)) for _ in range(300)} - {""})
     with db.connection() as conn:
         for text in texts:
-            terms = build_query(search_sql.analyse_pieces(conn, query_pieces(text, detect_language(text))))
+            terms = build_query(fulltext_sql.analyse_pieces(conn, query_pieces(text, detect_language(text))))
             names = name_skeletons(text)
-            terms = with_spellings(terms, names, search_sql.spelled_alike(conn, tenant=TENANT, groups=["public"],
+            terms = with_spellings(terms, names, fulltext_sql.spelled_alike(conn, tenant=TENANT, groups=["public"],
                                                                           skeletons=sorted(names)))
             if not terms.empty:
                 conn.execute("SELECT %s::tsquery", (terms.text(),))

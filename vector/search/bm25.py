@@ -29,7 +29,7 @@ from itertools import combinations
 
 import psycopg
 
-from vector.search import sql as search_sql
+from vector.search import fulltext_sql
 from vector.search.fulltext import BM25_B, BM25_K1, FullTextQuery, bm25_idf
 
 MAX_SCORED = 500  # the default of settings.bm25_max_scored; dev data: 500 to unlimited all the same
@@ -125,9 +125,9 @@ class Bm25Leg:
 
     def search(self, conn: psycopg.Connection, tenant: str, groups: list[str], terms: FullTextQuery, trace: dict):
         """(chunk id, BM25 score) best first, inside the caller's read-only transaction."""
-        n, avg_len, tenant_chunks = search_sql.corpus_stats(conn, tenant=tenant, groups=groups)
-        lexeme_df = search_sql.lexeme_frequencies(conn, tenant=tenant, groups=groups, lexemes=terms.lexemes)
-        phrase_df = search_sql.phrase_frequencies(conn, tenant=tenant, groups=groups, tsqueries=terms.phrases,
+        n, avg_len, tenant_chunks = fulltext_sql.corpus_stats(conn, tenant=tenant, groups=groups)
+        lexeme_df = fulltext_sql.lexeme_frequencies(conn, tenant=tenant, groups=groups, lexemes=terms.lexemes)
+        phrase_df = fulltext_sql.phrase_frequencies(conn, tenant=tenant, groups=groups, tsqueries=terms.phrases,
                                                   cap=self.max_scored)
         # the question's own words select as they always did; its translations add the rows of the other
         # language that hold them within what the budget leaves (so the cap never cuts an own word's row)
@@ -154,12 +154,12 @@ class Bm25Leg:
             avg_len=avg_len, k1=BM25_K1, b=BM25_B, limit=self.limit, max_scored=self.max_scored,
             acl_on_heap=on_heap,
         )
-        found = search_sql.bm25_leg(match=terms.match(match), **score)
+        found = fulltext_sql.bm25_leg(match=terms.match(match), **score)
         if len(found) < self.limit and len(match[0]) > 1:
             # too few rows hold two of the rare terms: the rarest term's rows fill the list
             rarest = select_match_terms(own_lexemes, own_df, self.max_scored)
             trace["bm25"]["match_fallback"] = list(rarest)
-            merged = dict(search_sql.bm25_leg(match=terms.match(tuple((x,) for x in rarest)), **score))
+            merged = dict(fulltext_sql.bm25_leg(match=terms.match(tuple((x,) for x in rarest)), **score))
             merged.update(found)
             found = sorted(merged.items(), key=lambda p: (-p[1], p[0]))[: self.limit]
         return found

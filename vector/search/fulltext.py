@@ -152,7 +152,7 @@ def name_skeletons(query: str) -> dict[str, bool]:
 
 def with_spellings(terms: FullTextQuery, names: dict[str, bool], spelled: dict[str, list[str]]) -> FullTextQuery:
     """`terms` with each name's lexemes in the other script (`spelled`: skeleton -> the corpus's lexemes of
-    that skeleton, vector/search/sql.py `spelled_alike`) as one more concept, as a word's translations are:
+    that skeleton, vector/search/fulltext_sql.py `spelled_alike`) as one more concept, as a word's translations are:
     "Petrozavodsk" finds "петрозаводск", which no dictionary holds. Counted only in chunks of their script."""
     own = set(terms.lexemes) - terms.translated
     groups = []

@@ -24,7 +24,7 @@ from core.embeddings import Embedder
 from core.errors import ModelNotServedError, SearchUnavailableError
 from core.passages import ChunkText
 from core.text_safety import storable_text
-from vector.search import sql as search_sql
+from vector.search import fulltext_sql, sql as search_sql
 from vector.search.unmentioned import lookup as lookup_unmentioned
 from vector.search.bm25 import MAX_SCORED, Bm25Leg
 from vector.search.fulltext import build_query, name_skeletons, query_pieces, with_spellings
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["dense", "bm25", "hybrid", "hybrid+rerank"]
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
-FTS_RANKINGS = ("bm25", *search_sql.FTS_RANKS)
+FTS_RANKINGS = ("bm25", *fulltext_sql.FTS_RANKS)
 _RETRY_HINT = ("Try again shortly; a statement timeout (CROSSROADS_SEARCH_STATEMENT_TIMEOUT_MS) means the "
                "database was blocked (a lock held by a migration or maintenance) or overloaded.")
 EXACT_SCAN_MIN_ROWS = 2_000  # a reader with fewer rows always gets exact distances (a few ms)
@@ -196,9 +196,9 @@ class HybridSearcher:
         lang = detect_language(query)
         with self.db.connection() as conn, search_sql.read_only(conn, {**search_sql.STABLE_SCAN_ORDER,
                                                                        **self._tx_settings}):
-            terms = build_query(search_sql.analyse_pieces(conn, query_pieces(query, lang)), lang)
+            terms = build_query(fulltext_sql.analyse_pieces(conn, query_pieces(query, lang)), lang)
             if names := name_skeletons(query):
-                terms = with_spellings(terms, names, search_sql.spelled_alike(
+                terms = with_spellings(terms, names, fulltext_sql.spelled_alike(
                     conn, tenant=tenant, groups=groups, skeletons=sorted(names)))
             trace.update(query_lang=lang, tsquery=terms.text())
             if terms.empty:  # only stop words
@@ -206,7 +206,7 @@ class HybridSearcher:
             elif self.fts_rank == "bm25":
                 found = self._bm25.search(conn, tenant, groups, terms, trace)
             else:
-                found = search_sql.rank_leg(conn, tenant=tenant, groups=groups, tsquery=terms.text(),
+                found = fulltext_sql.rank_leg(conn, tenant=tenant, groups=groups, tsquery=terms.text(),
                                             limit=self.candidates, rank=self.fts_rank)
         timings["fts"] = (time.perf_counter() - start) * 1000
         return found

@@ -19,7 +19,7 @@ import psycopg
 
 from core.text.script import mostly_cyrillic
 from core.text_safety import storable_text
-from vector.search import sql as search_sql
+from vector.search import fulltext_sql, sql as search_sql
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def lookup(db, tx_settings: Mapping[str, str], tenant: str, groups: Sequence[str
         long_words = [w for w in missing if len(w) >= MISSPELT_MIN_LETTERS]
         if not misspellings or not long_words:
             return tuple(missing)
-        analysed = search_sql.analyse_pieces(
+        analysed = fulltext_sql.analyse_pieces(
             conn, [(w, "russian" if mostly_cyrillic(w) else "english") for w in long_words])
         stems = {w: lexemes for w, (_, lexemes) in zip(long_words, analysed)}
         near = _readable_lexemes_like(conn, tenant=tenant, groups=groups,
