@@ -115,6 +115,11 @@ def test_a_name_links_its_entity_written_in_the_other_script():
     assert [link.key for link in name_links("Is Anna in the Berlin office?", keys)] == ["anna", "berlin office"]
     assert [(link.key, link.score) for link in name_links("what about anna kirillova", keys)] == [("anna", 0.5)]
     assert [link.key for link in name_links("Где работает Anna?", {"ан"})] == []
+    # a cached graph's index of spellings, built once for every question, links the same
+    matrix = build_matrix([(k, [i]) for i, k in enumerate(sorted(keys))], [])
+    assert matrix.entity_spellings is matrix.entity_spellings
+    asked = "Who leads the Yekaterinburg office, Anna Kirillova?"
+    assert name_links(asked, matrix.entity_index, matrix.entity_spellings) == name_links(asked, keys)
 
 
 def test_name_links_follow_russian_inflection_and_prefer_the_longest_name():

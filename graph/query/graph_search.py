@@ -114,7 +114,7 @@ class GraphSearcher:
             return {i: s for i, s in nearest if i in nodes}
 
     def link(self, tenant: str, level: str, matrix: GraphMatrix, question: str, vector=None) -> list[Link]:
-        named = name_links(question, matrix.entity_index)
+        named = name_links(question, matrix.entity_index, matrix.entity_spellings)
         links = list(named)
         if self.embedder is None:
             return links

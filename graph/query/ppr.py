@@ -17,10 +17,13 @@ passages it appears in (HippoRAG's node specificity): a name in every passage sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
+
+from graph.query.entity_link import SpellingIndex, spelling_index
 
 DAMPING = 0.5  # probability of following an edge (HippoRAG 2's igraph call); 1 - DAMPING restarts
 PASSAGE_NODE_WEIGHT = 0.05  # HippoRAG 2: dense passage scores enter the reset vector at this weight
@@ -44,6 +47,12 @@ class GraphMatrix:
     passages_per_entity: np.ndarray  # int32, per entity node: how many passages mention it
     entity_index: dict[str, int] = field(repr=False, default_factory=dict)
     chunk_index: dict[int, int] = field(repr=False, default_factory=dict)
+
+    @cached_property
+    def entity_spellings(self) -> SpellingIndex:
+        """The entities' names by their consonants, for a question's name in the other script
+        (graph/query/entity_link.py): built at its first question, kept as long as the matrix is cached."""
+        return spelling_index(self.entity_keys)
 
     @property
     def nodes(self) -> int:
