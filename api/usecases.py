@@ -21,6 +21,8 @@ from core.text.terms import codes
 from graph import store as graph_store
 from graph.levels import levels_to_build
 from vector import store
+from vector.search.hybrid import in_other_script
+from vector.search.rerank.cut import passing
 from vector.search.transforms import rewrite_conversational
 from vector.search.unmentioned import check_codes
 
@@ -206,15 +208,17 @@ def search(searcher, tenant: str, groups: Sequence[str], query: str, k: int, mod
     cut, cut_at = 0, None
     if reranked:
         by_id = {c.id: c for c in result.candidates}
+        listed = [(rank, by_id[e["id"]], e["score"]) for rank, e in enumerate(reranked, start=1) if e["id"] in by_id]
+        # the calibrated cut holds a page in the other script to the list's best (vector/search/rerank/cut.py);
+        # a threshold the request sets is applied as it is
+        other = in_other_script(query, [c for _, c, _ in listed]) if min_score == CALIBRATED else [False] * len(listed)
         ranked = []
-        for rank, entry in enumerate(reranked, start=1):
-            if entry["id"] not in by_id:
-                continue
-            if cutoff is not None and entry["score"] < cutoff:
+        for (rank, chunk, score), passed in zip(listed, passing([s for _, _, s in listed], other, cutoff)):
+            if not passed:
                 cut += 1
                 cut_at = cut_at or rank
                 continue
-            ranked.append((by_id[entry["id"]], entry["score"]))
+            ranked.append((chunk, score))
     else:  # fused or leg scores: a threshold calibrated on reranker scores does not apply to them
         ranked = [(h, h.score) for h in result.hits]
     if group_by == "document":

@@ -15,6 +15,7 @@ from vector.search.fulltext import (MAX_SPELLINGS, bm25_idf, build_query, name_s
                                     with_spellings)
 from vector.search.fusion import DENSE_WEIGHT, rrf, zscore_fusion
 from vector.search.hybrid import HybridSearcher, use_exact_scan
+from vector.search.rerank.cut import OTHER_SCRIPT_SHARE
 
 CORPUS = {
     "payments.md": """---
@@ -430,6 +431,20 @@ def test_hits_in_the_other_script_can_be_left_to_the_caller_below_the_threshold(
     assert held.hits == [] and "other_script_below_threshold" not in held.trace
     assert left.hits and all(h.lang == "russian" for h in left.hits) and left.trace["other_script_below_threshold"]
     assert {c.id for c in left.candidates if c.lang == "russian"} >= {h.id for h in left.hits}
+
+
+def test_a_page_in_the_other_script_passes_near_the_best_once_the_best_passed(corpus_tenant, db, local_embedder):
+    # the threshold was calibrated on lists of one language (vector/search/rerank/cut.py)
+    s = HybridSearcher(db, local_embedder, reranker=FixedReranker(), rerank_threshold=0.95)
+    result = s.search(corpus_tenant, ["public", "staff", "hr"], "database backups", k=50, mode="hybrid+rerank")
+    s.close()
+    scores = {e["id"]: e["score"] for e in result.trace["stages"]["rerank"]}
+    best = max(scores.values())
+    langs = {c.id: c.lang for c in result.candidates}
+    assert best >= 0.95 and any(lang == "russian" for lang in langs.values())
+    assert {h.id for h in result.hits} == {i for i, score in scores.items() if score >= 0.95 or (
+        langs[i] == "russian" and score >= OTHER_SCRIPT_SHARE * best)}
+    assert any(langs[h.id] == "russian" and h.score < 0.95 for h in result.hits)
 
 
 def test_without_reranker_hybrid_rerank_is_hybrid(corpus_tenant, searcher):

@@ -31,6 +31,7 @@ from vector.search.fulltext import build_query, name_skeletons, query_pieces, wi
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
 from vector.search.language_bias import SCRIPT_MEANS_UP_TO, ScriptMeans, calibrated
 from vector.search.rerank.contract import Reranker, validated_ranking
+from vector.search.rerank.cut import passing
 from core.text.language import detect_language
 
 log = logging.getLogger(__name__)
@@ -360,10 +361,11 @@ class HybridSearcher:
         trace["stages"]["rerank"] = [{"id": candidates[i].id, "rank": r, "score": s}
                                      for r, (i, s) in enumerate(ranked, start=1)]
         threshold = self.rerank_threshold if apply_threshold else None
-        other = [False] * len(candidates) if hold_other_script else in_other_script(query, candidates)
+        other = in_other_script(query, candidates)
+        passes = passing([score for _, score in ranked], [other[index] for index, _ in ranked], threshold)
         hits = []
-        for index, score in ranked:
-            if threshold is not None and not other[index] and score < threshold:
+        for (index, score), passed in zip(ranked, passes):
+            if not passed and (hold_other_script or not other[index]):
                 continue  # below the threshold: an honest "nothing relevant", no refill from the fused list
             hit = _copy(candidates[index])
             hit.score = score
