@@ -14,24 +14,13 @@ _WORD = re.compile(r"\w+")
 
 def skeleton(word: str) -> str:
     """A name's consonants after transliteration, with the letters scripts render differently merged:
-    Yekaterinburg, Екатеринбург and Екатеринбурге share "ktrnbrg"; Moscow and Москве "mskv"."""
-    w = normalise(word).translate(LATIN_SPELLING).replace("ph", "f").replace("w", "v").replace("c", "k")
-    w = w.replace("q", "k").replace("x", "ks")
+    Yekaterinburg, Екатеринбург and Екатеринбурге share "ktrnbrg"; Moscow and Москве "mskv". Russian "х"
+    is "h" (Ханна, Хастингс) and a Latin "kh" is the "х" it spells in Russian names (Arkhangelsk,
+    Kazakhstan), so both drop as an "h" does: Arkhangelsk and Архангельск share "rnglsk"."""
+    w = normalise(word).replace("kh", "h").translate(LATIN_SPELLING).replace("ph", "f").replace("w", "v")
+    w = w.replace("c", "k").replace("q", "k").replace("x", "ks")
     w = _SKELETON_DROP.sub("", w)
     return re.sub(r"(.)\1+", r"\1", w)
-
-
-def skeleton_variants(word: str) -> frozenset[str]:
-    """`skeleton` and, where the two scripts' habits part, the other one: Russian "х" is "kh" in most Latin
-    spellings of Russian names (Arkhangelsk, Khabibullin) and "h" in Russian spellings of English ones
-    (Ханна, Хастингс), and `skeleton` drops an "h", so each side is also read the other way."""
-    w = normalise(word)
-    found = {skeleton(w)}
-    if "kh" in w:
-        found.add(skeleton(w.replace("kh", "h")))
-    if "х" in w:
-        found.add(skeleton(w.replace("х", "к")))
-    return frozenset(found)
 
 
 def skeletons(text: str) -> frozenset[str]:
@@ -54,9 +43,8 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 
 def spelling(name: str) -> tuple[str, ...] | None:
     """A name's words by their consonants, for matching it in the other script (`spelt_alike`); None for a
-    name too short to identify one thing, or with a word of no consonant. A Latin "kh" is read as the
-    Russian "х" it spells (Kazakhstan, Казахстан), which `skeleton` drops as it drops an "h"."""
-    spelled = tuple(skeleton(normalise(w).replace("kh", "h")) for w in _LETTERS.findall(name))
+    name too short to identify one thing, or with a word of no consonant."""
+    spelled = tuple(skeleton(w) for w in _LETTERS.findall(name))
     return spelled if spelled and all(spelled) and sum(map(len, spelled)) >= MIN_NAME_CONSONANTS else None
 
 

@@ -14,7 +14,7 @@ from functools import cached_property
 
 from core.text.lexicon import search_translations
 from core.text.script import CYRILLIC
-from core.text.skeletons import skeleton, skeleton_variants
+from core.text.skeletons import skeleton
 from core.text.terms import content_stems
 
 MAX_QUERY_TOKENS = 64  # a pasted page must not become a 1,000-term OR query
@@ -134,8 +134,7 @@ def name_skeletons(query: str) -> dict[str, bool]:
     stem has four consonants or more ("петрозаводском", an adjective of a town no dictionary holds), of
     letters only (codes are found as written) and not stop words. Both the word and its stem are read
     ("Маркусом": "mrks" as the index's stem "маркус" has it; "Hastings", which the English stemmer cuts to
-    "hast": "stngs", as "хастингс" has it), each in its `skeleton_variants` ("Arkhangelsk": "rknglsk" and,
-    as "архангельск" has it, "rnglsk")."""
+    "hast": "stngs", as "хастингс" has it)."""
     found: dict[str, bool] = {}
     for i, word in enumerate(_NAME_WORD.findall(query)[:MAX_QUERY_TOKENS]):
         if not (stems := content_stems(word)):
@@ -144,9 +143,8 @@ def name_skeletons(query: str) -> dict[str, bool]:
         if not named and (search_translations(stems[0]) or len(skeleton(stems[0])) < MIN_UNKNOWN_SKELETON):
             continue
         for form in (stems[0], word):
-            for sk in sorted(skeleton_variants(form)):
-                if len(sk) >= MIN_NAME_SKELETON:
-                    found.setdefault(sk, CYRILLIC.search(word) is not None)
+            if len(sk := skeleton(form)) >= MIN_NAME_SKELETON:
+                found.setdefault(sk, CYRILLIC.search(word) is not None)
     return found
 
 
