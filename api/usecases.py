@@ -186,7 +186,7 @@ class SearchOutcome:
     degraded: bool
     degraded_reason: str | None
     trace: dict
-    threshold: dict  # min_score, source, applied, cut, cut_at_rank (api/http/schemas.py Threshold)
+    threshold: dict  # min_score, source, applied, cut, cut_at_rank, other_script_kept (api/http/schemas.py Threshold)
     group_by: str = "chunk"
     unmentioned: tuple[str, ...] = ()  # codes of the query no readable document holds (hits are not about them)
 
@@ -228,8 +228,10 @@ def search(searcher, tenant: str, groups: Sequence[str], query: str, k: int, mod
         ranked = list(best.values())
     hits = [{"id": c.id, "doc_id": c.doc_id, "title": c.title, "heading": c.heading, "text": c.text,
              "score": round(_finite(score), 6)} for c, score in ranked[:k]]
+    other_kept = sum(1 for _, score in ranked[:k] if reranked and cutoff is not None and score < cutoff)
     threshold = {"min_score": cutoff if reranked else None, "source": source if reranked else "none",
-                 "applied": bool(reranked) and cutoff is not None, "cut": cut, "cut_at_rank": cut_at}
+                 "applied": bool(reranked) and cutoff is not None, "cut": cut, "cut_at_rank": cut_at,
+                 "other_script_kept": other_kept}
     check = check_codes(searcher, tenant, groups, codes(query))  # the hits stand when the check fails
     reason = "; ".join(r for r in (result.degraded_reason, check.error) if r) or None
     return SearchOutcome(hits, result.degraded or bool(check.error), reason, result.trace, threshold, group_by,

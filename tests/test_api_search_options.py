@@ -60,7 +60,8 @@ class ScriptedSearcher:
 def test_the_calibrated_threshold_cuts_and_says_where():
     out = usecases.search(ScriptedSearcher(), "t", ["g"], "q", 6)
     assert [h["id"] for h in out.hits] == [1, 2, 3]
-    assert out.threshold == {"min_score": 0.3, "source": "calibrated", "applied": True, "cut": 3, "cut_at_rank": 4}
+    assert out.threshold == {"min_score": 0.3, "source": "calibrated", "applied": True, "cut": 3, "cut_at_rank": 4,
+                             "other_script_kept": 0}
 
 
 def test_min_score_given_or_null_replaces_the_calibrated_one():
@@ -69,7 +70,8 @@ def test_min_score_given_or_null_replaces_the_calibrated_one():
     assert out.threshold["source"] == "request" and out.threshold["min_score"] == 0.85
     out = usecases.search(ScriptedSearcher(), "t", ["g"], "q", 4, min_score=None)
     assert [h["id"] for h in out.hits] == [1, 2, 3, 4] and [h["score"] for h in out.hits] == [0.9, 0.8, 0.5, 0.2]
-    assert out.threshold == {"min_score": None, "source": "none", "applied": False, "cut": 0, "cut_at_rank": None}
+    assert out.threshold == {"min_score": None, "source": "none", "applied": False, "cut": 0, "cut_at_rank": None,
+                             "other_script_kept": 0}
 
 
 def test_group_by_document_gives_k_distinct_documents_from_3k_passages():
@@ -84,7 +86,8 @@ def test_group_by_document_gives_k_distinct_documents_from_3k_passages():
 def test_no_threshold_on_fused_scores_when_the_reranker_failed():
     out = usecases.search(ScriptedSearcher(reranked=False), "t", ["g"], "q", 3, min_score=0.99)
     assert [h["id"] for h in out.hits] == [1, 2, 3] and out.degraded
-    assert out.threshold == {"min_score": None, "source": "none", "applied": False, "cut": 0, "cut_at_rank": None}
+    assert out.threshold == {"min_score": None, "source": "none", "applied": False, "cut": 0, "cut_at_rank": None,
+                             "other_script_kept": 0}
 
 
 # --- over HTTP -----------------------------------------------------------------------------------------
@@ -148,7 +151,8 @@ def test_openapi_describes_the_options(client):
     assert request["additionalProperties"] is False
     assert "default" not in request["properties"]["min_score"]  # absent and null differ
     assert request["properties"]["group_by"]["enum"] == ["chunk", "document"]
-    assert set(spec["Threshold"]["properties"]) == {"min_score", "source", "applied", "cut", "cut_at_rank"}
+    assert set(spec["Threshold"]["properties"]) == {"min_score", "source", "applied", "cut", "cut_at_rank",
+                                                      "other_script_kept"}
     assert "threshold" in spec["SearchResponse"]["required"]
 
 

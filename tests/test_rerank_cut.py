@@ -45,7 +45,7 @@ class TwoScriptSearcher:
 def test_the_api_keeps_the_other_script_s_page_that_the_calibrated_cut_would_drop():
     out = usecases.search(TwoScriptSearcher(), "t", ["g"], "When did the Yekaterinburg office open?", 10)
     assert [h["id"] for h in out.hits] == [1, 2]  # the Russian page at 0.2 >= 0.09; 0.05 and the English 0.1 cut
-    assert out.threshold["cut"] == 2 and out.threshold["cut_at_rank"] == 3
+    assert out.threshold["cut"] == 2 and out.threshold["cut_at_rank"] == 3 and out.threshold["other_script_kept"] == 1
     # nothing passes when the best does not: an empty answer stays empty
     assert usecases.search(TwoScriptSearcher(best=0.25), "t", ["g"], "When did the office open?", 10).hits == []
 
@@ -54,3 +54,4 @@ def test_a_threshold_the_request_sets_is_applied_as_it_is():
     out = usecases.search(TwoScriptSearcher(), "t", ["g"], "When did the Yekaterinburg office open?", 10,
                           min_score=0.3)
     assert [h["id"] for h in out.hits] == [1] and out.threshold["source"] == "request"
+    assert out.threshold["other_script_kept"] == 0

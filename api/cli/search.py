@@ -59,6 +59,9 @@ def search(
         out.print(Text(f"{result.threshold['cut']} reranked hits below the {result.threshold['source']} threshold "
                        f"{result.threshold['min_score']} left out, from rank {result.threshold['cut_at_rank']} "
                        "(--min-score none keeps them)"))
+    if result.threshold.get("other_script_kept"):
+        out.print(Text(f"{result.threshold['other_script_kept']} in the other script than the query kept below it: "
+                       "within a tenth of the best hit's score"))
     for n, h in enumerate(hits, start=1):
         # titles, headings, ids and text are the corpus's: printed as Text, never read as markup
         out.print(Text.assemble((f"{n}. {h['title']}", "bold"), f" — {h['heading']} ({h['doc_id']}, score {h['score']:.4f})"))

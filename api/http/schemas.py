@@ -133,6 +133,10 @@ class Threshold(BaseModel):
                                       "fused scores would mean nothing, so none was applied.")
     cut: int = Field(description="Reranked passages dropped for scoring below min_score.")
     cut_at_rank: int | None = Field(description="The rank (from 1) of the best passage dropped; null when none was.")
+    other_script_kept: int = Field(description="Passages in the other script than the query kept below min_score: "
+                                               "the calibrated threshold holds them to a tenth of the best passage's "
+                                               "score once that passed (the reranker scores them lower for the same "
+                                               "relevance); 0 when the request sets min_score.")
 
 
 class SearchResponse(BaseModel):
