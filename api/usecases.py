@@ -209,11 +209,12 @@ def search(searcher, tenant: str, groups: Sequence[str], query: str, k: int, mod
     if reranked:
         by_id = {c.id: c for c in result.candidates}
         listed = [(rank, by_id[e["id"]], e["score"]) for rank, e in enumerate(reranked, start=1) if e["id"] in by_id]
-        # the calibrated cut holds a page in the other script to the list's best (vector/search/rerank/cut.py);
-        # a threshold the request sets is applied as it is
-        other = in_other_script(query, [c for _, c, _ in listed]) if min_score == CALIBRATED else [False] * len(listed)
+        # the calibrated cut holds a page in the other script to the list's best where the reranker asks it
+        # (vector/search/rerank/cut.py); a threshold the request sets is applied as it is
+        share = result.trace.get("other_script_share") if min_score == CALIBRATED else None
+        other = in_other_script(query, [c for _, c, _ in listed])
         ranked = []
-        for (rank, chunk, score), passed in zip(listed, passing([s for _, _, s in listed], other, cutoff)):
+        for (rank, chunk, score), passed in zip(listed, passing([s for _, _, s in listed], other, cutoff, share)):
             if not passed:
                 cut += 1
                 cut_at = cut_at or rank

@@ -4,31 +4,42 @@ from __future__ import annotations
 from api import usecases
 from vector.search.hybrid import Candidate, SearchResult
 from vector.search.rerank.cut import OTHER_SCRIPT_SHARE, passing
+from vector.search.rerank.offline import OfflineReranker
+
+
+SHARE = OTHER_SCRIPT_SHARE
 
 
 def test_a_page_in_the_question_s_script_is_held_to_the_threshold_alone():
-    assert passing([0.9, 0.4, 0.2], [False, False, False], 0.3) == [True, True, False]
+    assert passing([0.9, 0.4, 0.2], [False, False, False], 0.3, SHARE) == [True, True, False]
 
 
 def test_a_page_in_the_other_script_passes_near_the_best_once_the_best_passed():
     near, far = 0.9 * OTHER_SCRIPT_SHARE, 0.9 * OTHER_SCRIPT_SHARE * 0.99
-    assert passing([0.9, 0.2, near, far], [False, True, True, True], 0.3) == [True, True, True, False]
+    assert passing([0.9, 0.2, near, far], [False, True, True, True], 0.3, SHARE) == [True, True, True, False]
     # the best passage may itself be in the other script: it passes on the threshold as any page does
-    assert passing([0.5, 0.06], [True, True], 0.3) == [True, True]
+    assert passing([0.5, 0.06], [True, True], 0.3, SHARE) == [True, True]
 
 
 def test_a_list_whose_best_fails_the_threshold_stays_empty_in_either_script():
     # a question the corpus knows nothing about comes back with nothing, whatever script its pages are in
-    assert passing([0.25, 0.2, 0.1], [True, True, False], 0.3) == [False, False, False]
-    assert passing([], [], 0.3) == []
+    assert passing([0.25, 0.2, 0.1], [True, True, False], 0.3, SHARE) == [False, False, False]
+    assert passing([], [], 0.3, SHARE) == []
+
+
+def test_a_reranker_that_declares_no_share_holds_every_page_to_the_threshold():
+    # an API's cross-encoder reads both languages itself
+    assert passing([0.9, 0.2], [False, True], 0.3) == [True, False]
+    assert OfflineReranker().other_script_share == SHARE
 
 
 def test_no_threshold_passes_everything():
-    assert passing([0.01, -3.0], [False, True], None) == [True, True]
+    assert passing([0.01, -3.0], [False, True], None, SHARE) == [True, True]
 
 
 class TwoScriptSearcher:
-    """Reranked: an English page at 0.9, Russian pages at 0.2 and 0.05, an English one at 0.1; threshold 0.3."""
+    """Reranked: an English page at 0.9, Russian pages at 0.2 and 0.05, an English one at 0.1; threshold 0.3;
+    a reranker that declares the offline share."""
 
     def __init__(self, best: float = 0.9):
         self.best = best
@@ -39,7 +50,8 @@ class TwoScriptSearcher:
         candidates = [Candidate(id=i + 1, doc_id=f"d{i + 1}", title="", heading="", text="t", lang=lang)
                       for i, lang in enumerate(langs)]
         stage = [{"id": c.id, "rank": r, "score": s} for r, (c, s) in enumerate(zip(candidates, scores), start=1)]
-        return SearchResult([], candidates, trace={"stages": {"rerank": stage}, "rerank_threshold": 0.3})
+        return SearchResult([], candidates, trace={"stages": {"rerank": stage}, "rerank_threshold": 0.3,
+                                                   "other_script_share": SHARE})
 
 
 def test_the_api_keeps_the_other_script_s_page_that_the_calibrated_cut_would_drop():

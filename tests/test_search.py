@@ -435,7 +435,9 @@ def test_hits_in_the_other_script_can_be_left_to_the_caller_below_the_threshold(
 
 def test_a_page_in_the_other_script_passes_near_the_best_once_the_best_passed(corpus_tenant, db, local_embedder):
     # the threshold was calibrated on lists of one language (vector/search/rerank/cut.py)
-    s = HybridSearcher(db, local_embedder, reranker=FixedReranker(), rerank_threshold=0.95)
+    reranker = FixedReranker()
+    reranker.other_script_share = OTHER_SCRIPT_SHARE  # as the offline reranker declares it
+    s = HybridSearcher(db, local_embedder, reranker=reranker, rerank_threshold=0.95)
     result = s.search(corpus_tenant, ["public", "staff", "hr"], "database backups", k=50, mode="hybrid+rerank")
     s.close()
     scores = {e["id"]: e["score"] for e in result.trace["stages"]["rerank"]}
@@ -445,6 +447,12 @@ def test_a_page_in_the_other_script_passes_near_the_best_once_the_best_passed(co
     assert {h.id for h in result.hits} == {i for i, score in scores.items() if score >= 0.95 or (
         langs[i] == "russian" and score >= OTHER_SCRIPT_SHARE * best)}
     assert any(langs[h.id] == "russian" and h.score < 0.95 for h in result.hits)
+    assert result.trace["other_script_share"] == OTHER_SCRIPT_SHARE
+    # a reranker that declares no share (an API's cross-encoder) holds every page to the threshold
+    s = HybridSearcher(db, local_embedder, reranker=FixedReranker(), rerank_threshold=0.95)
+    held = s.search(corpus_tenant, ["public", "staff", "hr"], "database backups", k=50, mode="hybrid+rerank")
+    s.close()
+    assert held.hits and all(h.score >= 0.95 for h in held.hits) and held.trace["other_script_share"] is None
 
 
 def test_without_reranker_hybrid_rerank_is_hybrid(corpus_tenant, searcher):

@@ -362,7 +362,8 @@ class HybridSearcher:
                                      for r, (i, s) in enumerate(ranked, start=1)]
         threshold = self.rerank_threshold if apply_threshold else None
         other = in_other_script(query, candidates)
-        passes = passing([score for _, score in ranked], [other[index] for index, _ in ranked], threshold)
+        share = trace["other_script_share"] = getattr(self.reranker, "other_script_share", None)
+        passes = passing([score for _, score in ranked], [other[index] for index, _ in ranked], threshold, share)
         hits = []
         for (index, score), passed in zip(ranked, passes):
             if not passed and (hold_other_script or not other[index]):

@@ -13,6 +13,9 @@ DEFAULT_TIMEOUT_S = 0.8  # a reranker slower than this costs more latency than i
 
 
 class Reranker(Protocol):
+    """May also declare `other_script_share` (vector/search/rerank/cut.py): it scores a page in the other
+    script than the query lower for the same relevance, and the calibrated threshold makes up for that."""
+
     name: str
 
     def rerank(self, query: str, candidates: list[ChunkText], top_k: int) -> list[tuple[int, float]]:

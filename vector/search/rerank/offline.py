@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vector.search.rerank.contract import RerankError
+from vector.search.rerank.cut import OTHER_SCRIPT_SHARE
 from vector.search.rerank.features import FEATURE_NAMES, extract
 from vector.search.hybrid import Candidate, in_other_script
 
@@ -142,6 +143,8 @@ class OfflineReranker:
     """Deterministic: equal scores are ordered by chunk id. A few milliseconds for 50 candidates."""
 
     name = "offline"
+    # its word features read a page in the other script through the dictionary (vector/search/rerank/cut.py)
+    other_script_share = OTHER_SCRIPT_SHARE
 
     def __init__(self, model: LinearModel | None = None, *, path: Path = WEIGHTS_PATH):
         data = {} if model is not None else load_weights(path)
