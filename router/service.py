@@ -195,7 +195,8 @@ class QuestionRouter:
         if level is None:
             return []
         matrix, _ = self.graph.matrix(tenant, level.name)
-        return [link.surface for link in name_links(question, matrix.entity_index, matrix.entity_spellings) if link.score >= 1.0]
+        links = name_links(question, matrix.entity_index, matrix.entity_spellings)
+        return [link.surface for link in links if link.score >= 1.0]
 
     def _answer_route(self, tenant, groups, question: Question, decision, meter: UsageMeter, started,
                       budget: GlobalBudget | None = None) -> Answer:

@@ -15,13 +15,11 @@ bilingual corpus's graph holds each of them twice, one community per language.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from itertools import combinations
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from core.text.script import CYRILLIC
-from core.text.skeletons import spelling, spelling_bucket, spelt_alike
+from core.text.skeletons import spelling_index, spelt_in_other_script
 from graph.indexing.assemble import central_sentences, distinct_descriptions, drop_entities
 from graph.types import GraphEntity, GraphRelationship
 
@@ -57,18 +55,18 @@ def candidate_pairs(entities: Sequence[GraphEntity], min_jaccard: float = 0.5) -
 
 
 def cross_script_pairs(entities: Sequence[GraphEntity]) -> list[tuple[str, str]]:
-    """Pairs of one type, one named in Russian letters and one in others, whose names are `spelt_alike`
-    (core/text/skeletons.py: word by word by their consonants, a case ending allowed: "Москве")."""
-    buckets: dict[tuple, list[tuple[str, tuple[str, ...], bool]]] = defaultdict(list)
+    """Pairs of one type, one named in Russian letters and one in others, whose names are spelt alike
+    (core/text/skeletons.py `spelt_in_other_script`: word by word by their consonants, a case ending
+    allowed: "Москве")."""
+    by_type: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for e in entities:
-        if e.type in NEVER_MERGED_TYPES or (spelled := spelling(e.name)) is None:
-            continue
-        buckets[(e.type, spelling_bucket(spelled))].append((e.key, spelled, CYRILLIC.search(e.name) is not None))
+        if e.type not in NEVER_MERGED_TYPES:
+            by_type[e.type].append((e.key, e.name))
     pairs = set()
-    for members in buckets.values():
-        for (a, sa, ca), (b, sb, cb) in combinations(members, 2):
-            if ca != cb and spelt_alike(sa, sb):
-                pairs.add((min(a, b), max(a, b)))
+    for named in by_type.values():
+        index = spelling_index(named)
+        for key, name in named:
+            pairs.update((min(key, other), max(key, other)) for other in spelt_in_other_script(name, index))
     return sorted(pairs)
 
 

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Collection, Sequence
 
 from core.text.names import STOP_WORDS, entity_key
-from core.text.script import CYRILLIC
-from core.text.skeletons import spelling, spelling_bucket, spelt_alike
+from core.text.skeletons import SpellingIndex, spelling_index, spelt_in_other_script
 
 MAX_NAME_WORDS = 6  # as the offline extractor's longest name (core/text/mentions.MAX_NAME_WORDS)
 DENSE_WEIGHT = 0.5  # a nearest entity counts at most half of a named one
@@ -46,19 +45,15 @@ def _name_score(words: Sequence[str]) -> float:
     return 1.0 if capitalised else 0.5
 
 
-# each key's spelling by its consonants (core/text/skeletons.py), bucketed: (key, spelling, written in Russian)
-SpellingIndex = dict[tuple, list[tuple[str, tuple[str, ...], bool]]]
-
-
 def name_links(question: str, keys: Collection[str], spelled: SpellingIndex | None = None) -> list[Link]:
     """Entities whose merge key equals the key of a run of question words, longest runs first; a
-    word belongs to one name at most. `spelled`: `spelling_index(keys)`, which a caller holding the
+    word belongs to one name at most. `spelled`: `key_spellings(keys)`, which a caller holding the
     keys for many questions builds once (graph/query/ppr.py `GraphMatrix.entity_spellings`)."""
     words = [(m.group().strip(".'’-"), m.start(), m.end()) for m in _WORD.finditer(question)]
     words = [w for w in words if w[0]]
     taken = [False] * len(words)
     found: dict[str, Link] = {}
-    spelled = spelling_index(keys) if spelled is None else spelled
+    spelled = key_spellings(keys) if spelled is None else spelled
     for size in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
         for start in range(0, len(words) - size + 1):
             if any(taken[start:start + size]):
@@ -69,7 +64,8 @@ def name_links(question: str, keys: Collection[str], spelled: SpellingIndex | No
                 continue
             key = entity_key(" ".join(run))
             if key not in keys:
-                key = _spelt_in_other_script(" ".join(run), spelled) if score == 1.0 else None
+                # a capitalised run no key equals: the first key (alphabetically) spelt alike in the other script
+                key = next(iter(spelt_in_other_script(" ".join(run), spelled)), None) if score == 1.0 else None
             if key is not None:
                 for i in range(start, start + size):
                     taken[i] = True
@@ -79,23 +75,10 @@ def name_links(question: str, keys: Collection[str], spelled: SpellingIndex | No
     return sorted(found.values(), key=lambda link: (-link.score, link.key))
 
 
-def spelling_index(keys: Collection[str]) -> SpellingIndex:
-    """The keys a name in the other script may link (`_spelt_in_other_script`), by spelling: linear in the
-    keys (about 0.6 s for 50,000), so built once per graph, not per question."""
-    found: SpellingIndex = {}
-    for key in sorted(keys):
-        if (spelled := spelling(key)) is not None:
-            found.setdefault(spelling_bucket(spelled), []).append((key, spelled, CYRILLIC.search(key) is not None))
-    return found
-
-
-def _spelt_in_other_script(run: str, spelled: SpellingIndex) -> str | None:
-    """The first key (alphabetically) of the other script than the capitalised `run` that is spelt alike."""
-    if (mine := spelling(run)) is None:
-        return None
-    cyrillic = CYRILLIC.search(run) is not None
-    return next((key for key, theirs, script in spelled.get(spelling_bucket(mine), ())
-                 if script != cyrillic and spelt_alike(mine, theirs)), None)
+def key_spellings(keys: Collection[str]) -> SpellingIndex:
+    """The keys a name in the other script may link, by spelling (core/text/skeletons.py `spelling_index`),
+    alphabetically: built once per graph, not per question."""
+    return spelling_index((key, key) for key in sorted(keys))
 
 
 def meaning_links(nearest: Sequence[tuple[str, float]], named: Collection[str] = ()) -> list[Link]:

@@ -23,7 +23,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 from scipy import sparse
 
-from graph.query.entity_link import SpellingIndex, spelling_index
+from core.text.skeletons import SpellingIndex
+from graph.query.entity_link import key_spellings
 
 DAMPING = 0.5  # probability of following an edge (HippoRAG 2's igraph call); 1 - DAMPING restarts
 PASSAGE_NODE_WEIGHT = 0.05  # HippoRAG 2: dense passage scores enter the reset vector at this weight
@@ -52,7 +53,7 @@ class GraphMatrix:
     def entity_spellings(self) -> SpellingIndex:
         """The entities' names by their consonants, for a question's name in the other script
         (graph/query/entity_link.py): built at its first question, kept as long as the matrix is cached."""
-        return spelling_index(self.entity_keys)
+        return key_spellings(self.entity_keys)
 
     @property
     def nodes(self) -> int:
