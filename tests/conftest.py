@@ -1,8 +1,8 @@
 """Shared fixtures: a real PostgreSQL with pgvector (the embedded server, or TEST_DATABASE_URL).
 
-The embedded server's data lives under the project (`.crossroads/test-pg`); each test session
-creates a fresh database in it and stops the server at the end, so a killed run leaves nothing
-that breaks the next one.
+The embedded server's data lives under the project (`.crossroads/test-pg`, or `test-pg-gw0`, `-gw1`
+for `make test`'s pytest-xdist workers, one server each); each test session creates a fresh database
+in it and stops the server at the end, so a killed run leaves nothing that breaks the next one.
 """
 from __future__ import annotations
 
@@ -27,8 +27,11 @@ from core.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 FIXTURES = ROOT / "fixtures"
-# CROSSROADS_TEST_PG_DIR gives a concurrent test run its own server (one run stops its server at the end)
-TEST_PG_DIR = Path(os.environ.get("CROSSROADS_TEST_PG_DIR") or ROOT / ".crossroads" / "test-pg").resolve()
+# CROSSROADS_TEST_PG_DIR gives a concurrent test run its own server (one run stops its server at the end);
+# each pytest-xdist worker (`make test` runs two) gets its own beside it, named after the worker
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TEST_PG_DIR = Path((os.environ.get("CROSSROADS_TEST_PG_DIR") or str(ROOT / ".crossroads" / "test-pg"))
+                   + (f"-{_WORKER}" if _WORKER else "")).resolve()
 # Every state dir a test makes (and the CLI processes it starts) shares one onnx model graph, built once
 os.environ.setdefault("CROSSROADS_MODEL_CACHE_DIR", str(ROOT / ".crossroads" / "test-models"))
 

@@ -218,7 +218,9 @@ def test_postmaster_killed_under_load_then_restarted(base_url, writer_token, idl
     assert any(o.status == 503 for o in outage.during), "no request saw the outage"
     too_slow = [o for o in outage.during if o.seconds > BOUND_S[o.kind]]
     assert not too_slow, too_slow[:3]
-    assert all(status == 200 and seconds < 0.5 for status, seconds in outage.healthz), outage.healthz
+    # /healthz never touches the database: it answers well inside the wait a request on the database takes
+    # (a fixed 0.5 s failed at random on a slowed two-core machine running this load beside it)
+    assert all(status == 200 and seconds < WAIT_S / 2 for status, seconds in outage.healthz), outage.healthz
     assert outage.readyz and all(status == 503 and seconds < 1.5 for status, seconds in outage.readyz), outage.readyz
 
     restart_s = db_start()
