@@ -27,15 +27,15 @@ demo: install
 	$(BIN)/crossroads ask "What are the main recurring themes across all incident reviews?" --tenant demo --groups public,staff
 	$(BIN)/crossroads ask "In which office does the lead of the team that owns the Payments Gateway work?" --tenant demo --groups public,staff
 
-# Two pytest-xdist workers, each with its own embedded PostgreSQL (tests/conftest.py), a file per worker at a
-# time (module fixtures build once); TEST_WORKERS=0 runs the suite in one process
+# Two pytest-xdist workers, each with its own embedded PostgreSQL (tests/conftest.py); `make test` hands out
+# whole files (module fixtures build once); TEST_WORKERS=0 runs the suite in one process
 TEST_WORKERS ?= 2
 
 test: install
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: install
-	$(BIN)/pytest -m unit -q
+	$(BIN)/pytest -m unit -q -n $(TEST_WORKERS)
 
 eval: install
 	$(BIN)/python -m bench.eval_readme
