@@ -22,7 +22,6 @@ from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 from tests.test_global_llm import _all_relevant, cite_all, phases
 from answers.question import Question
 
-LATENCY_S = 0.3
 QUESTION = "What are the main recurring themes across all incident reviews?"  # fixtures q18 (global)
 GROUPS = ["public", "staff"]
 
@@ -111,11 +110,12 @@ def test_drift_search_keeps_its_budgets_and_every_citation_points_at_a_passage()
 # --- on the fixtures' graph -------------------------------------------------------------------------
 
 def test_fixtures_global_rating_and_map_calls_are_in_flight_together(db, demo_tenant, local_embedder):
-    with FakeAnthropic(handler=every_report_relevant, latency_s=LATENCY_S) as api:
+    # held until four calls of a kind are in flight (3 s at most), so a loaded machine cannot fake a serial run
+    with FakeAnthropic(handler=every_report_relevant, latency_s=3.0, gather=4) as api:
         result = ask_global(db, local_embedder, demo_tenant, GROUPS, QUESTION, llm=llm_for(api))
         in_flight = dict(api.max_in_flight_by_kind)
         calls = api.calls
-    print(f"\nfixtures, 300 ms stand-in: max in flight {api.max_in_flight} by kind {in_flight}, calls {calls}, "
+    print(f"\nfixtures: max in flight {api.max_in_flight} by kind {in_flight}, calls {calls}, "
           f"trace rating={result.trace['rating_calls']} map={result.trace['map_calls']}")
     assert in_flight["rate_reports"] >= 4 and in_flight["record_points"] >= 4 and api.max_in_flight >= 4
     assert not result.degraded and result.reports

@@ -1,6 +1,6 @@
 """LLM calls at corpus scale: reports and the global map phase run their calls concurrently (the fake
-answering in 300 ms counts how many are in flight at once), results stay in id order, and one limiter
-per process holds every thread back after a 429 / 529."""
+counts how many are in flight at once, holding each until four are), results stay in id order, and one
+limiter per process holds every thread back after a 429 / 529."""
 from __future__ import annotations
 
 import threading
@@ -24,6 +24,9 @@ from tests.test_reports_llm import GOOD, on_chunks, reporter, stored_chunks
 from tests.test_reports_llm import ent, rel
 
 LATENCY_S = 0.3
+# the concurrent runs: the fake holds calls until four of a kind are in flight, this long at most (one after
+# another, each call waits it out and the count stays at one)
+GATHER_WAIT_S = 3.0
 
 
 def settings_for(api: FakeAnthropic, concurrency: int = 8) -> Settings:
@@ -41,7 +44,7 @@ def test_reports_of_one_level_are_written_concurrently_and_stored_in_id_order(db
     with db.connection() as conn:
         store.replace_communities(conn, tenant, "all", leaves, {c.id: membership_hash(c) for c in leaves})
     seen: list[int] = []
-    with FakeAnthropic(handler=lambda body: GOOD, latency_s=LATENCY_S) as api:
+    with FakeAnthropic(handler=lambda body: GOOD, latency_s=GATHER_WAIT_S, gather=4) as api:
         llm_reporter = reporter(api)
         llm_reporter.llm = make_llm(settings_for(api))
         level = LevelReport("all", [])
@@ -51,7 +54,7 @@ def test_reports_of_one_level_are_written_concurrently_and_stored_in_id_order(db
         wall = time.perf_counter() - started
     assert level.reports_generated == 6 and level.report_fallbacks == 0
     assert api.max_in_flight_by_kind["write_report"] >= 4
-    assert wall < 6 * LATENCY_S  # one after another would take 1.8 s
+    assert wall < 2 * GATHER_WAIT_S  # one after another would take 6 * GATHER_WAIT_S
     assert seen == [1, 2, 3, 4, 5, 6]  # progress in id order, not arrival order
     with db.connection() as conn:
         assert sorted(r["id"] for r in store.list_reports(conn, tenant, "all")) == list(range(6))
@@ -61,7 +64,8 @@ def test_global_rating_and_map_calls_run_concurrently_with_the_same_result_as_on
     roots = [report(i, f"relevant root {i}") for i in range(1, 9)]
 
     def run(concurrency: int):
-        with FakeAnthropic(handler=phases(), latency_s=LATENCY_S) as api:
+        held = {"latency_s": GATHER_WAIT_S, "gather": 4} if concurrency > 1 else {"latency_s": LATENCY_S}
+        with FakeAnthropic(handler=phases(), **held) as api:
             search = LLMGlobalSearch(make_llm(settings_for(api, concurrency)), map_budget_tokens=60)
             result = search.search([AccessLevel("staff", ("staff",), 1)], {"staff"}, lambda level: roots,
                                    "What are the payments themes?")

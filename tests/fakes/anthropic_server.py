@@ -202,7 +202,7 @@ class FakeAnthropic:
     def __init__(self, *scripted: Script, handler: Callable[[dict], Script] | None = None,
                  api_key: str | None = None, misbehave: Misbehave | None = None,
                  forced_tool_rejected: tuple[str, ...] = (), context_window: int | None = None,
-                 latency_s: float = 0.0, batch_polls: int = 1):
+                 latency_s: float = 0.0, batch_polls: int = 1, gather: int = 0):
         self.handler = handler
         self.batch_polls = batch_polls  # retrieves answering in_progress before a batch has ended
         self.hold_batches = False  # while set, every batch stays in_progress (a batch that takes hours)
@@ -211,6 +211,10 @@ class FakeAnthropic:
         self.batch_bodies: list[dict] = []
         self._batches: dict[str, dict] = {}
         self.latency_s = latency_s  # every /v1/messages answer takes this long (throughput benches)
+        # with gather, a call is held until this many calls of its kind have been in flight at once (then it
+        # and every later one answer at once), latency_s at most: a concurrency test that passes or fails
+        # the same on a loaded machine, where calls may take longer to start than a fixed latency lasts
+        self.gather = gather
         self.in_flight = 0
         self.max_in_flight = 0  # the most /v1/messages requests being answered at once
         self.max_in_flight_by_kind: dict[str, int] = {}  # ... per kind: the tool offered, else "text"
@@ -222,6 +226,7 @@ class FakeAnthropic:
         self.misbehaved: list[tuple[int, str]] = []
         self._queue: deque[Script] = deque(scripted)
         self._lock = threading.Lock()
+        self._gathered = threading.Condition(self._lock)
         self._cache: set[str] = set()
         self._ids = itertools.count(1)
         self._server = LoopbackServer(self._respond)
@@ -263,14 +268,20 @@ class FakeAnthropic:
     def _respond(self, req: Request) -> Reply:
         if req.method == "POST" and req.path.split("?")[0] == "/v1/messages" and self.latency_s:
             kind = _kind(req)
-            with self._lock:
+            with self._gathered:
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
                 self._kind_in_flight[kind] = self._kind_in_flight.get(kind, 0) + 1
                 self.max_in_flight_by_kind[kind] = max(self.max_in_flight_by_kind.get(kind, 0),
                                                        self._kind_in_flight[kind])
+                self._gathered.notify_all()
             try:  # the latency is spent here, not in Reply.delay_s, so in-flight counts it
-                threading.Event().wait(self.latency_s)
+                if self.gather:
+                    with self._gathered:
+                        self._gathered.wait_for(lambda: self.max_in_flight_by_kind[kind] >= self.gather,
+                                                timeout=self.latency_s)
+                else:
+                    threading.Event().wait(self.latency_s)
                 return self._answer(req)
             finally:
                 with self._lock:
