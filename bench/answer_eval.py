@@ -30,6 +30,8 @@ blind6    - held out: the same make-up again, written blind on 2026-12-05 (sixth
 blind7    - held out: the same make-up again (every multi-hop chain crosses languages), written blind in
             the seventh session of 2026-12-05, which changed no answer; kept unrun for the next change
             (bench/answer_blind7/README.md); verdicts only.
+blind8    - held out: blind7's make-up again, written blind in the second session of 2026-12-06, which
+            changed no answer; kept unrun for the next change (bench/answer_blind8/README.md); verdicts only.
 unseen_xq_dev, unseen_xq_test - new Russian questions over xquad_ru's own paragraphs (80 answerable, 20
             that no paragraph answers), written for the project by someone who read only that corpus
             (bench/answer_unseen_xq/README.md), on eval_xquad_ru's tenant: the odd-numbered half is for
@@ -194,6 +196,7 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind5": ROOT / "bench" / "answer_blind5" / "questions.jsonl",
                "blind6": ROOT / "bench" / "answer_blind6" / "questions.jsonl",
                "blind7": ROOT / "bench" / "answer_blind7" / "questions.jsonl",
+               "blind8": ROOT / "bench" / "answer_blind8" / "questions.jsonl",
                "written": ROOT / "bench" / "reader_data" / "questions.jsonl",
                "xl_dev": ROOT / "bench" / "answer_xl_dev" / "questions.jsonl"}
 # Questions written for the project over two dev corpora (their READMEs say by whom and how), asked of
