@@ -18,15 +18,12 @@ from graph.indexing.contracts import LevelReport
 from graph.indexing.runner import report_communities
 from graph.levels import AccessLevel
 from graph.query.global_llm import LLMGlobalSearch
-from tests.fakes.anthropic_server import FakeAnthropic, error, text
+from tests.fakes.anthropic_server import GATHER_WAIT_S, FakeAnthropic, error, text
 from tests.test_global_llm import phases, report
 from tests.test_reports_llm import GOOD, on_chunks, reporter, stored_chunks
 from tests.test_reports_llm import ent, rel
 
 LATENCY_S = 0.3
-# the concurrent runs: the fake holds calls until four of a kind are in flight, this long at most (one after
-# another, each call waits it out and the count stays at one)
-GATHER_WAIT_S = 3.0
 
 
 def settings_for(api: FakeAnthropic, concurrency: int = 8) -> Settings:
@@ -44,7 +41,7 @@ def test_reports_of_one_level_are_written_concurrently_and_stored_in_id_order(db
     with db.connection() as conn:
         store.replace_communities(conn, tenant, "all", leaves, {c.id: membership_hash(c) for c in leaves})
     seen: list[int] = []
-    with FakeAnthropic(handler=lambda body: GOOD, latency_s=GATHER_WAIT_S, gather=4) as api:
+    with FakeAnthropic(handler=lambda body: GOOD, gather=4) as api:
         llm_reporter = reporter(api)
         llm_reporter.llm = make_llm(settings_for(api))
         level = LevelReport("all", [])
@@ -64,7 +61,7 @@ def test_global_rating_and_map_calls_run_concurrently_with_the_same_result_as_on
     roots = [report(i, f"relevant root {i}") for i in range(1, 9)]
 
     def run(concurrency: int):
-        held = {"latency_s": GATHER_WAIT_S, "gather": 4} if concurrency > 1 else {"latency_s": LATENCY_S}
+        held = {"gather": 4} if concurrency > 1 else {"latency_s": LATENCY_S}
         with FakeAnthropic(handler=phases(), **held) as api:
             search = LLMGlobalSearch(make_llm(settings_for(api, concurrency)), map_budget_tokens=60)
             result = search.search([AccessLevel("staff", ("staff",), 1)], {"staff"}, lambda level: roots,

@@ -198,6 +198,11 @@ def estimate_tokens(s: str) -> int:
     return math.ceil(len(s) / 4)
 
 
+# the most a call waits for `gather` calls of its kind in flight: a client calling one at a time waits it out
+# on every call and its count stays at one
+GATHER_WAIT_S = 3.0
+
+
 class FakeAnthropic:
     def __init__(self, *scripted: Script, handler: Callable[[dict], Script] | None = None,
                  api_key: str | None = None, misbehave: Misbehave | None = None,
@@ -212,7 +217,7 @@ class FakeAnthropic:
         self._batches: dict[str, dict] = {}
         self.latency_s = latency_s  # every /v1/messages answer takes this long (throughput benches)
         # with gather, a call is held until this many calls of its kind have been in flight at once (then it
-        # and every later one answer at once), latency_s at most: a concurrency test that passes or fails
+        # and every later one answer at once), GATHER_WAIT_S at most: a concurrency test that passes or fails
         # the same on a loaded machine, where calls may take longer to start than a fixed latency lasts
         self.gather = gather
         self.in_flight = 0
@@ -266,7 +271,7 @@ class FakeAnthropic:
 
     # --- server side -----------------------------------------------------------------------
     def _respond(self, req: Request) -> Reply:
-        if req.method == "POST" and req.path.split("?")[0] == "/v1/messages" and self.latency_s:
+        if req.method == "POST" and req.path.split("?")[0] == "/v1/messages" and (self.latency_s or self.gather):
             kind = _kind(req)
             with self._gathered:
                 self.in_flight += 1
@@ -279,7 +284,7 @@ class FakeAnthropic:
                 if self.gather:
                     with self._gathered:
                         self._gathered.wait_for(lambda: self.max_in_flight_by_kind[kind] >= self.gather,
-                                                timeout=self.latency_s)
+                                                timeout=GATHER_WAIT_S)
                 else:
                     threading.Event().wait(self.latency_s)
                 return self._answer(req)
