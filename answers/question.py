@@ -6,8 +6,9 @@ The parts, and where the reading is written down:
 - `language`: the text-search configuration name, "russian" or "english" (core/text/language.py);
 - `expected_type`: the answer type asked ("date", "number", "money", "person", "place" or None) and
   `asked_kind_words`, the noun a "what X" question asks for (answers/expected_type.py);
-- `names`: the entities the question spells (answers/question_text.py); `codes`: the codes and
-  identifiers among them (ERR_2043, INC-2023-005; core/text/terms.py); `words`: its content words;
+- `names`: the entities the question spells (answers/question_text.py), `name_words`: the words that make
+  each one thing, which a readable document must spell (vector/search/unmentioned.py); `codes`: the codes
+  and identifiers among them (ERR_2043, INC-2023-005; core/text/terms.py); `words`: its content words;
 - `comparison`: the two compared entities and the attribute (answers/comparison_form.py);
 - `parts`, `nested`, `least_hops`: a chain's two questions, its relative clause, the fewest hops its form
   allows, and `start_clause`, `extended_names`, which read it against a chain's start and the passages
@@ -19,6 +20,7 @@ a `Question` of its own: `Question(text)`.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -28,10 +30,13 @@ from core.text.terms import QueryTerms, codes, content_words, normalise
 from answers.chain.question import Nested, extended_names, least_hops, nested_question, question_parts, start_clause
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
 from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
-from answers.question_text import Mention, clause_words, question_mentions, stem_of
+from answers.question_text import Mention, clause_words, is_function_word, question_mentions, stem_of
 from answers.question_text import content_words as query_words
 from answers.types import Passage
 from answers.units import WORD
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+_SENTENCE_OPENER = re.compile(r"(?:^|[.!?]\s)[\W\d_]*(?=[^\W\d_])")  # ends where a sentence's first word starts
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,6 +70,22 @@ class Question:
     @cached_property
     def names(self) -> list[Mention]:
         return question_mentions(self.text)
+
+    @cached_property
+    def name_words(self) -> dict[str, tuple[str, ...]]:
+        """Each name it spells, with the words that make it one thing: its capitalised words of three letters
+        or more (a hyphen parts words: "Марлоу-Хаус"), not an abbreviation ("ИБП", "IT": those are
+        translated, not spelt), a Roman numeral or a function word, never the question's first word
+        nor a word that opens a sentence (capitalised whatever it is: "Сколько", "Roughly")."""
+        openers = {m.end() for m in _SENTENCE_OPENER.finditer(self.text)}
+        found: dict[str, tuple[str, ...]] = {}
+        for mention in self.names:
+            words = tuple(w.group() for w in _LETTERS.finditer(mention.text)
+                          if len(w.group()) >= 3 and w.group()[0].isupper() and not w.group().isupper()
+                          and not is_function_word(w.group()) and mention.start + w.start() not in openers)
+            if words:
+                found.setdefault(mention.text, words)
+        return found
 
     @cached_property
     def asks_meaning(self) -> bool:

@@ -24,7 +24,7 @@ from core.llm.errors import LLMError
 from core.text.language import detect_language
 from graph.query.runner import GlobalAnswer
 from vector.search.hybrid import HybridSearcher
-from vector.search.unmentioned import check_codes, check_words
+from vector.search.unmentioned import check_codes, check_names, check_words
 
 log = logging.getLogger(__name__)
 
@@ -36,21 +36,25 @@ class AnswerWriter:
     the learned reader (None: the hand-weighted scorer); `unmentioned_words`: how many of the question's
     content words no readable document uses withhold a local answer (0: never; docs/reader.md); `gate`:
     how sure a local answer chosen in the other language is (answers/other_language_gate.py; with one,
-    the local route's offline search leaves such pages to it)."""
+    the local route's offline search leaves such pages to it); `unknown_names`: a name of the question that no
+    readable document spells, in either script, withholds the offline answer (vector/search/unmentioned.py
+    `check_names`)."""
 
     searcher: HybridSearcher
     similarity: UnitSimilarity
     reader: ReaderModel | None = None
     unmentioned_words: int = 0
     gate: OtherLanguageGate | None = None
+    unknown_names: bool = True
 
     def write(self, tenant: str, groups: list[str], question: Question, passages: list[Passage],
               decision: RouteDecision, llm: LLM | None, *, partial: bool, multihop: bool = False,
               follow_ups: list[str] = ()) -> Answer:
         """The answer over `passages` (best first): the LLM's, citations checked, else extractive. A code of
         the question no readable document holds (vector/search/unmentioned.py) makes the extractive answer
-        the no-answer naming it: its units would be about other codes (ERR_2043 for ERR_9999). An LLM reads
-        the passages itself and says so in its own words, so it is not asked then."""
+        the no-answer naming it: its units would be about other codes (ERR_2043 for ERR_9999); so does a name
+        of the question no readable document spells ("Elena Smirnova": the passages are about other people).
+        An LLM reads the passages itself and says so in its own words, so it is not asked then."""
         language = question.language
         trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
         errors, reasons = [], []
@@ -65,6 +69,11 @@ class AnswerWriter:
                                 reasons, errors, trace)
         if withheld:
             return withheld
+        if self.unknown_names:
+            withheld = _unmentioned(question, passages, decision,
+                                    check_names(self.searcher, tenant, groups, question.name_words), reasons, errors, trace)
+            if withheld:
+                return withheld
         extracted = offline_answer(question, passages, multihop=multihop, follow_ups=list(follow_ups),
                                    similarity=self.similarity, reader=self.reader, gate=self.gate)
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]

@@ -337,6 +337,12 @@ class Settings(BaseSettings):
         "of 34 negatives and 2 of 52 right answers, on the dev sets 1 more negative and 1 right answer, and on 320 "
         "questions written in the documents' own language 8 more negatives and 26 right answers (docs/reader.md).",
     )
+    answer_unknown_names: bool = Field(
+        True, description="Offline, a local or multi-hop answer is withheld (the no-answer naming it) when the question "
+        "names something no document the user can read spells, as written, misspelt, translated or in the other "
+        "script (\"Elena Smirnova\" where no page names a Smirnova): the passages found are about something else. "
+        "Off: such questions are answered from the closest passages (docs/reader.md).",
+    )
     agentic_max_iterations: int = Field(3, ge=1, le=10, description="Multi-hop: rounds of search -> 'enough?'.")
     agentic_max_searches: int = Field(8, ge=1, le=30, description="Multi-hop: searches per question.")
     agentic_k: int = Field(5, ge=1, le=50, description="Multi-hop: hits per search.")

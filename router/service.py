@@ -66,7 +66,8 @@ class QuestionRouter:
         self.writer = AnswerWriter(self.searcher, EmbeddingSimilarity(self.embedder),
                                    load_reader() if settings.answer_learned_reader else None,
                                    settings.answer_unmentioned_words,
-                                   load_gate(self.embedder.model_id) if settings.answer_other_language_gate else None)
+                                   load_gate(self.embedder.model_id) if settings.answer_other_language_gate else None,
+                                   settings.answer_unknown_names)
         # query transforms (multi-query, HyDE) apply to the local route when switched on
         self.local_searcher = with_transforms(self.searcher, settings)
         self.llm = None if use_llm is False else (llm or make_llm(settings))

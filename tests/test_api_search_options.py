@@ -175,7 +175,7 @@ class CheckingSearcher(ScriptedSearcher):
         super().__init__()
         self.fails, self.checked = fails, []
 
-    def unmentioned(self, tenant, groups, codes, misspellings=False):
+    def unmentioned(self, tenant, groups, codes, misspellings=False, spellings=False):
         self.checked.append(tuple(codes))
         if self.fails:
             import psycopg

@@ -71,10 +71,10 @@ def test_a_failed_word_check_answers_degraded(offline, demo_tenant, monkeypatch)
 
     real = offline.searcher.unmentioned
 
-    def lost_for_words(tenant, groups, items, *, misspellings=False):
-        if misspellings:
+    def lost_for_words(tenant, groups, items, *, misspellings=False, spellings=False):
+        if misspellings and not spellings:
             raise psycopg.OperationalError("server closed the connection unexpectedly")
-        return real(tenant, groups, items)
+        return real(tenant, groups, items, misspellings=misspellings, spellings=spellings)
 
     monkeypatch.setattr(offline.searcher, "unmentioned", lost_for_words)
     answer = offline.ask(demo_tenant, ["public", "staff"], "What brand of espresso machine stands in the Berlin office?",
@@ -87,9 +87,9 @@ def test_multi_hop_answers_are_not_checked(offline, demo_tenant, monkeypatch):
     checked = []
     real = offline.searcher.unmentioned
 
-    def spy(tenant, groups, items, *, misspellings=False):
-        checked.append(misspellings)
-        return real(tenant, groups, items, misspellings=misspellings)
+    def spy(tenant, groups, items, *, misspellings=False, spellings=False):
+        checked.append(misspellings and not spellings)  # the content words' check, not the names'
+        return real(tenant, groups, items, misspellings=misspellings, spellings=spellings)
 
     monkeypatch.setattr(offline.searcher, "unmentioned", spy)
     offline.ask(demo_tenant, ["public", "staff"], "Who leads the team that owns the Notification Service, and in which "

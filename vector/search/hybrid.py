@@ -213,9 +213,10 @@ class HybridSearcher:
         return found
 
     def unmentioned(self, tenant: str, groups: Sequence[str], codes: Sequence[str], *,
-                    misspellings: bool = False) -> tuple[str, ...]:
+                    misspellings: bool = False, spellings: bool = False) -> tuple[str, ...]:
         """Which of `codes` (or words) no chunk the reader may read holds (vector/search/unmentioned.py)."""
-        return lookup_unmentioned(self.db, self._tx_settings, tenant, groups, codes, misspellings=misspellings)
+        return lookup_unmentioned(self.db, self._tx_settings, tenant, groups, codes, misspellings=misspellings,
+                                  spellings=spellings)
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
                vector_text: str | None = None, apply_threshold: bool = True,

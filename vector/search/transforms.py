@@ -165,8 +165,8 @@ class TransformingSearcher:
         self.close()
 
     def unmentioned(self, tenant: str, groups: Sequence[str], codes: Sequence[str], *,
-                    misspellings: bool = False) -> tuple[str, ...]:
-        return self.searcher.unmentioned(tenant, groups, codes, misspellings=misspellings)
+                    misspellings: bool = False, spellings: bool = False) -> tuple[str, ...]:
+        return self.searcher.unmentioned(tenant, groups, codes, misspellings=misspellings, spellings=spellings)
 
     def search(self, tenant: str, groups: Sequence[str], query: str, k: int = 10, mode: Mode = "hybrid",
                history: Sequence[dict] | None = None, hold_other_script: bool = True) -> SearchResult:
