@@ -41,8 +41,8 @@ def lookup(db, tx_settings: Mapping[str, str], tenant: str, groups: Sequence[str
     """Which of the first MAX_CHECKED_CODES `codes` no chunk the reader may read holds; every code when
     the reader has no group (nothing is readable). `misspellings`: a word one edit away from a readable
     word (its stem, as the index stems it) counts as mentioned; never for codes (ERR_2043 is not
-    ERR_2044). `spellings`: a word whose consonant skeleton (core/text/skeletons.py), or its stem's, a
-    readable lexeme has counts as mentioned: a name spelt in the other script ("Smirnova", "Смирновой")."""
+    ERR_2044). `spellings`: a word a readable lexeme spells another way counts as mentioned (`_unspelt`: a
+    translation, a stem cut shorter, a name in the other script: "Smirnova", "Смирновой")."""
     groups = sorted({g for g in groups if g})
     codes = [code for code in dict.fromkeys(storable_text(c) for c in codes) if code.strip()][:MAX_CHECKED_CODES]
     if not codes or not groups:
@@ -170,9 +170,10 @@ def check_words(searcher, tenant: str, groups: Sequence[str], words: Sequence[st
 
 
 def check_names(searcher, tenant: str, groups: Sequence[str], names: Mapping[str, Sequence[str]]) -> CodeCheck:
-    """The names (name -> the words a document must use to mention it) a word of which no readable document
-    uses, as written, misspelt or spelt in the other script: "Elena Smirnova" where no page names a Smirnova.
-    The passages found for such a question are about someone or something else."""
+    """The names (name -> the words a document must use to mention it) no readable document spells (`lookup`
+    with misspellings and spellings): one whose every word is unspelt, or one word outside the dictionary
+    (`_in_dictionary`): "Elena Smirnova" where no page names a Smirnova. The passages found for such a
+    question are about someone or something else. At most MAX_CHECKED_CODES names are claimed."""
     words = list(dict.fromkeys(w for ws in names.values() for w in ws))
     check = _check(searcher, tenant, groups, words, misspellings=True, spellings=True)
     if not check.unmentioned:
