@@ -412,10 +412,15 @@ def test_search_names_the_codes_no_readable_document_holds(client, tok, corpus):
     """A code held only by an HR page is unmentioned for staff and mentioned for HR; the field is there
     (empty) for a query without codes. Written last: the page it adds is seen by no earlier test."""
     r = client.put("/v1/documents/hr/budget-codes.md", headers=bearer(tok["writer"]),
-                   json={"text": "# Budget codes\n\nBudget code FIN_7731 pays for Project Sandpiper.", "acl": ["hr"]})
+                   json={"text": "# Budget codes\n\nBudget code FIN_7731 pays for Project Sandpiper, approved by "
+                         "Greta Lindqvist.", "acl": ["hr"]})
     assert r.status_code == 201, r.text
     staff = search(client, tok["staff"], "What does budget code FIN_7731 pay for?")
     assert staff["unmentioned"] == ["FIN_7731"] and not any(h["doc_id"].startswith("hr/") for h in staff["hits"])
+    # the names a query spells too, after its codes, each as the reader's groups see the corpus
+    staff = search(client, tok["staff"], "Did Greta Lindqvist approve FIN_7731?")
+    assert staff["unmentioned"] == ["FIN_7731", "Greta Lindqvist"]
+    assert search(client, tok["hr"], "Did Greta Lindqvist approve FIN_7731?")["unmentioned"] == []
     hr = search(client, tok["hr"], "What does budget code FIN_7731 pay for? And ERR_9999?")
     assert hr["unmentioned"] == ["ERR_9999"] and "hr/budget-codes.md" in {h["doc_id"] for h in hr["hits"]}
     assert search(client, tok["staff"], "retry limit for error 429")["unmentioned"] == []

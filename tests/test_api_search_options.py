@@ -192,3 +192,8 @@ def test_the_codes_no_readable_document_holds_are_named_and_a_failed_check_degra
     broken = usecases.search(CheckingSearcher(fails=True), "t", ["g"], "ERR_9999", 6)
     assert [h["id"] for h in broken.hits] == [1, 2, 3] and broken.unmentioned == ()
     assert broken.degraded and "codes no readable document mentions failed" in broken.degraded_reason
+    names = CheckingSearcher(fails=False)
+    assert usecases.search(names, "t", ["g"], "Is Elena Smirnova on call?", 6).unmentioned == ("Elena Smirnova",)
+    assert names.checked == [("Elena", "Smirnova")]
+    broken = usecases.search(CheckingSearcher(fails=True), "t", ["g"], "Is Elena Smirnova on call?", 6)
+    assert broken.hits and broken.unmentioned == () and "names no readable document mentions failed" in broken.degraded_reason

@@ -147,8 +147,9 @@ class SearchResponse(BaseModel):
     threshold: Threshold
     unmentioned: list[str] = Field(
         default_factory=list, description="Codes of the query (ERR_2043, INC-2023-005: a token that begins with a "
-        "letter and holds a digit or an underscore) that no document the caller may read holds: the hits are not "
-        "about them.")
+        "letter and holds a digit or an underscore), then names it spells (\"Elena Smirnova\"; not its first word), "
+        "that no document the caller may read holds, as written, misspelt, translated or in the other script: the "
+        "hits are not about them.")
 
 
 # --- documents ----------------------------------------------------------------------------------------
