@@ -58,9 +58,18 @@ class AnswerWriter:
         language = question.language
         trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
         errors, reasons = [], []
-        if not passages:
-            return Answer(question.text, no_answer_sentence(language), [], decision, offline=llm is None,
-                          no_answer=True, trace=trace)
+        if not passages:  # nothing to cite; what no readable document mentions is still worth saying
+            checks = [check_codes(self.searcher, tenant, groups, question.codes)]
+            if self.unknown_names:
+                checks.append(check_names(self.searcher, tenant, groups, question.name_words))
+            errors = [c.error for c in checks if c.error]
+            unmentioned = [x for c in checks for x in c.unmentioned]
+            if unmentioned:
+                trace["unmentioned"] = unmentioned
+            said = " ".join(x for x in (no_answer_sentence(language),
+                                        unmentioned and unmentioned_note(language, unmentioned)) if x)
+            return Answer(question.text, said, [], decision, offline=llm is None, no_answer=True,
+                          degraded=bool(errors), degraded_reasons=errors, errors=errors, trace=trace)
         if llm is not None:
             generated = _llm_answer(question, passages, decision, llm, partial, trace, reasons, errors)
             if generated is not None:

@@ -421,6 +421,13 @@ def test_search_names_the_codes_no_readable_document_holds(client, tok, corpus):
     staff = search(client, tok["staff"], "Did Greta Lindqvist approve FIN_7731?")
     assert staff["unmentioned"] == ["FIN_7731", "Greta Lindqvist"]
     assert search(client, tok["hr"], "Did Greta Lindqvist approve FIN_7731?")["unmentioned"] == []
+    # and the answer: withheld for staff naming her, answered from the HR page for HR (offline, the same check)
+    asked = {"question": "What did Greta Lindqvist approve?", "route": "local"}
+    staff = client.post("/v1/ask", json=asked, headers=bearer(tok["staff"])).json()
+    assert staff["no_answer"] and "Greta Lindqvist" in staff["answer"]
+    assert not any(c["doc_id"].startswith("hr/") for c in staff["citations"])
+    hr = client.post("/v1/ask", json=asked, headers=bearer(tok["hr"])).json()
+    assert not hr["no_answer"] and "hr/budget-codes.md" in {c["doc_id"] for c in hr["citations"]}
     hr = search(client, tok["hr"], "What does budget code FIN_7731 pay for? And ERR_9999?")
     assert hr["unmentioned"] == ["ERR_9999"] and "hr/budget-codes.md" in {h["doc_id"] for h in hr["hits"]}
     assert search(client, tok["staff"], "retry limit for error 429")["unmentioned"] == []
