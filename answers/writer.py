@@ -66,10 +66,10 @@ class AnswerWriter:
             unmentioned = [x for c in checks for x in c.unmentioned]
             if unmentioned:
                 trace["unmentioned"] = unmentioned
-            said = " ".join(x for x in (no_answer_sentence(language),
-                                        unmentioned and unmentioned_note(language, unmentioned)) if x)
-            return Answer(question.text, said, [], decision, offline=llm is None, no_answer=True,
-                          degraded=bool(errors), degraded_reasons=errors, errors=errors, trace=trace)
+            note = unmentioned_note(language, unmentioned) if unmentioned else ""
+            return Answer(question.text, f"{no_answer_sentence(language)} {note}".strip(), [], decision,
+                          offline=llm is None, no_answer=True, degraded=bool(errors), degraded_reasons=errors,
+                          errors=errors, trace=trace)
         if llm is not None:
             generated = _llm_answer(question, passages, decision, llm, partial, trace, reasons, errors)
             if generated is not None:
