@@ -139,6 +139,21 @@ class AnswerWriter:
         return Answer(question.text, text, citations_for(numbers, passages, quotes), decision, offline=True,
                       degraded=bool(reasons), degraded_reasons=reasons, partial=partial, errors=errors, trace=trace)
 
+    def unknown_names_answer(self, tenant: str, groups: list[str], question: Question,
+                             decision: RouteDecision) -> Answer | None:
+        """The offline global answer's no-answer when the question names something no readable document spells
+        ("the themes of the documents about Elena Smirnova"): themes of the nearest documents would be about
+        something else. None when every name is spelt, the check is off or its lookup failed (the answer goes
+        on; the failure is logged by the check)."""
+        if not self.unknown_names:
+            return None
+        check = check_names(self.searcher, tenant, groups, question.name_words)
+        if not check.unmentioned:
+            return None
+        said = f"{no_answer_sentence(question.language)} {unmentioned_note(question.language, check.unmentioned)}"
+        return Answer(question.text, said, [], decision, offline=True, no_answer=True,
+                      trace={"unmentioned": list(check.unmentioned)})
+
     @staticmethod
     def write_global(question: Question, result: GlobalAnswer, decision: RouteDecision) -> Answer:
         """The global route's answer, written by graph/query (map-reduce over community reports), with a

@@ -301,6 +301,10 @@ class QuestionRouter:
                                        follow_ups=queries, best=result.best, trace=trace, reasons=reasons)
 
     def _global(self, tenant, groups, question: Question, decision, llm, budget: GlobalBudget | None = None) -> Answer:
+        # offline, the themes come from the documents nearest the question: about something else when no
+        # readable document spells a name it asks about (an LLM reading the reports says so itself)
+        if llm is None and (unknown := self.writer.unknown_names_answer(tenant, groups, question, decision)):
+            return unknown
         result = ask_global(self.db, self.embedder, tenant, groups, question.text, llm=llm,
                             max_map_calls=self.settings.global_max_map_calls,
                             max_cost_usd=self.settings.global_max_cost_usd, budget=budget, on_text=token_sink(),

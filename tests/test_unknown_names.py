@@ -117,3 +117,13 @@ def test_an_inflected_name_reaches_the_lexeme_its_stemmer_cut_shorter():
 
     assert "медарх" in _stem_prefixes("МедАрхива")  # the stemmer: МедАрхив -> медарх, МедАрхива -> медархив
     assert _stem_prefixes("Lisbon") == {"lisbo"} and _stem_prefixes("Oslo") == set()
+
+
+def test_an_offline_global_question_about_an_unknown_name_is_the_no_answer_naming_it(offline, demo_tenant):
+    answer = offline.ask(demo_tenant, EVERYONE, "What are the main themes in the documents about Elena Smirnova?",
+                         route="global")
+    assert answer.no_answer and answer.citations == [] and answer.trace["unmentioned"] == ["Elena Smirnova"]
+    assert answer.answer.endswith("No document you can read mentions: Elena Smirnova.")
+    themed = offline.ask(demo_tenant, EVERYONE, "What are the main themes in the incident reviews of Larkspur?",
+                         route="global")
+    assert not themed.no_answer and themed.citations
