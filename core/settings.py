@@ -338,7 +338,7 @@ class Settings(BaseSettings):
         "questions written in the documents' own language 8 more negatives and 26 right answers (docs/reader.md).",
     )
     answer_unknown_names: bool = Field(
-        True, description="Offline, a local or multi-hop answer is withheld (the no-answer naming it) when the question "
+        True, description="Offline, a local, multi-hop or global answer is withheld (the no-answer naming it) when the question "
         "names something no document the user can read spells, as written, misspelt, translated or in the other "
         "script (\"Elena Smirnova\" where no page names a Smirnova): the passages found are about something else. "
         "Off: such questions are answered from the closest passages (docs/reader.md).",
