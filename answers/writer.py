@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
+from typing import Sequence
 
 from answers.drift_answer import drift_answer
 from answers.extractive import offline_answer
@@ -24,7 +25,7 @@ from core.llm.errors import LLMError
 from core.text.language import detect_language
 from graph.query.runner import GlobalAnswer
 from vector.search.hybrid import HybridSearcher
-from vector.search.unmentioned import check_codes, check_names, check_words
+from vector.search.unmentioned import CodeCheck, check_question, check_words
 
 log = logging.getLogger(__name__)
 
@@ -58,31 +59,16 @@ class AnswerWriter:
         language = question.language
         trace: dict = {"passages": [{"number": n, "id": p.id, "doc_id": p.doc_id} for n, p in enumerate(passages, 1)]}
         errors, reasons = [], []
-        if not passages:  # nothing to cite; what no readable document mentions is still worth saying
-            checks = [check_codes(self.searcher, tenant, groups, question.codes)]
-            if self.unknown_names:
-                checks.append(check_names(self.searcher, tenant, groups, question.name_words))
-            errors = [c.error for c in checks if c.error]
-            unmentioned = [x for c in checks for x in c.unmentioned]
-            if unmentioned:
-                trace["unmentioned"] = unmentioned
-            note = unmentioned_note(language, unmentioned) if unmentioned else ""
-            return Answer(question.text, f"{no_answer_sentence(language)} {note}".strip(), [], decision,
-                          offline=llm is None, no_answer=True, degraded=bool(errors), degraded_reasons=errors,
-                          errors=errors, trace=trace)
-        if llm is not None:
+        if passages and llm is not None:
             generated = _llm_answer(question, passages, decision, llm, partial, trace, reasons, errors)
             if generated is not None:
                 return generated
-        withheld = _unmentioned(question, passages, decision, check_codes(self.searcher, tenant, groups, question.codes),
-                                reasons, errors, trace)
+        check = self.unmentioned(tenant, groups, question)
+        if not passages:  # nothing to cite; what no readable document mentions is still worth saying
+            return uncited_no_answer(question, decision, check, offline=llm is None, trace=trace)
+        withheld = _unmentioned(question, passages, decision, check, reasons, errors, trace)
         if withheld:
             return withheld
-        if self.unknown_names:
-            withheld = _unmentioned(question, passages, decision,
-                                    check_names(self.searcher, tenant, groups, question.name_words), reasons, errors, trace)
-            if withheld:
-                return withheld
         extracted = offline_answer(question, passages, multihop=multihop, follow_ups=list(follow_ups),
                                    similarity=self.similarity, reader=self.reader, gate=self.gate)
         trace["extracted"] = [{"passage": p.passage, "score": p.score} for p in extracted.picked]
@@ -139,26 +125,17 @@ class AnswerWriter:
         return Answer(question.text, text, citations_for(numbers, passages, quotes), decision, offline=True,
                       degraded=bool(reasons), degraded_reasons=reasons, partial=partial, errors=errors, trace=trace)
 
-    def unknown_names_answer(self, tenant: str, groups: list[str], question: Question,
-                             decision: RouteDecision) -> Answer | None:
-        """The offline global answer's no-answer when the question names something no readable document spells
-        ("the themes of the documents about Elena Smirnova"): themes of the nearest documents would be about
-        something else. None when every name is spelt, the check is off or its lookup failed (the answer goes
-        on; the failure is logged by the check)."""
-        if not self.unknown_names:
-            return None
-        check = check_names(self.searcher, tenant, groups, question.name_words)
-        if not check.unmentioned:
-            return None
-        said = f"{no_answer_sentence(question.language)} {unmentioned_note(question.language, check.unmentioned)}"
-        return Answer(question.text, said, [], decision, offline=True, no_answer=True,
-                      trace={"unmentioned": list(check.unmentioned)})
+    def unmentioned(self, tenant: str, groups: list[str], question: Question) -> CodeCheck:
+        """The question's codes, and its names unless `unknown_names` is off, that no readable document holds."""
+        return check_question(self.searcher, tenant, groups, question.codes,
+                              question.name_words if self.unknown_names else {})
 
     @staticmethod
-    def write_global(question: Question, result: GlobalAnswer, decision: RouteDecision) -> Answer:
+    def write_global(question: Question, result: GlobalAnswer, decision: RouteDecision,
+                     errors: Sequence[str] = ()) -> Answer:
         """The global route's answer, written by graph/query (map-reduce over community reports), with a
         citation per report it cites, quoting what the answer shows of it: a theme's sentence, else the
-        points taken from it."""
+        points taken from it. `errors`: a side check that failed before it (the answer stands, degraded)."""
         quotes: dict[int, list[str]] = {}
         for theme in result.themes:
             quotes.setdefault(theme.report_id, []).append(theme.summary)
@@ -168,9 +145,9 @@ class AnswerWriter:
                               " ".join(quotes.get(r.id, [])), r.documents)
                      for r in sorted(result.reports, key=lambda r: r.number)]
         degraded = result.trace.get("degraded")
+        reasons = ([str(degraded)] if result.degraded else []) + list(errors)
         return Answer(question.text, result.answer, citations, decision, offline=result.offline,
-                      degraded=result.degraded, degraded_reasons=[str(degraded)] if result.degraded else [],
-                      no_answer=not citations,
+                      degraded=bool(reasons), degraded_reasons=reasons, errors=list(errors), no_answer=not citations,
                       trace={"level": result.level, "global": result.trace,
                              "points": [asdict(p) for p in result.points],
                              "themes": [asdict(t) for t in result.themes]})
@@ -195,6 +172,19 @@ def _llm_answer(question: Question, passages: list[Passage], decision: RouteDeci
     trace["prompt_chars"] = generated.prompt_chars
     return Answer(question.text, generated.text, citations_for(generated.numbers, passages), decision, offline=False,
                   no_answer=generated.no_answer, partial=partial, degraded=bool(reasons), degraded_reasons=reasons,
+                  trace=trace)
+
+
+def uncited_no_answer(question: Question, decision: RouteDecision, check: CodeCheck, *, offline: bool,
+                      trace: dict) -> Answer:
+    """The no-answer with nothing to cite (no passage, or an offline global question about a name no readable
+    document spells), naming what the reader's documents never mention; a failed lookup degrades it."""
+    if check.unmentioned:
+        trace["unmentioned"] = list(check.unmentioned)
+    note = unmentioned_note(question.language, check.unmentioned) if check.unmentioned else ""
+    errors = [check.error] if check.error else []
+    return Answer(question.text, f"{no_answer_sentence(question.language)} {note}".strip(), [], decision,
+                  offline=offline, no_answer=True, degraded=bool(errors), degraded_reasons=errors, errors=errors,
                   trace=trace)
 
 

@@ -16,8 +16,8 @@ from core.errors import BadDocument, CrossroadsError
 from core.llm.client import AnthropicLLM, make_llm
 from core.llm.usage import Usage, UsageMeter
 from core.llm.pricing import BATCH_FACTOR
-from core.settings import Settings
 from answers.question import Question
+from core.settings import Settings
 from core.text.terms import codes
 from graph import store as graph_store
 from graph.levels import levels_to_build
@@ -25,7 +25,7 @@ from vector import store
 from vector.search.hybrid import in_other_script
 from vector.search.rerank.cut import passing
 from vector.search.transforms import rewrite_conversational
-from vector.search.unmentioned import check_codes, check_names
+from vector.search.unmentioned import check_question
 
 if TYPE_CHECKING:  # annotations only: the module imports these where a function needs them
     from graph.indexing.contracts import BuildSettings
@@ -234,13 +234,10 @@ def search(searcher, tenant: str, groups: Sequence[str], query: str, k: int, mod
     threshold = {"min_score": cutoff if reranked else None, "source": source if reranked else "none",
                  "applied": bool(reranked) and cutoff is not None, "cut": cut, "cut_at_rank": cut_at,
                  "other_script_kept": other_kept}
-    # the hits stand when a check fails
-    checks = (check_codes(searcher, tenant, groups, codes(query)),
-              check_names(searcher, tenant, groups, Question(query).name_words))
-    errors = [c.error for c in checks if c.error]
-    reason = "; ".join(r for r in (result.degraded_reason, *errors) if r) or None
-    return SearchOutcome(hits, result.degraded or bool(errors), reason, result.trace, threshold, group_by,
-                         tuple(x for c in checks for x in c.unmentioned))
+    check = check_question(searcher, tenant, groups, codes(query), Question(query).name_words)  # the hits stand
+    reason = "; ".join(r for r in (result.degraded_reason, check.error) if r) or None
+    return SearchOutcome(hits, result.degraded or bool(check.error), reason, result.trace, threshold, group_by,
+                         check.unmentioned)
 
 
 def _finite(x: float) -> float:

@@ -45,9 +45,10 @@ from answers.unit_similarity import EmbeddingSimilarity
 from answers.reader import load_reader
 from answers.other_language_gate import load_gate
 from answers.themes.answer import themes_in_scope
-from answers.writer import AnswerWriter
+from answers.writer import AnswerWriter, uncited_no_answer
 from vector.search.factory import make_searcher, with_transforms
 from vector.search.hybrid import HybridSearcher
+from vector.search.unmentioned import CodeCheck
 
 log = logging.getLogger(__name__)
 
@@ -302,14 +303,15 @@ class QuestionRouter:
 
     def _global(self, tenant, groups, question: Question, decision, llm, budget: GlobalBudget | None = None) -> Answer:
         # offline, the themes come from the documents nearest the question: about something else when no
-        # readable document spells a name it asks about (an LLM reading the reports says so itself)
-        if llm is None and (unknown := self.writer.unknown_names_answer(tenant, groups, question, decision)):
-            return unknown
+        # readable document holds a code or spells a name it asks about (an LLM reading the reports says so itself)
+        check = self.writer.unmentioned(tenant, groups, question) if llm is None else CodeCheck()
+        if check.unmentioned:
+            return uncited_no_answer(question, decision, check, offline=True, trace={})
         result = ask_global(self.db, self.embedder, tenant, groups, question.text, llm=llm,
                             max_map_calls=self.settings.global_max_map_calls,
                             max_cost_usd=self.settings.global_max_cost_usd, budget=budget, on_text=token_sink(),
                             scope_themes=themes_in_scope)
-        return self.writer.write_global(question, result, decision)
+        return self.writer.write_global(question, result, decision, [check.error] if check.error else [])
 
 
 def _check_question(question: str) -> str:

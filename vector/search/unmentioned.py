@@ -169,6 +169,15 @@ def check_words(searcher, tenant: str, groups: Sequence[str], words: Sequence[st
     return check if len(check.unmentioned) >= least else CodeCheck(error=check.error)
 
 
+def check_question(searcher, tenant: str, groups: Sequence[str], codes: Sequence[str],
+                   names: Mapping[str, Sequence[str]]) -> CodeCheck:
+    """What of a question (or a search query) no readable document holds: its codes (`check_codes`), then its
+    names (`check_names`; an empty mapping checks none). A failed lookup claims nothing and says why."""
+    checks = (check_codes(searcher, tenant, groups, codes), check_names(searcher, tenant, groups, names))
+    return CodeCheck(tuple(x for c in checks for x in c.unmentioned),
+                     "; ".join(c.error for c in checks if c.error) or None)
+
+
 def check_names(searcher, tenant: str, groups: Sequence[str], names: Mapping[str, Sequence[str]]) -> CodeCheck:
     """The names (name -> the words a document must use to mention it) no readable document spells (`lookup`
     with misspellings and spellings): one whose every word is unspelt, or one word outside the dictionary
