@@ -127,3 +127,16 @@ def test_an_offline_global_question_about_an_unknown_name_is_the_no_answer_namin
     themed = offline.ask(demo_tenant, EVERYONE, "What are the main themes in the incident reviews of Larkspur?",
                          route="global")
     assert not themed.no_answer and themed.citations
+
+
+def test_a_failed_name_check_on_the_global_route_degrades_its_answer(offline, demo_tenant, monkeypatch):
+    import psycopg
+
+    def lost(tenant, groups, items, *, misspellings=False, spellings=False):
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(offline.searcher, "unmentioned", lost)
+    answer = offline.ask(demo_tenant, EVERYONE, "What are the main themes in the incident reviews of Larkspur?",
+                         route="global")
+    assert not answer.no_answer and answer.degraded
+    assert any("names no readable document mentions failed" in e for e in answer.errors)
