@@ -8,10 +8,14 @@ its name, or their document names it and no other side; when none does, those wh
 them), and a side no passage is about says so instead of borrowing the other side's passages. A side
 is answered with the whole question's answer type: "how long" wants a duration on each side. A yes/no question ("Are A and B both film directors?",
 "Являются ли A и B ...") is answered "Yes" when every side's answer states the compared attribute;
-otherwise no verdict is given (a passage that does not state X is no evidence that A is not X), and
-the sides' statements are left for the reader. A question asking whether the sides share something
-("Are A and B in the same province?") is answered by the names each side's answer gives it: "Yes"
-when they are one, "No" when they differ (two stated names are evidence), none when a side names none.
+otherwise "No" only when a side's answer gives the asked thing another origin ("Danish heavy metal band"
+for "both German bands"), else no verdict (a passage that does not state X is no evidence that A is not
+X), and the sides' statements are left for the reader. A question asking which side comes first ("Who
+is older, A or B?", "Which band was formed first?") has each side answered with a unit holding a date,
+and the winner named first with its evidence when both sides give one (answers/comparison_verdict.py).
+A question asking whether the sides share something ("Are A and B in the same province?") is answered
+by the names each side's answer gives it: "Yes" when they are one, "No" when they differ (two stated
+names are evidence), none when a side names none.
 """
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ from typing import Sequence
 
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from answers.expected_type import VALUE_KINDS, holds_value
-from answers.units import Extracted
+from answers.comparison_verdict import asked_order, contrast, no_verdict, ordered_verdict
+from answers.units import Extracted, Picked
 from answers.local import local_answer
 from answers.question import Question
 from answers.question_text import is_function_word, stem_of, stems_of, title_core, words_of
@@ -44,7 +49,12 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
     seen: set[tuple[int, int]] = set()
     # the side's query ("<side> <attribute>") has lost "how long", "when"; a yes/no question wants no value
     kind = None if question.yes_no else question.expected_type
+    order = None if question.yes_no else asked_order(question.text)
+    if order is not None and kind not in VALUE_KINDS:
+        kind = "date"  # "Who is older?" wants each side's date, not a person
     names = [name for name, _ in sides]
+    answered: list[tuple[str, list[Picked]]] = []
+    contrasts: list[str] = []
     for name, query in sides:
         answer = local_answer(Question(query), about(passages, name, [n for n in names if n != name]), max_units=2, kind=kind,
                               similarity=similarity)
@@ -56,6 +66,9 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
         lines.append(f"{name}: {answer.text}")
         confidences.append(answer.confidence)
         stated.append(states(answer.text, attribute))
+        answered.append((name, answer.picked))
+        if question.yes_no and not stated[-1] and (phrase := contrast(attribute, answer.text, name)):
+            contrasts.append(no_verdict(name, phrase, answer.picked, language))
         for p in answer.picked:
             if (p.passage, p.position) not in seen:
                 seen.add((p.passage, p.position))
@@ -69,6 +82,14 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
         lines.insert(0, (SAME if same else DIFFERENT)[language].format(told))
     elif question.yes_no and sides and all(stated):
         lines.insert(0, YES[language])
+    elif contrasts:
+        # one side gives the asked thing another origin: evidence for "no", unlike a side that is silent
+        lines.insert(0, contrasts[0])
+    elif order is not None and (verdict := ordered_verdict(order, answered, language)):
+        text, winner = verdict
+        if winner:  # the winner's evidence right after the verdict
+            lines[0], lines[1] = lines[1], lines[0]
+        lines.insert(0, text)
     # a side the passages do not state leaves half an answer, still worth reading: the mean, not the least
     return Extracted(" ".join(lines), picked, sum(confidences) / len(confidences) if confidences else 0.0)
 
