@@ -154,6 +154,16 @@ def test_auto_routes_reach_each_route(offline, demo_tenant):
     assert local.route.route == "local"
 
 
+@pytest.mark.parametrize("question, verdict", [
+    ("Which office opened earlier, Moscow or Yekaterinburg?", "Moscow: 2015 — earlier than 2021."),
+    ("Какой офис открылся раньше: московский или екатеринбургский?", "московский: 2015 — раньше, чем 2021."),
+])
+def test_a_comparison_of_dates_names_the_winner_with_its_cited_evidence(offline, demo_tenant, question, verdict):
+    answer = offline.ask(demo_tenant, STAFF, question, route="multihop")
+    assert answer.answer.startswith(verdict), answer.answer
+    assert "offices/moscow.md" in {c.doc_id for c in answer.citations}
+
+
 def _ids_in(value, key_names=("id",)) -> set[int]:
     found: set[int] = set()
     if isinstance(value, dict):
