@@ -1,7 +1,7 @@
 """Verdicts a comparison's two answered sides support (answers/comparison.py), read from their quoted units.
 
 - **Which comes first** ("Who is older, A or B?", "Which band was formed first?"): the question's
-  comparative word (answers/words: earlier / later words) says which way; each side's first date is its
+  comparative of time (answers/words: `earlier_words`, `later_words`) says which way; each side's first date is its
   value, and the side whose date is first that way wins. A tie, or a date missing on a side, gives no
   verdict: the sides are then left side by side, as before.
 - **"Are A and B both German bands?"**: a side is evidence for "no" only when its unit gives the asked
@@ -14,11 +14,8 @@ from __future__ import annotations
 import re
 
 from answers.expected_type import ENGLISH_MONTHS, FULL_DATE, YEAR
-from answers.question_text import DEMONYM, WORD, is_function_word, stem_of, words_of
+from answers.question_text import DEMONYM, EARLIER_WORDS, LATER_WORDS, WORD, is_function_word, stem_of, words_of
 from answers.units import Picked
-from answers.words import word_class
-
-EARLIER, LATER = word_class("earlier_words"), word_class("later_words")
 
 _MONTH_NUMBERS = {name: i + 1 for i, name in enumerate(ENGLISH_MONTHS)}
 _MONTH_NUMBERS.update({name: i + 1 for i, name in enumerate((
@@ -35,9 +32,9 @@ def asked_order(question: str) -> int | None:
     comparative word; None when it names none."""
     for word in words_of(question):
         low = word.casefold()
-        if low in EARLIER:
+        if low in EARLIER_WORDS:
             return -1
-        if low in LATER:
+        if low in LATER_WORDS:
             return 1
     return None
 

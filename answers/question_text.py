@@ -21,12 +21,16 @@ SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[\"'«(\[]?[A-ZА-ЯЁ0-9])")
 
 # Word classes of questions, per language in answers/words/*.toml: grammar, never a corpus's topics.
 FUNCTION_WORDS = word_class("function_words")  # never a query's content, never a name's first word
-COMPARE_WORDS = word_class("compare_words")  # cues that a question compares two things
-ATTRIBUTE_NOISE = word_class("attribute_noise")  # comparison words that say nothing about the attribute
+EARLIER_WORDS = word_class("earlier_words")  # "older", "first", "старше": the earlier date wins a comparison
+LATER_WORDS = word_class("later_words")  # "younger", "later", "моложе": the later date wins
+# cues that a question compares two things
+COMPARE_WORDS = word_class("comparison_cues") | word_class("comparatives") | EARLIER_WORDS | LATER_WORDS
+# comparison words that say nothing about the attribute ("older" does: it stays)
+ATTRIBUTE_NOISE = word_class("comparison_cues") | word_class("pair_extra")
 IMPERATIVES = word_class("imperatives")  # open a request ("Compare ...", "Сравни ..."): never a name's start
 # Cues that two names joined by "and"/"or" are compared or both asked about ("which" and "first"
-# alone are not: "by which rapper", "the first president").
-PAIR_CUES = (COMPARE_WORDS - frozenset("which first last".split())) | word_class("pair_extra")
+# alone are not: "by which rapper", "the first president", answers/words `not_pair_cues`).
+PAIR_CUES = (COMPARE_WORDS - word_class("not_pair_cues")) | word_class("pair_extra")
 AUX_START = word_class("aux_start")  # a yes/no question
 CONJUNCTIONS = word_class("conjunctions")
 # Lower-case words allowed inside a name ("Bank of America", "Jump for Glory", "Bastien und Bastienne").
