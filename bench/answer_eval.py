@@ -39,6 +39,9 @@ unseen_xq_dev, unseen_xq_test - new Russian questions over xquad_ru's own paragr
 unseen_mh_dev, unseen_mh_test - the same for 60 new multi-hop questions over multihop's paragraphs
             (bench/answer_unseen_mh/README.md), on eval_multihop's tenant. With the dev sets these
             give a dev-to-unseen gap measured here.
+unseen_xlmh_dev, unseen_xlmh_test - 64 multi-hop questions (48 answerable, 16 negatives) over the four xl
+            corpora, half of them across languages, written blind (bench/answer_blind_xlmh/README.md):
+            multi-hop on corpora other than the demo one, on xl_written's tenant.
 written   - bench/reader_data/questions.jsonl: 44 dev questions (12 negatives) on the fixtures corpus,
             written for the learned reader (its README); a dev set, looked at freely.
 xl_dev    - bench/answer_xl_dev/questions.jsonl: 40 questions asked in the other language than the only
@@ -203,8 +206,10 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
 # those corpora's own tenants: new questions of the kinds the dev sets hold, a proxy for the unseen
 # questions of the same sources. Each is split before any answer was read: the odd-numbered questions
 # are a development half, the even-numbered ones are held out (verdicts only).
+XL_WRITTEN_TENANT = "eval_answer_xl_written"  # eval_tenant of DATASETS["xl_written"], indexed on demand
 UNSEEN_SETS = {"unseen_xq": (ROOT / "bench" / "answer_unseen_xq" / "questions.jsonl", "eval_xquad_ru"),
-               "unseen_mh": (ROOT / "bench" / "answer_unseen_mh" / "questions.jsonl", "eval_multihop")}
+               "unseen_mh": (ROOT / "bench" / "answer_unseen_mh" / "questions.jsonl", "eval_multihop"),
+               "unseen_xlmh": (ROOT / "bench" / "answer_blind_xlmh" / "questions.jsonl", XL_WRITTEN_TENANT)}
 GOLDEN_SETS.update({f"{name}_{half}": path for name, (path, _) in UNSEEN_SETS.items() for half in ("dev", "test")})
 SET_TENANTS = {f"{name}_{half}": tenant for name, (_, tenant) in UNSEEN_SETS.items() for half in ("dev", "test")}
 
@@ -307,7 +312,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N questions per dataset")
     parser.add_argument("--llm", action="store_true", help="answer with the LLM (ANTHROPIC_API_KEY)")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written,xl_dev,unseen_xq_dev,unseen_mh_dev",
+    parser.add_argument("--sets", default="multihop,xquad_ru,fixtures,written,xl_dev,unseen_xq_dev,unseen_mh_dev,unseen_xlmh_dev",
                         help="comma-separated: which of multihop, xquad_ru, xl_written and " + ", ".join(GOLDEN_SETS)
                         + " to run")
     parser.add_argument("--routes", default="local,multihop,global",
@@ -319,7 +324,9 @@ def main() -> int:
     args = parser.parse_args()
     sets = set(args.sets.split(","))
     routes = [r for r in ("local", "multihop", "global") if r in args.routes.split(",")]
-    needs_shared = {"multihop", "xquad_ru", *SET_TENANTS}
+    # the xl corpora ship in bench/, the other unseen sets' corpora are the shared dev data
+    on_xl = {name for name, tenant in SET_TENANTS.items() if tenant == XL_WRITTEN_TENANT}
+    needs_shared = {"multihop", "xquad_ru", *SET_TENANTS} - on_xl
     if not SHARED_DATA.exists() and sets & needs_shared:
         print(f"{SHARED_DATA} is absent: multihop, xquad_ru and the unseen sets are skipped", file=sys.stderr)
         sets -= needs_shared
@@ -333,8 +340,13 @@ def main() -> int:
                                           lambda q: [q["answer"], *q.get("aliases", [])], args.limit)
             if "xquad_ru" in sets and "local" in routes:
                 results["xquad_ru"] = run(router, "xquad_ru", ["local"], lambda q: q["answers"], args.limit)
+            if ("xl_written" in sets and "local" in routes) or sets & on_xl:
+                xl = load_dataset(DATASETS["xl_written"])
+                if eval_tenant(xl) != XL_WRITTEN_TENANT:  # the unseen_xlmh sets are asked of XL_WRITTEN_TENANT
+                    raise RuntimeError(f"xl_written indexes into {eval_tenant(xl)}, not {XL_WRITTEN_TENANT}: "
+                                       "update XL_WRITTEN_TENANT")
+                index_dataset(db, router.embedder, settings, xl)
             if "xl_written" in sets and "local" in routes:
-                index_dataset(db, router.embedder, settings, load_dataset(DATASETS["xl_written"]))
                 results["xl_written"] = run(router, "xl_written", ["local"], lambda q: q["answers"], args.limit)
                 for set_name, pattern in (("xl_written_negatives", "negatives_*.jsonl"),
                                           ("xl_written_same", "same_language_*.jsonl")):
