@@ -30,7 +30,7 @@ def test_a_short_gold_must_stand_as_a_word():
     assert contains_answer("Офис в Москве", ["Москв"])  # a longer gold may be a stem, as the blind sets write them
 
 
-@pytest.mark.parametrize("name", ["unseen_xq", "unseen_mh"])
+@pytest.mark.parametrize("name", ["unseen_xq", "unseen_mh", "unseen_xlmh"])
 def test_an_unseen_set_splits_into_a_development_half_and_a_held_out_half(name):
     from bench.answer_eval import GOLDEN_SETS, SET_TENANTS, golden_questions
     dev, test = golden_questions(f"{name}_dev"), golden_questions(f"{name}_test")
@@ -38,3 +38,14 @@ def test_an_unseen_set_splits_into_a_development_half_and_a_held_out_half(name):
     assert len(dev) + len(test) == len(GOLDEN_SETS[f"{name}_dev"].read_text(encoding="utf-8").splitlines())
     assert all(int(q["qid"][1:]) % 2 == 1 for q in dev) and all(int(q["qid"][1:]) % 2 == 0 for q in test)
     assert SET_TENANTS[f"{name}_dev"] == SET_TENANTS[f"{name}_test"] != "demo"  # asked of its own corpus
+
+
+def test_the_xl_multi_hop_set_is_asked_of_the_tenant_its_corpus_is_indexed_into_and_passes_its_check():
+    import subprocess
+    import sys
+
+    from bench.answer_eval import DATASETS, ROOT, SET_TENANTS, XL_WRITTEN_TENANT, eval_tenant, load_dataset
+    assert eval_tenant(load_dataset(DATASETS["xl_written"])) == XL_WRITTEN_TENANT == SET_TENANTS["unseen_xlmh_test"]
+    done = subprocess.run([sys.executable, "bench/answer_blind_xlmh/check.py"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stdout + done.stderr
