@@ -246,6 +246,18 @@ def test_a_chain_asking_an_amount_ends_at_the_amount_not_at_the_first_number_of_
     assert got.reached and got.chain[-1] == "€90", got.text
 
 
+def test_a_chain_asking_how_much_ends_at_the_sum_with_its_currency():
+    # "how much" asks a number; when the number is an amount of money it is shown as the unit writes it
+    pages = [
+        p(1, "Flood report", "The wet boxes were frozen the same day at the Kaltlager Rhein facility in Troisdorf."),
+        p(2, "Flood review", "- **Cost item:** Freezing and freeze-drying at Kaltlager Rhein: €48,300\n"
+          "- **Cost item:** Air-drying in room 1.20: 1,900 EUR"),
+    ]
+    got = chain_answer(Question("How much did the freeze-drying cost at the company in Troisdorf that took the boxes?"),
+                       pages)
+    assert got.reached and got.chain == ["Troisdorf", "Kaltlager Rhein", "€48,300"], got.text
+
+
 def test_a_chain_asking_how_many_ends_at_the_number_counting_what_it_asks_about():
     pages = [p(1, "Booking Hub", "The Booking Hub takes bookings for every carrier. It is owned by the Carriers team."),
              p(2, "Carriers team", "- **Team lead:** Ines Moreau\n- **Members:** 12 people, 4 of them SREs")]

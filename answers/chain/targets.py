@@ -54,7 +54,11 @@ def value_in(u: Unit, scorer: Scorer) -> str:
     patterns = {"date": (FULL_DATE, YEAR), "money": (MONEY,)}.get(scorer.focus.kind, (NUMBER,))
     for m in (m for pattern in patterns for m in pattern.finditer(text)):
         if normalise(m.group()).strip(".,") not in scorer.focus.question_tokens:
-            return _with_unit(m, text) if patterns == (NUMBER,) else m.group().strip(".,")
+            if patterns != (NUMBER,):
+                return m.group().strip(".,")
+            # "how much" asks a number, and a sum is one: shown with its currency ("€48,300", not "48,300")
+            amount = next((a for a in MONEY.finditer(text) if a.start() <= m.start() and m.end() <= a.end()), None)
+            return amount.group().strip(".,") if amount else _with_unit(m, text)
     return display(u)
 
 
