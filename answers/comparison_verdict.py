@@ -53,7 +53,7 @@ def first_date(text: str) -> tuple[tuple[int, int, int], str] | None:
     tokens = [t.casefold() for t in re.findall(r"\w+", written)]
     year = next(int(t) for t in reversed(tokens) if t.isdigit() and len(t) == 4)
     month = next((_MONTH_NUMBERS[t] for t in tokens if t in _MONTH_NUMBERS), 0)
-    day = next((int(t) for t in tokens if t.isdigit() and len(t) <= 2), 0) if month else 0
+    day = next((int(d[1]) for t in tokens if (d := re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)?", t))), 0) if month else 0
     return (year, month, day), written
 
 
@@ -86,7 +86,7 @@ def contrast(attribute: str, text: str, name: str) -> str | None:
         return None
     own = {stem_of(w) for w in words_of(name)}
     for sentence in re.split(r"(?<=[.!?;])\s+", text):
-        tokens = [m for m in WORD.finditer(sentence)]
+        tokens = list(WORD.finditer(sentence))
         for i, token in enumerate(tokens):
             if stem_of(token.group()) not in things:
                 continue

@@ -39,6 +39,7 @@ def test_the_asked_order_is_the_questions_first_comparative(question, order):
     ("Офис открыт 3 июня 2015 г. в Казани.", (2015, 6, 3)),
     ("Signed on 2026-03-31, renewed in 2027.", (2026, 3, 31)),
     ("The band formed in Leeds in 1997 and split in 2004.", (1997, 0, 0)),
+    ("Released on June 3rd, 1963 in London.", (1963, 6, 3)),
 ])
 def test_a_sides_first_date_is_read_with_the_parts_it_writes(text, key):
     assert first_date(text)[0] == key
