@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import re
 
-from answers.expected_type import ENGLISH_MONTHS, FULL_DATE, YEAR
+from answers.expected_type import ENGLISH_MONTHS, FULL_DATE, RUSSIAN_MONTHS, YEAR
 from answers.question_text import DEMONYM, EARLIER_WORDS, LATER_WORDS, WORD, is_function_word, stem_of, words_of
 from answers.units import Picked
 
-_MONTH_NUMBERS = {name: i + 1 for i, name in enumerate(ENGLISH_MONTHS)}
-_MONTH_NUMBERS.update({name: i + 1 for i, name in enumerate((
-    "января", "февраля", "марта", "апреля", "мая", "июня", "июля", "августа", "сентября", "октября",
-    "ноября", "декабря"))})
+_MONTH_NUMBERS = {name: i % 12 + 1 for i, name in enumerate(ENGLISH_MONTHS + RUSSIAN_MONTHS)}
 # how a verdict is written: the winner, its date, the relation, the other side's date
 _RELATIONS = {"english": {-1: "earlier than", 1: "later than"}, "russian": {-1: "раньше, чем", 1: "позже, чем"}}
 _NO = {"english": "No: {} — {}.", "russian": "Нет: {} — {}."}

@@ -46,9 +46,11 @@ MONTH = re.compile(r"\b(january|february|march|april|june|july|august|september|
 # a whole date, where one is written: "8 June 1951", "June 8, 1951", "3 июня 2025 г.", "2026-03-31"
 ENGLISH_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
                   "october", "november", "december")
+RUSSIAN_MONTHS = ("января", "февраля", "марта", "апреля", "мая", "июня", "июля", "августа", "сентября", "октября",
+                  "ноября", "декабря")  # as a date writes them: "3 июня 2025 г."
 FULL_DATE = re.compile(
     rf"\b(?:\d{{1,2}}\s+)?(?:{'|'.join(ENGLISH_MONTHS)})(?:\s+\d{{1,2}}(?:st|nd|rd|th)?,?)?\s+(?:1[0-9]{{3}}|20[0-9]{{2}})\b|"
-    r"\b\d{1,2}\s+(?:января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря)\s+"
+    rf"\b\d{{1,2}}\s+(?:{'|'.join(RUSSIAN_MONTHS)})\s+"
     r"(?:1[0-9]{3}|20[0-9]{2})(?:\s?г\.)?|\b(?:1[0-9]{3}|20[0-9]{2})-[01]\d-[0-3]\d\b", re.IGNORECASE)
 # a century or a decade is a date too ("в середине XVIII века", "XX в.", "the 18th century", "the 1990s")
 ERA = re.compile(r"\b[IVX]{1,5}\s?(?:век\w*|вв?\.)|\b\d{1,2}(?:st|nd|rd|th|-?й|-?го|-?м)?[\s-]+(?:centur(?:y|ies)|век\w*)\b|"

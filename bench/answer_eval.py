@@ -206,7 +206,7 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
 # those corpora's own tenants: new questions of the kinds the dev sets hold, a proxy for the unseen
 # questions of the same sources. Each is split before any answer was read: the odd-numbered questions
 # are a development half, the even-numbered ones are held out (verdicts only).
-XL_WRITTEN_TENANT = "eval_answer_xl_written"  # eval_tenant of DATASETS["xl_written"], indexed on demand
+XL_WRITTEN_TENANT = f"eval_{DATASETS['xl_written'].name}"  # evaluation/runner.eval_tenant's; indexed on demand
 UNSEEN_SETS = {"unseen_xq": (ROOT / "bench" / "answer_unseen_xq" / "questions.jsonl", "eval_xquad_ru"),
                "unseen_mh": (ROOT / "bench" / "answer_unseen_mh" / "questions.jsonl", "eval_multihop"),
                "unseen_xlmh": (ROOT / "bench" / "answer_blind_xlmh" / "questions.jsonl", XL_WRITTEN_TENANT)}
@@ -341,11 +341,7 @@ def main() -> int:
             if "xquad_ru" in sets and "local" in routes:
                 results["xquad_ru"] = run(router, "xquad_ru", ["local"], lambda q: q["answers"], args.limit)
             if ("xl_written" in sets and "local" in routes) or sets & on_xl:
-                xl = load_dataset(DATASETS["xl_written"])
-                if eval_tenant(xl) != XL_WRITTEN_TENANT:  # the unseen_xlmh sets are asked of XL_WRITTEN_TENANT
-                    raise RuntimeError(f"xl_written indexes into {eval_tenant(xl)}, not {XL_WRITTEN_TENANT}: "
-                                       "update XL_WRITTEN_TENANT")
-                index_dataset(db, router.embedder, settings, xl)
+                index_dataset(db, router.embedder, settings, load_dataset(DATASETS["xl_written"]))
             if "xl_written" in sets and "local" in routes:
                 results["xl_written"] = run(router, "xl_written", ["local"], lambda q: q["answers"], args.limit)
                 for set_name, pattern in (("xl_written_negatives", "negatives_*.jsonl"),
