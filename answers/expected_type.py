@@ -1,5 +1,5 @@
 """What a question asks for, and where a sentence holds it: the answer type ("date", "number", "money",
-"person", "place"), the thing a "how many" question counts, and the values (years, months, numbers written in
+"email", "phone", "person", "place"), the thing a "how many" question counts, and the values (years, months, numbers written in
 digits or words) a sentence holds. Used by the offline answers (answers/unit_scoring.py).
 """
 
@@ -10,6 +10,14 @@ import re
 from core.text.terms import content_stems
 
 _KIND_CUES = (  # checked in order; the first that matches decides
+    # a way to reach someone, which has a form of its own: asked as "the e-mail address of X", "X's phone",
+    # "what extension do I dial", "номер телефона", "телефон у X" (not "which phone was used", "e-mail
+    # system"); "what number should I dial" asks a phone, not a count
+    ("email", r"\be-?mail\s+(address|of|for)\b|'s\s+e-?mail\b|\bадрес\w*\s+(электронн\w+\s+почт|e-?mail)|"
+              r"\bэлектронн\w+\s+почт\w*\s+(у|для)\b"),
+    ("phone", r"\b(tele)?phone\s+(number|extension|no\b|of\b|for\b)|'s\s+((mobile|direct|office)\s+)?(tele)?phone\b|"
+              r"\b(dial|extension\s+(do|should|can|of|for))\b|\bномер\w*\s+телефон|\bтелефон\w*\s+(у|для)\b|"
+              r"\bдобавочн\w+|\bпозвонить\b"),
     # a rank ("какое место занимает", "what rank") is an ordinal number, as "12-й", "third"
     ("number", r"\b(how (many|much|long|old|far|big|large|often|tall|high)|what (percentage|percent|number|share|rank)|"
                r"сколько|скольк(их|им|ими)|как долго|какой процент|какая доля|какое количество|"
@@ -35,7 +43,8 @@ _KIND_CUES = (  # checked in order; the first that matches decides
 )
 _KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
 _KINDS_BY_NAME = dict(_KINDS)
-VALUE_KINDS = ("date", "number", "money")
+VALUE_KINDS = ("date", "number", "money", "email", "phone")
+CONTACT_KINDS = ("email", "phone")  # a value told by its form alone: no page gives one, none is given
 # "what does X mean": the form asks for what defines X, not for a topic
 MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signify|означает|означают|значит|"
                      r"обозначает|указывает)\b", re.IGNORECASE)
@@ -56,6 +65,15 @@ FULL_DATE = re.compile(
 ERA = re.compile(r"\b[IVX]{1,5}\s?(?:век\w*|вв?\.)|\b\d{1,2}(?:st|nd|rd|th|-?й|-?го|-?м)?[\s-]+(?:centur(?:y|ies)|век\w*)\b|"
                  r"\b(?:1[0-9]{2}|20[0-9])0(?:s|-[хе])\b")
 NUMBER = re.compile(r"(?<![\w])\d[\d.,]*")
+EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}")
+# a phone number: with its country or area code ("+47 69 21 58 00", "(4852) 60-17-43"), or a number a
+# label calls one ("extension 2200", "тел. 60-17-43", "доб. 4121"), or in a phone's own grouping
+# ("8 800 555-41-09", "60-17-43")
+PHONE = re.compile(r"\+\d{1,3}[\s(.-]{0,2}\d[\d\s().-]{4,16}\d|\(\d{2,5}\)\s?\d[\d\s-]{2,10}\d|"
+                   r"\b\d{1,2}[\s-]\d{3}[\s-]\d{3}[\s-]\d{2}[\s-]\d{2}\b|\b\d{2,3}-\d{2}-\d{2}\b|"
+                   r"\b(?:ext\.?|extension|tel\.?|phone|fax|доб\.?|добавочн\w*|внутр\w*\.?|тел\.?|телефон\w*)"
+                   r"[:\s]{0,3}\+?\d[\d\s()-]{0,18}\d", re.IGNORECASE)
+FORMS = {"email": EMAIL, "phone": PHONE}
 # An amount of money: a currency sign or code beside a number, either side ("€40", "3 000 ₽", "USD 12",
 # "12 dollars", "55 евро")
 _CURRENCY = r"(?:[$€£¥₽₹]|\b(?:USD|EUR|GBP|RUB|CHF|JPY|CNY|euros?|dollars?|pounds?|руб\w*|евро|доллар\w*|фунт\w*)\b)"
@@ -88,7 +106,8 @@ _NOT_A_NOUN_PHRASE = re.compile(r"^(?:is|are|was|were|does|do|did|has|have|had|c
 
 
 def question_kind(question: str) -> str | None:
-    """"date", "number", "money", "person", "place" or None (a "what does X mean" question: any sentence about X)."""
+    """"date", "number", "money", "email", "phone", "person", "place" or None (a "what does X mean" question:
+    any sentence about X)."""
     q = " ".join(question.split())
     kind = next((kind for kind, cue in _KINDS if cue.search(q)), None)
     if kind == "money" and not _asks_money(q):
@@ -132,6 +151,8 @@ def holds_value(kind: str, text: str) -> bool:
         return bool(YEAR.search(text) or MONTH.search(text) or ERA.search(text))
     if kind == "money":
         return bool(MONEY.search(text))
+    if kind in FORMS:
+        return bool(FORMS[kind].search(text))
     return bool(NUMBER.search(text) or NUMERAL.search(text))
 
 
@@ -157,9 +178,31 @@ def _singular_acronym(word: str) -> str:
     return word[:-1] if len(word) > 2 and word.endswith("s") and word[:-1].isupper() else word
 
 
+# A day of a month, its year written or not ("9 ноября", "30 Jun 2026", "March 14th"): its numbers are a date's, no count
+_MONTH_NAMES = "|".join((*ENGLISH_MONTHS, *(m[:3] for m in ENGLISH_MONTHS), "sept", *RUSSIAN_MONTHS))
+_OF_YEAR = r"(?:,?\s+(?:1[0-9]{3}|20[0-9]{2})\b)?"
+DAY_OF_MONTH = re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTH_NAMES})\b\.?{_OF_YEAR}|"
+                          rf"\b(?:{_MONTH_NAMES})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?![\d:]){_OF_YEAR}", re.IGNORECASE)
+# A number that names rather than counts: after a number sign ("маршрутов №3", "No. 14", "#2") or inside a
+# code that opens with letters ("INC-2024-0317", "A-118", "ИНЦ-2025-017")
+_NUMBER_SIGN = re.compile(r"(?:№|#|\bNo\.?|\bN°)\s*$", re.IGNORECASE)
+_CODE_BEFORE = re.compile(r"[^\W\d_][\w]*[-/](?:[\w]+[-/])*$")
+
+
 def values(text: str) -> list[re.Match]:
     """The numbers the text holds, in digits or in words, in order."""
     return sorted([*NUMBER.finditer(text), *NUMERAL.finditer(text)], key=lambda m: m.start())
+
+
+def quantities(text: str) -> list[re.Match]:
+    """The numbers of `values` that can be an amount: not a part of a date ("9" of "9 ноября 2025 г.") and
+    not a number that names something ("3" of "маршрут №3", "2024" of "INC-2024-0317"). A "how many"
+    question is answered by one of these."""
+    dates = [m.span() for pattern in (FULL_DATE, DAY_OF_MONTH) for m in pattern.finditer(text)]
+    return [m for m in values(text)
+            if not any(start <= m.start() and m.end() <= end for start, end in dates)
+            and not _NUMBER_SIGN.search(text[max(0, m.start() - 4):m.start()])
+            and not _CODE_BEFORE.search(text[max(0, m.start() - 40):m.start()])]
 
 
 def counts(text: str, things: frozenset[str], asked: frozenset[str]) -> bool:
@@ -172,7 +215,7 @@ def counting(text: str, things: frozenset[str], asked: frozenset[str]) -> re.Mat
     """The first number `counts` finds: "4" of "12 человек, в т.ч. 4 SRE" for "how many SREs"."""
     if not things:
         return None
-    for m in values(text):
+    for m in quantities(text):
         if m.group().lower().strip(".,") in asked:
             continue
         after = content_stems(" ".join(map(_singular_acronym, _WORD.findall(text[m.end():])[:COUNTED_WITHIN + 1])))

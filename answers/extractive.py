@@ -52,7 +52,9 @@ probability that it is right, held to the reader's own threshold (answers/reader
 """
 from __future__ import annotations
 
-from answers.expected_type import VALUE_KINDS, holds_value
+from dataclasses import replace
+
+from answers.expected_type import CONTACT_KINDS, VALUE_KINDS, holds_value
 from answers.units import Extracted, display, units
 from answers.chain.answer import chain_answer, chain_label
 from answers.comparison import comparison_answer
@@ -97,13 +99,16 @@ def offline_answer(question: Question, passages: list[Passage], *, multihop: boo
     seen = {(p.passage, p.position) for p in lead.picked}
     extra = [p for answer in rest for p in answer.picked if (p.passage, p.position) not in seen
              and not seen.add((p.passage, p.position))]
+    # no e-mail or phone where the chain or the plain answer ends: not answered, whatever the rest says
+    unreachable = question.expected_type in CONTACT_KINDS and not any(
+        holds_value(question.expected_type, p.text) for p in lead.picked)
     if lead is chain and not extra:
-        return chain
+        return replace(chain, confidence=0.0) if unreachable else chain
     if extra:
         units_by = {(u.passage, u.position): u for u in units(passages)}
         head += " " + " ".join(f"{display(units_by[(p.passage, p.position)])} [{p.passage}]" for p in extra)
-    return Extracted(head, lead.picked + extra, max(chain.confidence, support[0].confidence), chain.chain,
-                     chain.reached)
+    confidence = 0.0 if unreachable else max(chain.confidence, support[0].confidence)
+    return Extracted(head, lead.picked + extra, confidence, chain.chain, chain.reached)
 
 
 def _states_asked(question: Question, answer: Extracted) -> bool:

@@ -11,7 +11,7 @@ from core.text.lexicon import translated_in
 from core.text.script import script_name
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from core.text.terms import QueryTerms, content_stems, normalise
-from answers.expected_type import ERA, MONEY, MONTH, NAME_TYPE, NUMBER, NUMERAL, VALUE_KINDS, YEAR, counts
+from answers.expected_type import ERA, FORMS, MONEY, MONTH, NAME_TYPE, VALUE_KINDS, YEAR, counts, quantities
 from answers.units import WORD, Unit
 from core.text.markdown import LIST_MARK
 from answers.question import Question
@@ -142,9 +142,11 @@ class Scorer:
                     or bool(ERA.search(u.text)))
         if kind == "money":
             return bool(MONEY.search(u.text))
-        if kind == "number":  # a numbered list's marker ("1. ...") is no value
+        if kind in FORMS:
+            return bool(FORMS[kind].search(u.text))
+        if kind == "number":  # a numbered list's marker ("1. ...") is no value, nor a date's day or a "№3"
             return any(normalise(m.group()).strip(".,") not in self.focus.question_tokens
-                       for pattern in (NUMBER, NUMERAL) for m in pattern.finditer(LIST_MARK.sub("", u.text)))
+                       for m in quantities(LIST_MARK.sub("", u.text)))
         if kind in NAME_TYPE:
             return any(t in NAME_TYPE[kind] and not self.in_question(s) for _, s, t in u.names)
         return False

@@ -164,6 +164,15 @@ def test_a_comparison_of_dates_names_the_winner_with_its_cited_evidence(offline,
     assert "offices/moscow.md" in {c.doc_id for c in answer.citations}
 
 
+def test_an_email_a_page_gives_is_answered_and_a_phone_none_gives_is_not(offline, demo_tenant):
+    found = offline.ask(demo_tenant, STAFF, "What is the e-mail address for reporting a security problem?")
+    assert not found.no_answer and "security@larkspur.example" in found.answer, found.answer
+    assert "handbook/customer-faq.md" in {c.doc_id for c in found.citations}
+    for question in ("What is the phone number of the Berlin office?", "Какой номер телефона у берлинского офиса?"):
+        answer = offline.ask(demo_tenant, STAFF, question)
+        assert answer.no_answer, answer.answer  # the Berlin page gives no number; the answer says so
+
+
 def _ids_in(value, key_names=("id",)) -> set[int]:
     found: set[int] = set()
     if isinstance(value, dict):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from core.text.terms import content_stems, normalise, stem
-from answers.expected_type import FULL_DATE, MONEY, NAME_TYPE, NUMBER, YEAR, counting
+from answers.expected_type import EMAIL, FULL_DATE, MONEY, PHONE, NAME_TYPE, NUMBER, YEAR, counting, quantities
 from answers.units import WORD, Unit, display
 from core.text.markdown import LIST_MARK
 from answers.chain.names import placed
@@ -51,10 +51,12 @@ def value_in(u: Unit, scorer: Scorer) -> str:
     counting_it = counting(text, scorer.focus.counted, scorer.focus.question_tokens)
     if counting_it:
         return _with_unit(counting_it, text)
-    patterns = {"date": (FULL_DATE, YEAR), "money": (MONEY,)}.get(scorer.focus.kind, (NUMBER,))
-    for m in (m for pattern in patterns for m in pattern.finditer(text)):
+    patterns = {"date": (FULL_DATE, YEAR), "money": (MONEY,), "email": (EMAIL,), "phone": (PHONE,)}.get(scorer.focus.kind)
+    found = ([m for pattern in patterns for m in pattern.finditer(text)] if patterns
+             else [m for m in quantities(text) if m.re is NUMBER])  # a count is no date's day, no "№3"
+    for m in found:
         if normalise(m.group()).strip(".,") not in scorer.focus.question_tokens:
-            if patterns != (NUMBER,):
+            if patterns:
                 return m.group().strip(".,")
             # "how much" asks a number, and a sum is one: shown with its currency ("€48,300", not "48,300")
             amount = next((a for a in MONEY.finditer(text) if a.start() <= m.start() and m.end() <= a.end()), None)
