@@ -19,6 +19,9 @@ _KIND_CUES = (  # checked in order; the first that matches decides
               r"\b(dial|extension\s+(do|should|can|of|for))\b|\bномер\w*\s+телефон|\bтелефон\w*\s+(у|для)\b|"
               r"\bдобавочн\w+|\bпозвонить\b"),
     # a rank ("какое место занимает", "what rank") is an ordinal number, as "12-й", "third"
+    # a price asked as "how much": an amount of money, written with its currency
+    ("money", r"\bhow much (does|do|did|will|would|is|was|are|were)\b[^?]{0,60}\b(cost|costs|charged?|paid)\b|"
+              r"\bсколько\s+(стои\w*|обош\w*|обойд\w*|заплат\w*)|\bво сколько\s+(обош\w*|обойд\w*)"),
     ("number", r"\b(how (many|much|long|old|far|big|large|often|tall|high)|what (percentage|percent|number|share|rank)|"
                r"сколько|скольк(их|им|ими)|как долго|какой процент|какая доля|какое количество|"
                r"как(ое|ом) мест[оеа]\b.*\b(занима|заня))"),
@@ -45,6 +48,9 @@ _KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
 _KINDS_BY_NAME = dict(_KINDS)
 VALUE_KINDS = ("date", "number", "money", "email", "phone")
 CONTACT_KINDS = ("email", "phone")  # a value told by its form alone: no page gives one, none is given
+# the kinds whose value has a form of its own (a currency, an address, a phone's digits): a local answer must
+# hold one beside what the question names (answers/local.py)
+FORM_KINDS = ("money", *CONTACT_KINDS)
 # "what does X mean": the form asks for what defines X, not for a topic
 MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signify|означает|означают|значит|"
                      r"обозначает|указывает)\b", re.IGNORECASE)
@@ -75,11 +81,12 @@ PHONE = re.compile(r"\+\d{1,3}[\s(.-]{0,2}\d[\d\s().-]{4,16}\d|\(\d{2,5}\)\s?\d[
                    r"[:\s]{0,3}\+?\d[\d\s()-]{0,18}\d", re.IGNORECASE)
 FORMS = {"email": EMAIL, "phone": PHONE}
 # An amount of money: a currency sign or code beside a number, either side ("€40", "3 000 ₽", "USD 12",
-# "12 dollars", "55 евро")
-_CURRENCY = r"(?:[$€£¥₽₹]|\b(?:USD|EUR|GBP|RUB|CHF|JPY|CNY|euros?|dollars?|pounds?|руб\w*|евро|доллар\w*|фунт\w*)\b)"
+# "NOK 450", "12 dollars", "55 евро", a column's "Berlin (EUR): 78,000")
+_CURRENCY = (r"(?:[$€£¥₽₹]|\b(?:USD|EUR|GBP|RUB|CHF|JPY|CNY|NOK|SEK|DKK|PLN|CZK|HUF|TRY|UAH|KZT|INR|AUD|CAD|"
+             r"euros?|dollars?|pounds?|kron(?:e|er|or)|руб\w*|евро|доллар\w*|фунт\w*|крон\w*)\b)")
 # (an amount's digit group is bounded: an unbounded one backtracks quadratically over a long run of
 # digits and spaces, minutes on a hostile 40,000-character line)
-MONEY = re.compile(rf"{_CURRENCY}\s?\d(?:[\d\s.,]{{0,15}}\d)?(?:\s?(?:k|million|billion|млн|млрд)\b)?|\d(?:[\d\s.,]{{0,15}}\d)?\s?(?:k|тыс\.?|million|billion|млн|млрд)?\s?{_CURRENCY}",
+MONEY = re.compile(rf"{_CURRENCY}\)?:?\s?\d(?:[\d\s.,]{{0,15}}\d)?(?:\s?(?:k|million|billion|млн|млрд)\b)?|\d(?:[\d\s.,]{{0,15}}\d)?\s?(?:k|тыс\.?|million|billion|млн|млрд)?\s?{_CURRENCY}",
                    re.IGNORECASE)
 # Numbers written as words, whole word forms with their case endings (a stem would catch "семья" as
 # "семь"). "One" / "один" is left out: "one of", "no one", "одним из" are rarely a count.

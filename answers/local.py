@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from core.text.language import detect_language
-from answers.expected_type import CONTACT_KINDS, VALUE_KINDS
+from answers.expected_type import FORM_KINDS, VALUE_KINDS, holds_value
 from answers.units import MIN_CONFIDENCE, Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity, in_its_page
@@ -73,15 +73,19 @@ def _by_rules(question: Question, passages: list[Passage], kind: str | None, sim
     topical = {passages[u.passage - 1].doc_id for u in candidates if scorer.covered(u)}
     valued = [u for u in candidates if focus.kind in VALUE_KINDS and scorer.typed(u)
               and passages[u.passage - 1].doc_id in topical]
-    if focus.kind in CONTACT_KINDS:
-        # an e-mail or a phone answers only beside whom or what it reaches: a supplier's number on the
-        # Vologda lab's contract is no number of the Vologda branch
-        valued = [u for u in valued if not focus.name_stems or scorer.covered(u, with_title=False) & focus.name_stems]
+    if focus.kind in FORM_KINDS:
+        # an amount, an e-mail or a phone answers only beside whom or what it is of: a supplier's number on
+        # the Vologda lab's contract is no number of the Vologda branch. A phone or an e-mail is written next
+        # to whom it reaches; an amount may stand in a table under a heading or title naming its subject
+        # (read with its row's header, "Berlin (EUR): 78,000")
+        valued = [u for u in candidates if holds_value(focus.kind, display(u)) and passages[u.passage - 1].doc_id in topical
+                  and (not focus.name_stems or scorer.covered(u, with_title=focus.kind == "money") & focus.name_stems)]
     # of two equal units, a whole sentence before one the chunk cut
     first = min(valued or candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
     chosen = _with_extras(first, candidates, scores, scorer, every, max_units, max_chars)
-    # no unit gives the asked e-mail or phone of what the question names: whatever else they say, no answer
-    confidence = 0.0 if focus.kind in CONTACT_KINDS and not valued else scorer.confidence(chosen)
+    # no unit gives the asked amount, e-mail or phone of what the question names: whatever else they say,
+    # no answer
+    confidence = 0.0 if focus.kind in FORM_KINDS and not valued else scorer.confidence(chosen)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
     return Extracted(text, cite(chosen, scores), round(confidence, 4)), first
 
