@@ -9,6 +9,12 @@ import re
 
 from core.text.terms import content_stems
 
+# "how much does X cost", "сколько стоит X": what is asked is an amount, never which kind of payment ("Which
+# allowance do engineers get?" may be answered "a weekly allowance")
+_PRICE = (r"\bhow much (does|do|did|will|would|is|was|are|were)\b[^?]{0,60}\b(cost|costs|charged?|paid)\b|"
+          r"\bсколько\s+(стои\w*|обош\w*|обойд\w*|заплат\w*)|\bво сколько\s+(обош\w*|обойд\w*)")
+ASKS_PRICE = re.compile(_PRICE, re.IGNORECASE)
+
 _KIND_CUES = (  # checked in order; the first that matches decides
     # a way to reach someone, which has a form of its own: asked as "the e-mail address of X", "X's phone",
     # "what extension do I dial", "номер телефона", "телефон у X" (not "which phone was used", "e-mail
@@ -20,8 +26,7 @@ _KIND_CUES = (  # checked in order; the first that matches decides
               r"\bдобавочн\w+|\bпозвонить\b"),
     # a rank ("какое место занимает", "what rank") is an ordinal number, as "12-й", "third"
     # a price asked as "how much": an amount of money, written with its currency
-    ("money", r"\bhow much (does|do|did|will|would|is|was|are|were)\b[^?]{0,60}\b(cost|costs|charged?|paid)\b|"
-              r"\bсколько\s+(стои\w*|обош\w*|обойд\w*|заплат\w*)|\bво сколько\s+(обош\w*|обойд\w*)"),
+    ("money", _PRICE),
     ("number", r"\b(how (many|much|long|old|far|big|large|often|tall|high)|what (percentage|percent|number|share|rank)|"
                r"сколько|скольк(их|им|ими)|как долго|какой процент|какая доля|какое количество|"
                r"как(ое|ом) мест[оеа]\b.*\b(занима|заня))"),
@@ -47,10 +52,9 @@ _KIND_CUES = (  # checked in order; the first that matches decides
 _KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
 _KINDS_BY_NAME = dict(_KINDS)
 VALUE_KINDS = ("date", "number", "money", "email", "phone")
-CONTACT_KINDS = ("email", "phone")  # a value told by its form alone: no page gives one, none is given
-# the kinds whose value has a form of its own (a currency, an address, a phone's digits): a local answer must
-# hold one beside what the question names (answers/local.py)
-FORM_KINDS = ("money", *CONTACT_KINDS)
+# a value told by its form alone: a local answer must hold one beside what the question names, as must an
+# amount where a price is asked (ASKS_PRICE; answers/local.py)
+CONTACT_KINDS = ("email", "phone")
 # "what does X mean": the form asks for what defines X, not for a topic
 MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signify|означает|означают|значит|"
                      r"обозначает|указывает)\b", re.IGNORECASE)

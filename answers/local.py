@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from core.text.language import detect_language
-from answers.expected_type import FORM_KINDS, VALUE_KINDS, holds_value
+from answers.expected_type import ASKS_PRICE, CONTACT_KINDS, VALUE_KINDS, holds_value
 from answers.units import MIN_CONFIDENCE, Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity, in_its_page
@@ -73,7 +73,8 @@ def _by_rules(question: Question, passages: list[Passage], kind: str | None, sim
     topical = {passages[u.passage - 1].doc_id for u in candidates if scorer.covered(u)}
     valued = [u for u in candidates if focus.kind in VALUE_KINDS and scorer.typed(u)
               and passages[u.passage - 1].doc_id in topical]
-    if focus.kind in FORM_KINDS:
+    formed = focus.kind in CONTACT_KINDS or focus.kind == "money" and bool(ASKS_PRICE.search(question.text))
+    if formed:
         # an amount, an e-mail or a phone answers only beside whom or what it is of: a supplier's number on
         # the Vologda lab's contract is no number of the Vologda branch. A phone or an e-mail is written next
         # to whom it reaches; an amount may stand in a table under a heading or title naming its subject
@@ -85,7 +86,7 @@ def _by_rules(question: Question, passages: list[Passage], kind: str | None, sim
     chosen = _with_extras(first, candidates, scores, scorer, every, max_units, max_chars)
     # no unit gives the asked amount, e-mail or phone of what the question names: whatever else they say,
     # no answer
-    confidence = 0.0 if focus.kind in FORM_KINDS and not valued else scorer.confidence(chosen)
+    confidence = 0.0 if formed and not valued else scorer.confidence(chosen)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
     return Extracted(text, cite(chosen, scores), round(confidence, 4)), first
 

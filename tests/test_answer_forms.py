@@ -128,3 +128,28 @@ def test_a_multihop_answer_ending_at_the_asked_form_stands():
     question = Question("What is the phone extension of the manager who has to replace the drainage pipes in Bonn?")
     got = offline_answer(question, pages, multihop=True)
     assert got.answered and "4417" in got.text, got.text
+
+
+@pytest.mark.parametrize("question", ["How much does a parking permit cost at the Berlin campus?",
+                                      "Сколько стоит парковка у берлинского кампуса?"])
+def test_a_price_is_asked_as_an_amount(question):
+    assert question_kind(question) == "money"
+
+
+PARKING = p(1, "Staff benefits", "Parking permits for the Halden car park P2 cost NOK 450 per semester. "
+                                 "The Berlin campus has a car park P4 for visitors.")
+
+
+def test_a_price_is_answered_by_an_amount_beside_what_the_question_names():
+    got = local_answer(Question("How much does a parking permit in Halden cost?"), [PARKING])
+    assert got.answered and "NOK 450" in got.text
+    got = local_answer(Question("How much does a parking permit at the Berlin campus cost?"), [PARKING])
+    assert not got.answered, got.text  # the only price is Halden's
+
+
+def test_an_amount_in_a_tables_header_counts_and_which_allowance_is_no_price():
+    bands = p(1, "Salary bands", "| Level | Title | Berlin (EUR) |\n|---|---|---|\n| L4 | Senior Engineer | 78,000 – 96,000 |")
+    got = local_answer(Question("How much is a Senior Engineer (L4) in Berlin paid?"), [bands])
+    assert got.answered and "78,000" in got.text, got.text
+    allowance = p(1, "On-call in Berlin", "Senior engineers on call in Berlin get a weekly allowance.")
+    assert local_answer(Question("Which allowance do senior engineers in Berlin get?"), [allowance]).answered
