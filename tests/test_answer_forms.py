@@ -114,20 +114,16 @@ def test_no_phone_or_email_beside_whom_the_question_names_is_no_answer(question)
     assert not got.answered, got.text
 
 
-def test_a_multihop_answer_without_the_asked_form_is_not_answered():
+@pytest.mark.parametrize("facilities, answered", [
+    ("Tomasz Wrona is the facilities manager of the Bonn archive.", False),
+    ("Tomasz Wrona, facilities manager of the Bonn archive, extension 4417.", True),
+])
+def test_a_multihop_answer_stands_only_where_it_ends_at_the_asked_form(facilities, answered):
     pages = [p(1, "Flood review", "Replace the drainage pipes in Bonn by 31 December 2026 (owner: Tomasz Wrona)."),
-             p(2, "Facilities", "Tomasz Wrona is the facilities manager of the Bonn archive.")]
+             p(2, "Facilities", facilities)]
     question = Question("What is the phone extension of the manager who has to replace the drainage pipes in Bonn?")
     got = offline_answer(question, pages, multihop=True)
-    assert not got.answered, got.text
-
-
-def test_a_multihop_answer_ending_at_the_asked_form_stands():
-    pages = [p(1, "Flood review", "Replace the drainage pipes in Bonn by 31 December 2026 (owner: Tomasz Wrona)."),
-             p(2, "Facilities", "Tomasz Wrona, facilities manager of the Bonn archive, extension 4417.")]
-    question = Question("What is the phone extension of the manager who has to replace the drainage pipes in Bonn?")
-    got = offline_answer(question, pages, multihop=True)
-    assert got.answered and "4417" in got.text, got.text
+    assert got.answered is answered and ("4417" in got.text) is answered, got.text
 
 
 @pytest.mark.parametrize("question", ["How much does a parking permit cost at the Berlin campus?",
