@@ -1,6 +1,7 @@
 """What a question asks for, and where a sentence holds it: the answer type ("date", "number", "money",
-"email", "phone", "person", "place"), the thing a "how many" question counts, and the values (years, months, numbers written in
-digits or words) a sentence holds. Used by the offline answers (answers/unit_scoring.py).
+"email", "phone", "person", "place"), the thing a "how many" question counts, and the values (years, months,
+numbers written in digits or words, counts, amounts, e-mail addresses, phone numbers) a sentence holds. Used
+by the offline answers (answers/unit_scoring.py).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ _KIND_CUES = (  # checked in order; the first that matches decides
     ("phone", r"\b(tele)?phone\s+(number|extension|no\b|of\b|for\b)|'s\s+((mobile|direct|office)\s+)?(tele)?phone\b|"
               r"\b(dial|extension\s+(do|should|can|of|for))\b|\bномер\w*\s+телефон|\bтелефон\w*\s+(у|для)\b|"
               r"\bдобавочн\w+|\bпозвонить\b"),
-    # a rank ("какое место занимает", "what rank") is an ordinal number, as "12-й", "third"
     # a price asked as "how much": an amount of money, written with its currency
     ("money", _PRICE),
+    # a rank ("какое место занимает", "what rank") is an ordinal number, as "12-й", "third"
     ("number", r"\b(how (many|much|long|old|far|big|large|often|tall|high)|what (percentage|percent|number|share|rank)|"
                r"сколько|скольк(их|им|ими)|как долго|какой процент|какая доля|какое количество|"
                r"как(ое|ом) мест[оеа]\b.*\b(занима|заня))"),
