@@ -84,7 +84,6 @@ PHONE = re.compile(r"\+\d{1,3}[\s(.-]{0,2}\d[\d\s().-]{4,16}\d|\(\d{2,5}\)\s?\d[
                    r"\b\d{1,2}[\s-]\d{3}[\s-]\d{3}[\s-]\d{2}[\s-]\d{2}\b|\b\d{2,3}-\d{2}-\d{2}\b|"
                    r"\b(?:ext\.?|extension|tel\.?|phone|fax|доб\.?|добавочн\w*|внутр\w*\.?|тел\.?|телефон\w*)"
                    r"[:\s]{0,3}\+?\d[\d\s()-]{0,18}\d", re.IGNORECASE)
-FORMS = {"email": EMAIL, "phone": PHONE}
 # An amount of money: a currency sign or code beside a number, either side ("€40", "3 000 ₽", "USD 12",
 # "NOK 450", "12 dollars", "55 евро", a column's "Berlin (EUR): 78,000")
 _CURRENCY = (r"(?:[$€£¥₽₹]|\b(?:USD|EUR|GBP|RUB|CHF|JPY|CNY|NOK|SEK|DKK|PLN|CZK|HUF|TRY|UAH|KZT|INR|AUD|CAD|"
@@ -93,6 +92,8 @@ _CURRENCY = (r"(?:[$€£¥₽₹]|\b(?:USD|EUR|GBP|RUB|CHF|JPY|CNY|NOK|SEK|DKK|
 # digits and spaces, minutes on a hostile 40,000-character line)
 MONEY = re.compile(rf"{_CURRENCY}\)?:?\s?\d(?:[\d\s.,]{{0,15}}\d)?(?:\s?(?:k|million|billion|млн|млрд)\b)?|\d(?:[\d\s.,]{{0,15}}\d)?\s?(?:k|тыс\.?|million|billion|млн|млрд)?\s?{_CURRENCY}",
                    re.IGNORECASE)
+# the value kinds told by a form of their own: a currency, an address, a phone's digits
+FORMS = {"money": MONEY, "email": EMAIL, "phone": PHONE}
 # Numbers written as words, whole word forms with their case endings (a stem would catch "семья" as
 # "семь"). "One" / "один" is left out: "one of", "no one", "одним из" are rarely a count.
 NUMERAL = re.compile(
@@ -158,11 +159,9 @@ def _asks_money(question: str) -> bool:
 
 
 def holds_value(kind: str, text: str) -> bool:
-    """Whether `text` holds a value of a value kind ("date", "number", "money") at all."""
+    """Whether `text` holds a value of a value kind ("date", "number", "money", "email", "phone") at all."""
     if kind == "date":
         return bool(YEAR.search(text) or MONTH.search(text) or ERA.search(text))
-    if kind == "money":
-        return bool(MONEY.search(text))
     if kind in FORMS:
         return bool(FORMS[kind].search(text))
     return bool(NUMBER.search(text) or NUMERAL.search(text))

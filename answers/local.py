@@ -71,16 +71,15 @@ def _by_rules(question: Question, passages: list[Passage], kind: str | None, sim
     # On the topic means in a document that says something the question asks about: a pay list under
     # "Standby allowance" never repeats "on-call", a Russian page never an English question's words.
     topical = {passages[u.passage - 1].doc_id for u in candidates if scorer.covered(u)}
-    valued = [u for u in candidates if focus.kind in VALUE_KINDS and scorer.typed(u)
-              and passages[u.passage - 1].doc_id in topical]
+    # An amount asked as a price, an e-mail or a phone answers only beside whom or what it is of: a supplier's
+    # number on the Vologda lab's contract is no number of the Vologda branch. A phone or an e-mail is written
+    # next to whom it reaches; an amount may stand in a table under a heading or title naming its subject
+    # (read with its row's header, "Berlin (EUR): 78,000").
     formed = focus.kind in CONTACT_KINDS or focus.kind == "money" and bool(ASKS_PRICE.search(question.text))
-    if formed:
-        # an amount, an e-mail or a phone answers only beside whom or what it is of: a supplier's number on
-        # the Vologda lab's contract is no number of the Vologda branch. A phone or an e-mail is written next
-        # to whom it reaches; an amount may stand in a table under a heading or title naming its subject
-        # (read with its row's header, "Berlin (EUR): 78,000")
-        valued = [u for u in candidates if holds_value(focus.kind, display(u)) and passages[u.passage - 1].doc_id in topical
-                  and (not focus.name_stems or scorer.covered(u, with_title=focus.kind == "money") & focus.name_stems)]
+    valued = [u for u in candidates if passages[u.passage - 1].doc_id in topical and (
+        holds_value(focus.kind, display(u))
+        and (not focus.name_stems or scorer.covered(u, with_title=focus.kind == "money") & focus.name_stems)
+        if formed else focus.kind in VALUE_KINDS and scorer.typed(u))]
     # of two equal units, a whole sentence before one the chunk cut
     first = min(valued or candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
     chosen = _with_extras(first, candidates, scores, scorer, every, max_units, max_chars)

@@ -11,7 +11,7 @@ from core.text.lexicon import translated_in
 from core.text.script import script_name
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from core.text.terms import QueryTerms, content_stems, normalise
-from answers.expected_type import ERA, FORMS, MONEY, MONTH, NAME_TYPE, VALUE_KINDS, YEAR, counts, quantities
+from answers.expected_type import ERA, FORMS, MONTH, NAME_TYPE, VALUE_KINDS, YEAR, counts, quantities
 from answers.units import WORD, Unit
 from core.text.markdown import LIST_MARK
 from answers.question import Question
@@ -140,8 +140,6 @@ class Scorer:
         if kind == "date":
             return (any(y not in self.focus.question_tokens for y in YEAR.findall(u.text)) or bool(MONTH.search(u.text))
                     or bool(ERA.search(u.text)))
-        if kind == "money":
-            return bool(MONEY.search(u.text))
         if kind in FORMS:
             return bool(FORMS[kind].search(u.text))
         if kind == "number":  # a numbered list's marker ("1. ...") is no value, nor a date's day or a "№3"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from core.text.terms import content_stems, normalise, stem
-from answers.expected_type import EMAIL, FULL_DATE, MONEY, PHONE, NAME_TYPE, NUMBER, YEAR, counting, quantities
+from answers.expected_type import FORMS, FULL_DATE, MONEY, NAME_TYPE, NUMBER, YEAR, counting, quantities
 from answers.units import WORD, Unit, display
 from core.text.markdown import LIST_MARK
 from answers.chain.names import placed
@@ -51,7 +51,8 @@ def value_in(u: Unit, scorer: Scorer) -> str:
     counting_it = counting(text, scorer.focus.counted, scorer.focus.question_tokens)
     if counting_it:
         return _with_unit(counting_it, text)
-    patterns = {"date": (FULL_DATE, YEAR), "money": (MONEY,), "email": (EMAIL,), "phone": (PHONE,)}.get(scorer.focus.kind)
+    patterns = (FULL_DATE, YEAR) if scorer.focus.kind == "date" else (
+        (FORMS[scorer.focus.kind],) if scorer.focus.kind in FORMS else None)
     found = ([m for pattern in patterns for m in pattern.finditer(text)] if patterns
              else [m for m in quantities(text) if m.re is NUMBER])  # a count is no date's day, no "№3"
     for m in found:
