@@ -49,7 +49,7 @@ def local_answer(question: Question, passages: list[Passage], *, max_units: int 
 def _by_rules(question: Question, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
               max_units: int, max_chars: int, gate: OtherLanguageGate | None = None) -> tuple[Extracted, Unit | None]:
     """The hand-weighted answer and the unit it chose first (None: no answer)."""
-    focus = Focus.of(question, kind)
+    focus = Focus.of(question, kind, passages)
     every = units(passages)
     if not focus.terms.stems or not every:
         return Extracted("", [], 0.0), None
@@ -137,7 +137,7 @@ def reader_pool(question: Question, passages: list[Passage], kind: str | None = 
     """The candidates as the hand-weighted answer has them (the other language's leading passages'
     units when the search ranked those first and `similarity` can read them, else the units sharing
     the question's words or of its asked type); None when there are none."""
-    focus = Focus.of(question, kind)
+    focus = Focus.of(question, kind, passages)
     every = units(passages)
     if not focus.terms.stems or not every:
         return None

@@ -72,6 +72,14 @@ class Question:
         return question_mentions(self.text)
 
     @cached_property
+    def openers(self) -> frozenset[str]:
+        """The one-word names that open a sentence of the question: capitalised whatever they are
+        ("Roughly", "Вагоны какой модели ..."), so a name only where a document writes it so too
+        (answers/unit_scoring.py `Focus.of`)."""
+        starts = {m.end() for m in _SENTENCE_OPENER.finditer(self.text)}
+        return frozenset(m.text for m in self.names if m.start in starts and len(WORD.findall(m.text)) == 1)
+
+    @cached_property
     def name_words(self) -> dict[str, tuple[str, ...]]:
         """Each name it spells, with the words that make it one thing: its capitalised words of three letters
         or more (a hyphen parts words: "Марлоу-Хаус"), not an abbreviation ("ИБП", "IT": those are

@@ -44,10 +44,12 @@ class Focus:
         return [p for p in self.terms.rare if _LETTER.search(p.pattern[len(r"(?<!\w)"):-len(r"(?!\w)")])]
 
     @classmethod
-    def of(cls, question: Question, kind: str | None = None) -> "Focus":
+    def of(cls, question: Question, kind: str | None = None, passages: list[Passage] = ()) -> "Focus":
         """`kind`: the answer type when the caller knows it better than `question` says (a comparison's
-        side is asked as "<side> <attribute>", which has lost the question's "how long"). Reads the parts
-        `question` has parsed, so a second focus of one question parses nothing again."""
+        side is asked as "<side> <attribute>", which has lost the question's "how long"); `passages`: what
+        tells a word that opens the question from a name (one of them writes it capitalised inside a
+        sentence). Reads the parts `question` has parsed, so a second focus of one question parses nothing
+        again."""
         terms = question.terms
         kind = kind or question.expected_type
         defines = kind is None and question.asks_meaning
@@ -55,12 +57,20 @@ class Focus:
             terms = question.terms_without_meaning
         # codes and identifiers (ERR_2043, notify_batch_size) are names however they are written
         codes = [s for s in terms.stems if any(c.isdigit() or c == "_" for c in s)]
-        names = list(dict.fromkeys([m.text for m in question.names if content_stems(m.text)] + codes))
+        names = list(dict.fromkeys([m.text for m in question.names if content_stems(m.text) and (
+            m.text not in question.openers or written_as_name(m.text, passages))] + codes))
         words = [w for name in names for w in WORD.findall(name)]
         skeletons = {content_stems(w)[0]: skeleton(w) for w in words if content_stems(w) and len(skeleton(w)) >= 3}
         stems = frozenset(s for name in names for s in content_stems(name))
         return cls(question.text, terms, kind, names, stems, skeletons, question.word_forms, question.script,
                    defines, question.counted if kind == "number" else frozenset())
+
+
+def written_as_name(word: str, passages: list[Passage]) -> bool:
+    """Whether a passage writes `word` capitalised after another word of its sentence ("led by Rhiwallon"),
+    where only a name is."""
+    inside = re.compile(rf"[\w,;)»][^\S\n]+{re.escape(word)}(?!\w)")
+    return any(inside.search(p.text) for p in passages)
 
 
 @dataclass

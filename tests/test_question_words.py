@@ -55,3 +55,33 @@ def test_codes_are_the_tokens_written_as_identifiers(text, expected):
 def test_codes_of_a_huge_question_are_each_kept_once_in_order():
     text = " ".join(f"ERR_{i % 50}" for i in range(100_000))
     assert Question(text).codes == tuple(f"ERR_{i}" for i in range(50))
+
+
+def _page(text: str):
+    from answers.types import Passage
+    return Passage(1, "doc1.md", "Page", "", text)
+
+
+@pytest.mark.parametrize("question, page, name", [
+    ("Roughly how many alerts hit the on-call engineer in February?", "About 40 alerts fired. Roughly half were noise.",
+     None),
+    ("Вагоны какой модели работают на маршруте №7?", "Вагоны: ЗВ-24 «Ласточка». На маршруте работают 14 вагонов.",
+     None),
+    ("Rhiwallon was the son of which king?", "Bleddyn and his brother Rhiwallon ruled Gwynedd.", "Rhiwallon"),
+    ("Anna Kirillova's team owns a service. Roughly how much would a second one cost?",
+     "Anna Kirillova leads Routing. Roughly €90,000 a year.", "Anna Kirillova"),
+])
+def test_a_word_opening_a_sentence_is_a_name_only_where_a_document_writes_it_so_inside_one(question, page, name):
+    from answers.unit_scoring import Focus
+
+    asked = Question(question)
+    names = Focus.of(asked, passages=[_page(page)]).names
+    assert "Roughly" not in names and "Вагоны" not in names
+    assert name is None or name in names
+    assert Focus.of(asked, passages=[]).names == [n for n in names if n not in asked.openers]
+
+
+@pytest.mark.parametrize("text", ["", "?", "\u0301" * 50 + "?", "Ünïcödé " * 2000 + "?", "A. B. C. D?", "\x00Abc?"])
+def test_openers_of_hostile_questions_are_one_word_names_of_the_question(text):
+    asked = Question(text)
+    assert all(o in text and " " not in o for o in asked.openers)

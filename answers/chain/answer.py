@@ -145,7 +145,7 @@ def _found_entity(question: Question, found: Extracted, passages: list[Passage],
     that is a passage's sentence (a question naming nothing to start a chain from), the name of the
     asked kind, or else of a team, service, person or place, that its first sentence holds and the
     question does not (the first such). `by_place`: the passages' units by (passage, position)."""
-    focus = Focus.of(question)
+    focus = Focus.of(question, passages=passages)
     if found.chain:
         if not found.reached:
             return None
@@ -173,7 +173,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
     part of a two-part question starts at what the first part reached, and `known`, the entities the
     first part passed, lead nowhere new); `similarity`: to choose, by meaning, among near-equal last
     hops written in the other language (`_closest_in_meaning`)."""
-    focus = Focus.of(question)
+    focus = Focus.of(question, passages=passages)
     every = units(passages)
     # a bare number or year the question holds is a value a hop must state, not an entity to start
     # from: "1989" links every passage that mentions the year
