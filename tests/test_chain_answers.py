@@ -376,6 +376,28 @@ def test_a_question_naming_only_a_year_asks_its_clause_first():
     assert got.chain[:2] == ["2031", "Вера Соколова"], got.text
 
 
+def test_a_question_naming_only_a_date_starts_at_the_page_its_description_points_to():
+    # "2031" links both incident pages; the description ("card payments failed in the US") is the
+    # payments review's, which meaning tells in either language, and from there the clause finds its lead
+    pages = [p(1, "Разбор инцидента INC-2031-007: очередь событий", "- **Дата:** 9 января 2031 г.\n"
+               "- **Ведущий инцидента:** Вера Соколова"),
+             p(2, "Incident review INC-2031-003: card payments failing in the US region",
+               "- **Date:** 27 January 2031\n- **Incident lead:** Marcus Hale"),
+             p(3, "Marcus Hale", "Marcus Hale works in the Austin office.")]
+    question = "Где работает инженер, который вёл инцидент с отказами карточных платежей в американском регионе в январе 2031 г.?"
+    read = []
+
+    def similarity(q: str, texts: list[str]) -> list[float]:
+        read.append(texts)
+        return [0.9 if "card payments" in t else 0.3 for t in texts]
+
+    got = chain_answer(Question(question), pages, similarity=similarity)
+    assert got.chain[:2] == ["Incident review INC-2031-003: card payments failing in the US region", "Marcus Hale"], \
+        got.text
+    assert all("2031" in t for t in read[0])  # only units holding the date are read, with their page's title
+    assert chain_answer(Question(question), pages).chain[0] == "2031"  # no model of meaning: the date starts it
+
+
 # --- the chain that did not reach what the question asks --------------------------------------------
 
 CONTRACT = [
