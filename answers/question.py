@@ -74,8 +74,8 @@ class Question:
     @cached_property
     def openers(self) -> frozenset[str]:
         """The one-word names that open a sentence of the question: capitalised whatever they are
-        ("Roughly", "Вагоны какой модели ..."), so a name only where a document writes it so too
-        (answers/unit_scoring.py `Focus.of`)."""
+        ("Roughly", "Вагоны какой модели ..."), so not a name where the documents write it as a common word
+        (answers/unit_scoring.py `common_word`)."""
         starts = {m.end() for m in _SENTENCE_OPENER.finditer(self.text)}
         return frozenset(m.text for m in self.names if m.start in starts and len(WORD.findall(m.text)) == 1)
 

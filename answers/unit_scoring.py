@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from core.text.lexicon import translated_in
 from core.text.script import script_name
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
-from core.text.terms import QueryTerms, content_stems, normalise
+from core.text.terms import QueryTerms, content_stems, normalise, stem
 from answers.expected_type import ERA, FORMS, MONTH, NAME_TYPE, VALUE_KINDS, YEAR, counts, quantities
 from answers.units import WORD, Unit
 from core.text.markdown import LIST_MARK
@@ -47,9 +47,8 @@ class Focus:
     def of(cls, question: Question, kind: str | None = None, passages: list[Passage] = ()) -> "Focus":
         """`kind`: the answer type when the caller knows it better than `question` says (a comparison's
         side is asked as "<side> <attribute>", which has lost the question's "how long"); `passages`: what
-        tells a word that opens the question from a name (one of them writes it capitalised inside a
-        sentence). Reads the parts `question` has parsed, so a second focus of one question parses nothing
-        again."""
+        tells a word that opens the question from a name (`common_word`). Reads the parts `question` has
+        parsed, so a second focus of one question parses nothing again."""
         terms = question.terms
         kind = kind or question.expected_type
         defines = kind is None and question.asks_meaning
@@ -58,7 +57,7 @@ class Focus:
         # codes and identifiers (ERR_2043, notify_batch_size) are names however they are written
         codes = [s for s in terms.stems if any(c.isdigit() or c == "_" for c in s)]
         names = list(dict.fromkeys([m.text for m in question.names if content_stems(m.text) and (
-            m.text not in question.openers or written_as_name(m.text, passages))] + codes))
+            m.text not in question.openers or not common_word(m.text, passages))] + codes))
         words = [w for name in names for w in WORD.findall(name)]
         skeletons = {content_stems(w)[0]: skeleton(w) for w in words if content_stems(w) and len(skeleton(w)) >= 3}
         stems = frozenset(s for name in names for s in content_stems(name))
@@ -66,11 +65,14 @@ class Focus:
                    defines, question.counted if kind == "number" else frozenset())
 
 
-def written_as_name(word: str, passages: list[Passage]) -> bool:
-    """Whether a passage writes `word` capitalised after another word of its sentence ("led by Rhiwallon"),
-    where only a name is."""
+def common_word(word: str, passages: list[Passage]) -> bool:
+    """Whether the passages read `word` as a common word: one writes it (its stem) in lower case and none
+    writes it capitalised after another word of its sentence, where only a name is ("led by Rhiwallon").
+    A word they do not hold at all stays a name: "Kazan" may be spelt "Казани" there."""
+    target = stem(normalise(word))
     inside = re.compile(rf"[\w,;)»][^\S\n]+{re.escape(word)}(?!\w)")
-    return any(inside.search(p.text) for p in passages)
+    lower = any(w[:1].islower() and stem(normalise(w)) == target for p in passages for w in WORD.findall(p.text))
+    return lower and not any(inside.search(p.text) for p in passages)
 
 
 @dataclass

@@ -63,22 +63,24 @@ def _page(text: str):
 
 
 @pytest.mark.parametrize("question, page, name", [
-    ("Roughly how many alerts hit the on-call engineer in February?", "About 40 alerts fired. Roughly half were noise.",
+    ("Roughly how many alerts hit the on-call engineer in February?", "About 40 alerts fired, roughly half noise.",
      None),
     ("Вагоны какой модели работают на маршруте №7?", "Вагоны: ЗВ-24 «Ласточка». На маршруте работают 14 вагонов.",
      None),
     ("Rhiwallon was the son of which king?", "Bleddyn and his brother Rhiwallon ruled Gwynedd.", "Rhiwallon"),
+    ("Kazan night shift pay", "Ночная смена на складе в Казани оплачивается надбавкой 900 ₽.", "Kazan"),
     ("Anna Kirillova's team owns a service. Roughly how much would a second one cost?",
-     "Anna Kirillova leads Routing. Roughly €90,000 a year.", "Anna Kirillova"),
+     "Anna Kirillova leads Routing; a second provider would cost roughly €90,000 a year.", "Anna Kirillova"),
 ])
-def test_a_word_opening_a_sentence_is_a_name_only_where_a_document_writes_it_so_inside_one(question, page, name):
+def test_a_word_opening_a_sentence_is_no_name_where_the_documents_write_it_as_a_common_word(question, page, name):
     from answers.unit_scoring import Focus
 
     asked = Question(question)
     names = Focus.of(asked, passages=[_page(page)]).names
     assert "Roughly" not in names and "Вагоны" not in names
     assert name is None or name in names
-    assert Focus.of(asked, passages=[]).names == [n for n in names if n not in asked.openers]
+    # passages that never hold the word leave it a name, as it was read before
+    assert set(asked.openers) <= set(Focus.of(asked, passages=[_page("Nothing here.")]).names)
 
 
 @pytest.mark.parametrize("text", ["", "?", "\u0301" * 50 + "?", "Ünïcödé " * 2000 + "?", "A. B. C. D?", "\x00Abc?"])
