@@ -398,6 +398,15 @@ def test_a_question_naming_only_a_date_starts_at_the_page_its_description_points
     assert chain_answer(Question(question), pages).chain[0] == "2031"  # no model of meaning: the date starts it
 
 
+def test_a_hop_states_a_relation_in_another_sense_of_its_word_in_the_other_language():
+    # "lead" is "свинец" in its one common sense; "Руководство" states it in another, as the search reads it
+    pages = [p(1, "Harbour Relay", "Harbour Relay is owned by the Tern team."),
+             p(2, "Команда Терна", "Команда Терна (Tern team) отвечает за общую инфраструктуру.\n\n"
+                                   "- **Дежурный инженер:** Пётр Ильин\n- **Руководство:** Вера Соколова")]
+    got = chain_answer(Question("Who is the lead of the team that owns Harbour Relay?"), pages)
+    assert got.reached and got.chain[-1] == "Вера Соколова", got.text
+
+
 # --- the chain that did not reach what the question asks --------------------------------------------
 
 CONTRACT = [

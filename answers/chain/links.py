@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from core.text.lexicon import translated_in
+from core.text.lexicon import search_translations
 from core.text.names import HEAD_WORDS
 from core.text.script import CYRILLIC
 from core.text.skeletons import same_word
@@ -22,12 +22,15 @@ def related(relation: list[str], stems: frozenset[str]) -> set[str]:
     """The relation stems a text holds: the same stem, two stems of one word (core/text/skeletons.same_word:
     director / directed, founder / founded), or an agent noun in the text that Snowball left longer than
     the question's stem by at most two letters (four in Russian, whose agent suffixes are longer): own /
-    owner, руковод / руководител; or the word in the other language (core/text/lexicon: lead / руковод is
-    not there, owner / владелец is)."""
+    owner, руковод / руководител; or the word in the other language in any of its plain senses
+    (core/text/lexicon `search_translations`: "lead" is "руковод" as well as "свинец"), as the search reads
+    it: a wrong sense only offers one more hop, which the beam weighs against the others. Only the same
+    stem counts across languages: a short sense taken as an agent noun's start ("груз" of "lead", the
+    weight) would find "грузов" (cargo) on every page of a logistics company."""
     def agent(r: str, s: str) -> bool:
         return len(r) >= 3 and s.startswith(r) and len(s) - len(r) <= (4 if CYRILLIC.match(r) else 2)
 
-    return {r for r in relation if r in stems or translated_in(r, stems)
+    return {r for r in relation if r in stems or not search_translations(r).isdisjoint(stems)
             or any(agent(r, s) or same_word(r, s) for s in stems)}
 
 
