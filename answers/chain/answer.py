@@ -105,8 +105,9 @@ def _chain(question: Question, passages: list[Passage], max_hops: int, depth: in
                  or dated_only(Focus.of(question, passages=passages).names))
     if nested is not None and not nested.place and (not direct.reached or from_year):
         # the chain from the question's names did not reach what it asks, or the question names nothing
-        # but a date (the chain started at a bare year, or at a page the description points to): the entity the clause describes ("the engineer who commanded X") is found by
-        # asking the clause, and the rest is asked of it
+        # but a date (the chain started at a bare year, or at a page the description points to): the
+        # entity the clause describes ("the engineer who commanded X") is found by asking the clause, and
+        # the rest is asked of it
         through, found = _through(Question(nested.inner), nested.then, question, passages, max_hops, depth,
                                   similarity)
         if found:  # the clause's entity is the chain's next bridge even where nothing yet leads on from it
