@@ -6,7 +6,8 @@ X"), answers. A hop states a relation of the question in its own words or in its
 ("Billing team > Services owned" over a row naming the service); a relation an earlier hop or its page
 stated counts no more, nor, after the first hop, one only the start's own clause states ("the performer
 of X"), while the question's other names count as relations ("... taken by the British"). A chain starts
-at a name, never at a bare year or at a part of a longer name, and goes on through names a unit writes
+at a name, never at a bare year or at a part of a longer name (a question naming nothing but a date starts
+at the page its description points to, by meaning: `_described_start`), and goes on through names a unit writes
 as names (capitalised as in the question, every word of them, consonant skeletons only across scripts),
 never through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a
 place's kind word ("the county of Cumbria") is a place, whatever the mention finder typed, and a name
