@@ -32,6 +32,9 @@ blind7    - held out: the same make-up again (every multi-hop chain crosses lang
             (bench/answer_blind7/README.md); verdicts only.
 blind8    - held out: blind7's make-up again, written blind in the second session of 2026-12-06, which
             changed no answer; kept unrun for the next change (bench/answer_blind8/README.md); verdicts only.
+blind9    - held out: blind8's make-up again, written blind in the sixth session of 2026-12-06 after that
+            session's answer changes and run once on them and on the answers before them
+            (bench/answer_blind9/README.md); verdicts only.
 unseen_xq_dev, unseen_xq_test - new Russian questions over xquad_ru's own paragraphs (80 answerable, 20
             that no paragraph answers), written for the project by someone who read only that corpus
             (bench/answer_unseen_xq/README.md), on eval_xquad_ru's tenant: the odd-numbered half is for
@@ -200,6 +203,7 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind6": ROOT / "bench" / "answer_blind6" / "questions.jsonl",
                "blind7": ROOT / "bench" / "answer_blind7" / "questions.jsonl",
                "blind8": ROOT / "bench" / "answer_blind8" / "questions.jsonl",
+               "blind9": ROOT / "bench" / "answer_blind9" / "questions.jsonl",
                "written": ROOT / "bench" / "reader_data" / "questions.jsonl",
                "xl_dev": ROOT / "bench" / "answer_xl_dev" / "questions.jsonl"}
 # Questions written for the project over two dev corpora (their READMEs say by whom and how), asked of
