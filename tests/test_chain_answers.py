@@ -333,6 +333,18 @@ def test_a_count_is_shown_with_the_words_it_counts():
     assert got.reached and got.chain[-1] == "65 people work", got.text
 
 
+class Meaning:
+    """A model of meaning for the tests: a text holding `marker` is close to any question (0.9), the rest
+    `low`; it records what it was asked (question, texts)."""
+
+    def __init__(self, marker: str, low: float):
+        self.marker, self.low, self.asked = marker, low, []
+
+    def __call__(self, question: str, texts: list[str]) -> list[float]:
+        self.asked.append((question, list(texts)))
+        return [0.9 if self.marker in t else self.low for t in texts]
+
+
 def test_near_equal_last_hops_in_the_other_language_are_chosen_by_meaning():
     # no word of the Russian sentence states "days of paid vacation", not even in translation
     # (core/text/lexicon: "суток" is not "days" there): by words alone the office's own page ("opened in
@@ -341,16 +353,12 @@ def test_near_equal_last_hops_in_the_other_language_are_chosen_by_meaning():
              p(2, "Lisbon office", "The Lisbon office opened in 2019."),
              p(3, "Нормы", "Лиссабон — 25 календарных суток.")]
     question = "How many days of paid vacation a year does Ines Moreau get?"
-    asked = []
-
-    def similarity(q: str, texts: list[str]) -> list[float]:
-        asked.append(q)
-        return [0.9 if "суток" in t else 0.2 for t in texts]
+    similarity = Meaning("суток", low=0.2)
 
     assert chain_answer(Question(question), pages).chain[-1] == "2019"
     got = chain_answer(Question(question), pages, similarity=similarity)
     assert got.chain[-1].startswith("25 календарных суток"), got.text
-    assert "Ines Moreau" not in asked[0]  # the chain's start would pull towards any sentence naming her
+    assert "Ines Moreau" not in similarity.asked[0][0]  # the chain's start would pull towards any sentence naming her
 
 
 def test_a_two_part_question_counts_on_the_found_teams_own_page_in_the_other_language():
@@ -385,16 +393,12 @@ def test_a_question_naming_only_a_date_starts_at_the_page_its_description_points
                "- **Date:** 27 January 2031\n- **Incident lead:** Marcus Hale"),
              p(3, "Marcus Hale", "Marcus Hale works in the Austin office.")]
     question = "Где работает инженер, который вёл инцидент с отказами карточных платежей в американском регионе в январе 2031 г.?"
-    read = []
-
-    def similarity(q: str, texts: list[str]) -> list[float]:
-        read.append(texts)
-        return [0.9 if "card payments" in t else 0.3 for t in texts]
+    similarity = Meaning("card payments", low=0.3)
 
     got = chain_answer(Question(question), pages, similarity=similarity)
     assert got.chain[:2] == ["Incident review INC-2031-003: card payments failing in the US region", "Marcus Hale"], \
         got.text
-    assert all("2031" in t for t in read[0])  # only units holding the date are read, with their page's title
+    assert all("2031" in t for t in similarity.asked[0][1])  # only units holding the date are read, with their title
     assert chain_answer(Question(question), pages).chain[0] == "2031"  # no model of meaning: the date starts it
 
 
