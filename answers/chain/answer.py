@@ -7,8 +7,8 @@ X"), answers. A hop states a relation of the question in its own words or in its
 stated counts no more, nor, after the first hop, one only the start's own clause states ("the performer
 of X"), while the question's other names count as relations ("... taken by the British"). A chain starts
 at a name, never at a bare year or at a part of a longer name (a question naming nothing but a date starts
-at the page its description points to, by meaning: `_described_start`), and goes on through names a unit writes
-as names (capitalised as in the question, every word of them, consonant skeletons only across scripts),
+at the page its description points to, by meaning: answers/chain/start.py), and goes on through names a
+unit writes as names (capitalised as in the question, every word of them, consonant skeletons only across scripts),
 never through a lone type word ("Inc"); a name after a locative preposition ("formed in Leyton") or a
 place's kind word ("the county of Cumbria") is a place, whatever the mention finder typed, and a name
 with a leading demonym ("the English Lake District") links to the page of the name without it. A hop
@@ -33,10 +33,11 @@ from typing import Callable
 
 from core.text.script import CYRILLIC
 from core.text.terms import content_stems, normalise
-from answers.expected_type import NAME_TYPE, VALUE_KINDS, YEAR
+from answers.expected_type import NAME_TYPE, VALUE_KINDS
 from answers.units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from answers.chain.names import names_in, place_in_name, without_demonym
 from answers.chain.question import other_name_stems
+from answers.chain.start import dated_only, described_start
 from answers.chain.links import BRIDGE_TYPES, bridge, is_alias, is_type_word, related
 from answers.chain.targets import is_wanted, order_in, value_in, with_region
 from answers.local import local_answer
@@ -44,12 +45,11 @@ from answers.question import Question
 from answers.question_text import title_core
 from answers.types import Passage
 from answers.unit_scoring import Focus, Scorer
-from answers.unit_similarity import UnitSimilarity, in_its_page
+from answers.unit_similarity import UnitSimilarity
 
 MAX_HOPS = 4
 
 _LETTER = re.compile(r"[^\W\d_]")  # a name has a letter: "1989" is a value
-_DIGITS = re.compile(r"\d+")
 
 BEAM = 3  # candidate hops kept at each step: a plausible first hop may lead nowhere
 
@@ -101,9 +101,9 @@ def _chain(question: Question, passages: list[Passage], max_hops: int, depth: in
                                   similarity)
         if found:
             return through
-    direct = _answer(question, passages, max_hops, similarity=similarity)
-    from_year = (bool(direct.chain) and not _LETTER.search(direct.chain[0])
-                 or dated_only(Focus.of(question, passages=passages).names))
+    focus = Focus.of(question, passages=passages)
+    direct = _answer(question, passages, max_hops, similarity=similarity, focus=focus)
+    from_year = bool(direct.chain) and not _LETTER.search(direct.chain[0]) or dated_only(focus.names)
     if nested is not None and not nested.place and (not direct.reached or from_year):
         # the chain from the question's names did not reach what it asks, or the question names nothing
         # but a date (the chain started at a bare year, or at a page the description points to): the
@@ -172,17 +172,19 @@ def _found_entity(question: Question, found: Extracted, passages: list[Passage],
 
 
 def _answer(question: Question, passages: list[Passage], max_hops: int, names: list[str] | None = None,
-            known: list[str] = (), similarity: UnitSimilarity | None = None) -> Extracted:
+            known: list[str] = (), similarity: UnitSimilarity | None = None,
+            focus: Focus | None = None) -> Extracted:
     """One chain's answer; `names`: where it starts, when not at the question's own names (the second
     part of a two-part question starts at what the first part reached, and `known`, the entities the
     first part passed, lead nowhere new); `similarity`: to choose, by meaning, among near-equal last
-    hops written in the other language (`_closest_in_meaning`)."""
-    focus = Focus.of(question, passages=passages)
+    hops written in the other language (`_closest_in_meaning`); `focus`: the question's, when the caller
+    has made it."""
+    focus = focus or Focus.of(question, passages=passages)
     every = units(passages)
     # a bare number or year the question holds is a value a hop must state, not an entity to start
     # from: "1989" links every passage that mentions the year
     if not names and similarity is not None and dated_only(focus.names):
-        names = _described_start(question, focus.names, passages, every, similarity)
+        names = described_start(question, focus.names, passages, every, similarity)
     names = names or question.extended_names([n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
@@ -232,30 +234,6 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
     scores = {id(u): s for u, _, s in hops}
     return Extracted(text, cite([u for u, _, _ in hops], scores), round(confidence, 4), chain,
                      best.reached or focus.kind not in NAME_TYPE and focus.kind not in VALUE_KINDS)
-
-
-DESCRIBED_CANDIDATES = 16  # units holding the question's date embedded at most (tens of milliseconds each)
-
-
-def dated_only(names: list[str]) -> bool:
-    """Whether the question names nothing but dates ("2025", "14 марта 2026", "April 2025"): what it asks
-    about is described ("the service whose card payments failed in January 2025"), not named."""
-    return bool(names) and all(n[:1].isdigit() and YEAR.search(n) for n in names)
-
-
-def _described_start(question: Question, names: list[str], passages: list[Passage], every: list[Unit],
-                     similarity: UnitSimilarity) -> list[str]:
-    """Where a chain starts when the question names only a date: the page of the unit holding that date
-    that is closest in meaning to the question, read in its page (a year links every page that mentions
-    it, so the words of the description decide, in either language). Empty when no unit holds it."""
-    values = [v for n in names for v in _DIGITS.findall(n)]
-    held = [u for u in every if title_core(passages[u.passage - 1].title) and all(
-        re.search(rf"(?<!\d){v}(?!\d)", u.text) for v in values)][:DESCRIBED_CANDIDATES]
-    if not held:
-        return []
-    closeness = similarity(question.text, [in_its_page(u, passages[u.passage - 1]) for u in held])
-    best = max(zip(closeness, range(len(held)), held), key=lambda x: (x[0], -x[1]))[2]
-    return [title_core(passages[best.passage - 1].title)]
 
 
 MEANING_MARGIN = 0.1  # per hop: chains this close are equal on the words they state
