@@ -1,4 +1,4 @@
-"""The offline planner of the agentic loop: decomposes comparisons, follows bridge entities.
+"""The offline planner of the agentic loop: decomposes comparisons, asks the clause that describes an entity, follows bridge entities.
 
 See router/agentic.py for the loop and what a planner decides.
 """
@@ -93,6 +93,11 @@ class OfflinePlanner:
             if query_key(q) not in asked_keys and fold(m).casefold() not in asked_text:
                 queries.append(q)
         queries = queries[:2]
+        nested = question.nested
+        if nested is not None and query_key(nested.inner) not in asked_keys and len(queries) < 2:
+            # an entity the question only describes ("the engineer who commanded X") is found by asking
+            # the clause that describes it, as DecompRC asks a bridging question's first part
+            queries.append(nested.inner)
         bridges = self._bridges(question, mentions, new[: self.frontier], asked_text)
         if chain is not None and len(chain.chain) > 1 and not reached:
             last = chain.chain[-1]

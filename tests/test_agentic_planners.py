@@ -126,6 +126,32 @@ def test_a_named_part_without_evidence_is_searched_in_its_clause():
     assert d.queries[0] == "Silverton state"  # the clause "in the state where Silverton is located"
 
 
+CLAUSE_Q = "Which office hosts the engineer who commanded the Quayside outage?"
+OFFICES = passage(1, "Berlin office", "The Berlin office has 120 people.")
+QUAYSIDE = passage(2, "Incident review: Quayside outage", "Incident commander: MiraOlsen. The outage lasted 3 hours.")
+
+
+@pytest.mark.parametrize("question, inner", [
+    (CLAUSE_Q, "Who commanded the Quayside outage?"),
+    ("В каком офисе работает инженер, который руководил устранением сбоя Quayside?",
+     "Какой инженер руководил устранением сбоя Quayside?"),
+])
+def test_an_entity_described_by_a_clause_is_searched_by_that_clause(question, inner):
+    d = OfflinePlanner().plan(Question(question), [OFFICES], [question])
+    assert inner in d.queries and len(d.queries) <= 3
+    # asked once: the next round does not repeat it
+    again = OfflinePlanner().plan(Question(question), [OFFICES], [question, inner])
+    assert inner not in again.queries
+
+
+def test_the_clause_search_brings_the_page_that_names_the_described_entity():
+    searcher = ScriptedSearcher({CLAUSE_Q: [OFFICES], "Who commanded the Quayside outage?": [QUAYSIDE]},
+                                default=lambda q: [])
+    result = agentic_search(searcher, OfflinePlanner(), Question(CLAUSE_Q), Limits())
+    assert "Who commanded the Quayside outage?" in result.asked
+    assert 2 in [p.id for p in result.context()]
+
+
 def test_offline_planner_state_restarts_with_each_question():
     planner = OfflinePlanner()
     first = planner.plan(Question(BRIDGE_Q), [MOONFALL], [BRIDGE_Q])
