@@ -1,4 +1,5 @@
-"""The offline planner of the agentic loop: decomposes comparisons, asks the clause that describes an entity, follows bridge entities.
+"""The offline planner of the agentic loop: decomposes comparisons, asks the clause that describes an entity,
+follows bridge entities.
 
 See router/agentic.py for the loop and what a planner decides.
 """
