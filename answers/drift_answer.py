@@ -9,10 +9,10 @@ from typing import Sequence
 from core.citations import cited_numbers
 from core.sentences import split_sentences
 from core.text.terms import normalise, stem
+from core.text.tokens import WORD
 from answers.question import Question
 from answers.types import Passage
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 HEADER = {"english": "Offline answer (extractive, DRIFT: from {reports} community reports to {searches} local "
                      "searches; no LLM):",
           "russian": "Офлайн-ответ (извлечённый, DRIFT: от {reports} отчётов сообществ к {searches} локальным "
@@ -21,7 +21,7 @@ MAX_SENTENCE_CHARS = 400
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(normalise(w)) for w in _WORD.findall(text.lower()) if len(w) >= 3}
+    return {stem(normalise(w)) for w in WORD.findall(text.lower()) if len(w) >= 3}
 
 
 def best_sentence(query: str, text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from core.text.terms import content_stems
+from core.text.tokens import WORD
 
 # "how much does X cost", "сколько стоит X": what is asked is an amount, never which kind of payment ("Which
 # allowance do engineers get?" may be answered "a weekly allowance")
@@ -106,7 +107,6 @@ NUMERAL = re.compile(
     r"(пят|шест|сем|восем)ьдесят|(пят|шест|сем|восьм)идесяти|девяност[оа]|сто|ста|двести|двухсот|триста|"
     r"тысяч[аиуе]?|тысячами|миллион(а|ов|ы)?|миллиард(а|ов|ы)?|полтора|полторы|половин[аыуе]|трет(ь|и|ей)|"
     r"четверт(ь|и))\b", re.IGNORECASE)
-_WORD = re.compile(r"\w+")
 _COUNTING = re.compile(r"\b(how many|how much|what number of|сколько|скольк(их|им|ими)|какое количество)\s+(.*)",
                        re.IGNORECASE)
 COUNTED_WITHIN = 2  # a count stands just before what it counts: "девяти странам", "160 000 кв. миль"
@@ -229,7 +229,7 @@ def counting(text: str, things: frozenset[str], asked: frozenset[str]) -> re.Mat
     for m in quantities(text):
         if m.group().lower().strip(".,") in asked:
             continue
-        after = content_stems(" ".join(map(_singular_acronym, _WORD.findall(text[m.end():])[:COUNTED_WITHIN + 1])))
+        after = content_stems(" ".join(map(_singular_acronym, WORD.findall(text[m.end():])[:COUNTED_WITHIN + 1])))
         if things & set(after[:COUNTED_WITHIN]):
             return m
     return None

@@ -27,6 +27,7 @@ from functools import cached_property
 from core.text.language import detect_language
 from core.text.script import script_name
 from core.text.terms import QueryTerms, codes, content_words, normalise
+from core.text.tokens import LETTERS
 from answers.chain.question import Nested, extended_names, least_hops, nested_question, question_parts, start_clause
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
 from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
@@ -35,7 +36,6 @@ from answers.question_text import content_words as query_words
 from answers.types import Passage
 from answers.units import WORD
 
-_LETTERS = re.compile(r"[^\W\d_]+")
 _SENTENCE_OPENER = re.compile(r"(?:^|[.!?]\s)[\W\d_]*(?=[^\W\d_])")  # ends where a sentence's first word starts
 
 
@@ -88,7 +88,7 @@ class Question:
         openers = {m.end() for m in _SENTENCE_OPENER.finditer(self.text)}
         found: dict[str, tuple[str, ...]] = {}
         for mention in self.names:
-            words = tuple(w.group() for w in _LETTERS.finditer(mention.text)
+            words = tuple(w.group() for w in LETTERS.finditer(mention.text)
                           if len(w.group()) >= 3 and w.group()[0].isupper() and not w.group().isupper()
                           and not is_function_word(w.group()) and mention.start + w.start() not in openers)
             if words:

@@ -14,6 +14,7 @@ from core.text.terms import QueryTerms, content_stems, normalise, stem
 from answers.expected_type import ERA, FORMS, MONTH, NAME_TYPE, VALUE_KINDS, YEAR, counts, quantities
 from answers.units import WORD, Unit
 from core.text.markdown import LIST_MARK
+from core.text.tokens import LETTER
 from answers.question import Question
 from answers.question_text import title_core
 from answers.types import Passage
@@ -21,7 +22,6 @@ from answers.types import Passage
 # A number counting what a "how many X" question counts adds as much again as holding a number at all
 # (the typed weight of a value, 0.25): it is the answer's form, not a word the question shares.
 COUNTED = 0.25
-_LETTER = re.compile(r"[^\W\d_]")  # an identifier has a letter: a bare number or year is a value, not a name
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Focus:
     def identifiers(self) -> list[re.Pattern]:
         """The question's rare tokens (core.text.terms.QueryTerms.rare) that hold a letter: codes and
         identifiers, not bare numbers. Each pattern is the escaped token between two word boundaries."""
-        return [p for p in self.terms.rare if _LETTER.search(p.pattern[len(r"(?<!\w)"):-len(r"(?!\w)")])]
+        return [p for p in self.terms.rare if LETTER.search(p.pattern[len(r"(?<!\w)"):-len(r"(?!\w)")])]
 
     @classmethod
     def of(cls, question: Question, kind: str | None = None, passages: list[Passage] = ()) -> "Focus":

@@ -16,6 +16,7 @@ from core.text.mentions import find_mentions
 from core.text.names import entity_key as _entity_key
 from core.text.skeletons import skeletons
 from core.text.terms import content_stems, normalise
+from core.text.tokens import WORD
 from answers.types import Passage
 
 MIN_UNIT_CHARS = 12
@@ -28,7 +29,6 @@ entity_key = lru_cache(maxsize=8192)(_entity_key)
 # 0.25 over all); bench/answer_eval.py reports it leave-one-dataset-out.
 MIN_CONFIDENCE = 0.2
 
-WORD = re.compile(r"\w+")
 
 
 # --- units -------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from typing import Callable
 
 from core.text.script import CYRILLIC
 from core.text.terms import content_stems, normalise
+from core.text.tokens import LETTER
 from answers.expected_type import NAME_TYPE, VALUE_KINDS
 from answers.units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
 from answers.chain.names import names_in, place_in_name, without_demonym
@@ -49,7 +50,6 @@ from answers.unit_similarity import UnitSimilarity
 
 MAX_HOPS = 4
 
-_LETTER = re.compile(r"[^\W\d_]")  # a name has a letter: "1989" is a value
 
 BEAM = 3  # candidate hops kept at each step: a plausible first hop may lead nowhere
 
@@ -103,7 +103,7 @@ def _chain(question: Question, passages: list[Passage], max_hops: int, depth: in
             return through
     focus = Focus.of(question, passages=passages)
     direct = _answer(question, passages, max_hops, similarity=similarity, focus=focus)
-    from_year = bool(direct.chain) and not _LETTER.search(direct.chain[0]) or dated_only(focus.names)
+    from_year = bool(direct.chain) and not LETTER.search(direct.chain[0]) or dated_only(focus.names)
     if nested is not None and not nested.place and (not direct.reached or from_year):
         # the chain from the question's names did not reach what it asks, or the question names nothing
         # but a date (the chain started at a bare year, or at a page the description points to): the
@@ -167,7 +167,7 @@ def _found_entity(question: Question, found: Extracted, passages: list[Passage],
         return None
     wanted = NAME_TYPE.get(focus.kind, set(BRIDGE_TYPES))
     asked = {entity_key(n) for n in focus.names}
-    names = [n for n in first.names if n[2] in wanted and n[0] not in asked and _LETTER.search(n[1])]
+    names = [n for n in first.names if n[2] in wanted and n[0] not in asked and LETTER.search(n[1])]
     return names[0][1] if names else None
 
 
@@ -185,7 +185,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
     # from: "1989" links every passage that mentions the year
     if not names and similarity is not None and dated_only(focus.names):
         names = described_start(question, focus.names, passages, every, similarity)
-    names = names or question.extended_names([n for n in focus.names if _LETTER.search(n)] or focus.names, passages)
+    names = names or question.extended_names([n for n in focus.names if LETTER.search(n)] or focus.names, passages)
     if not names or not every:
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)

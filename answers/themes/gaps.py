@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from core.text.script import mostly_cyrillic
 from core.text.terms import CLOSED_CLASS, shared_stem
+from core.text.tokens import HYPHENATED
 
 GAP_TERM = "<gap>"  # no word's stem: no \w in it
 LABEL_GAPS = 4  # missing things named in a gap theme's label
@@ -29,7 +30,6 @@ LABEL_GAPS = 4  # missing things named in a gap theme's label
 _NEGATOR = re.compile(
     r"(?<!\w)(?:there\s+(?:is|was|were|are)\s+no|no|lack\s+of|lacked|missing|absence\s+of"
     r"|нет|не\s+было|отсутствие|отсутствует|отсутствуют|отсутствовал[аио]?)\s+", re.IGNORECASE)
-_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)  # theme_text.TERM_WORD, which imports this module
 _ASIDE = re.compile(r"\s*\(([^()]{1,60})\)")
 # what follows a denied event's subject: "No data was lost", "no approval is needed"
 _EVENT_VERBS = frozenset("is are was were has have had will would could can should".split())
@@ -54,7 +54,7 @@ def gaps(sentence: str) -> list[Gap]:
     out = []
     for negator in _NEGATOR.finditer(sentence):
         words: list[re.Match] = []
-        for m in _WORD.finditer(sentence, negator.end()):
+        for m in HYPHENATED.finditer(sentence, negator.end()):
             between = sentence[(words[-1].end() if words else negator.end()):m.start()]
             w = m.group()
             if between.strip() or len(words) == ITEM_WORDS or w.lower() in CLOSED_CLASS | _IDIOMS \
@@ -63,13 +63,13 @@ def gaps(sentence: str) -> list[Gap]:
             words.append(m)
         if not words:
             continue
-        after = _WORD.search(sentence, words[-1].end())
+        after = HYPHENATED.search(sentence, words[-1].end())
         if after and not sentence[words[-1].end():after.start()].strip() and (
                 after.group().lower() in _EVENT_VERBS or len(words) == 1 and after.group().lower() == "to"):
             continue  # a denied event, or an idiom of what cannot be done ("no way to", "no need to")
         text = sentence[words[0].start():words[-1].end()]
         aside = _ASIDE.match(sentence, words[-1].end())  # a gloss: "процедуры отката (runbook)"
-        named = [m.group() for m in words] + (_WORD.findall(aside.group(1)) if aside else [])
+        named = [m.group() for m in words] + (HYPHENATED.findall(aside.group(1)) if aside else [])
         if aside:
             text += f" ({aside.group(1).strip()})"
         out.append(Gap(text, frozenset(shared_stem(w) for w in named)))

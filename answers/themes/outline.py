@@ -24,7 +24,8 @@ from core.sentences import split_sentences
 from core.text.script import mostly_cyrillic
 from core.text.terms import CLOSED_CLASS, normalise, shared_stem
 from graph.types import ScopePassage
-from answers.themes.text import TERM_WORD, field_label
+from answers.themes.text import field_label
+from core.text.tokens import HYPHENATED
 
 MIN_DOCUMENTS = 2  # a shared section: at least this many of the kind's documents have it
 MIN_SECTIONS = 2  # one shared heading is a coincidence, not a template
@@ -62,7 +63,7 @@ def section_names(passages: list[ScopePassage]) -> list[tuple[str, int]]:
 
 
 def _key(name: str) -> frozenset[str]:
-    return frozenset(shared_stem(w) for w in TERM_WORD.findall(name)
+    return frozenset(shared_stem(w) for w in HYPHENATED.findall(name)
                      if normalise(w) not in CLOSED_CLASS and not any(c.isdigit() for c in w))
 
 

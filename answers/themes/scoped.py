@@ -62,9 +62,10 @@ from dataclasses import dataclass
 
 from core.text.terms import distinct_terms, loanword, normalise, shared_stem, stem
 from core.text.script import mostly_cyrillic
+from core.text.tokens import HYPHENATED
 from graph.types import ScopePassage
 from answers.themes.gaps import GAP_TERM, missing_things
-from answers.themes.text import TERM_WORD, WORD, LevelText, is_cyrillic, level_text
+from answers.themes.text import WORD, LevelText, is_cyrillic, level_text
 
 _CYRILLIC_LETTER = re.compile(r"[а-яёА-ЯЁ]")
 _LATIN_LETTER = re.compile(r"[a-zA-Z]")
@@ -313,7 +314,7 @@ def _surfaces(sentences: list[str]) -> dict[str, Counter]:
     """Each stem and pair of stems with the forms it is written in, to show the most used one."""
     surfaces: dict[str, Counter] = defaultdict(Counter)
     for s in sentences:
-        words = [w.lower() for w in TERM_WORD.findall(s)]
+        words = [w.lower() for w in HYPHENATED.findall(s)]
         keys = [stem(normalise(w)) for w in words]
         for w, k in zip(words, keys):
             surfaces[k][w] += 1

@@ -15,12 +15,10 @@ from dataclasses import dataclass
 from core.sentences import split_sentences
 from core.text.markdown import LIST_MARK, without_fenced_code
 from core.text.terms import CLOSED_CLASS, normalise, stem
+from core.text.tokens import HYPHENATED, WORD
 from graph.types import ScopePassage
 from answers.themes.gaps import GAP_TERM, Gap, gaps
 
-WORD = re.compile(r"\w+", re.UNICODE)
-# a term's word: a hyphenated compound is one word ("on-call engineer", not "call engineer")
-TERM_WORD = re.compile(r"\w+(?:-\w+)*", re.UNICODE)
 # closed-class words (grammar and counts: "three", "because", "которых") by their stems: a list names
 # one form ("которые"), the text uses others ("которых")
 _STOP_STEMS = frozenset(stem(normalise(w)) for w in CLOSED_CLASS)
@@ -60,7 +58,7 @@ def field_values(item: str) -> set[str]:
         return set()
     out = set()
     for clause in _CLAUSE.split(parts[-1]):
-        words = [normalise(w) for w in TERM_WORD.findall(clause)]
+        words = [normalise(w) for w in HYPHENATED.findall(clause)]
         first = next((w for w in words if w not in CLOSED_CLASS), None)
         if first:
             out.add(stem(first))
@@ -95,7 +93,7 @@ def field_label(sentence: str) -> str:
 def _common_words(sentences: list[str]) -> set[str]:
     """Words written in lower case somewhere: a capitalised one among them only starts a sentence;
     the rest are names."""
-    return {w for s in sentences for w in TERM_WORD.findall(s) if w.islower()}
+    return {w for s in sentences for w in HYPHENATED.findall(s) if w.islower()}
 
 
 def _names(sentences: list[str]) -> set[tuple[str, str]]:
@@ -104,7 +102,7 @@ def _names(sentences: list[str]) -> set[tuple[str, str]]:
     titled: Counter = Counter()
     lower: Counter = Counter()
     for s in sentences:
-        words = TERM_WORD.findall(s)
+        words = HYPHENATED.findall(s)
         for i, (a, b) in enumerate(zip(words, words[1:])):
             if a.islower() and b.islower():
                 lower[(a, b.lower())] += 1
@@ -117,7 +115,7 @@ def sentence_terms(sentence: str, common: set[str], names: set[tuple[str, str]] 
     """The sentence's content stems and adjacent pairs of them (nothing but space between them): common
     words of four letters or more, no identifiers or numbers, no words of a name where they are
     written as one."""
-    found = list(TERM_WORD.finditer(sentence))
+    found = list(HYPHENATED.finditer(sentence))
     raw = [m.group() for m in found]
     # a phrase is words written side by side: a comma, a colon or a parenthesis between two words ends
     # one ("Команда Платформы (Platform team) отвечает": no "team отвечает")

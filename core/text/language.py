@@ -1,9 +1,8 @@
 """Per-document language -> PostgreSQL text-search configuration (`russian`, `english`, `simple`)."""
 from __future__ import annotations
 
-import re
+from core.text.tokens import LETTERS
 
-_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 _ENGLISH_FUNCTION_WORDS = frozenset(
     "the of and to in is that for it with as on are was be by this or from at an not have which you".split()
 )
@@ -22,7 +21,7 @@ def detect_language(text: str) -> str:
     cyrillic = sum(1 for c in letters if "\u0400" <= c <= "\u04ff")
     if cyrillic / len(letters) >= 0.3:
         return "russian"
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in LETTERS.findall(text)]
     if words and sum(w in _ENGLISH_FUNCTION_WORDS for w in words) / len(words) >= 0.05:
         return "english"
     return "simple"

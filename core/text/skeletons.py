@@ -9,9 +9,9 @@ from typing import Iterable
 
 from core.text.script import CYRILLIC, LATIN_SPELLING
 from core.text.terms import normalise
+from core.text.tokens import LETTERS, WORD
 
 _SKELETON_DROP = re.compile(r"[aeiouyjh]")
-_WORD = re.compile(r"\w+")
 
 
 def skeleton(word: str) -> str:
@@ -26,7 +26,7 @@ def skeleton(word: str) -> str:
 
 
 def skeletons(text: str) -> frozenset[str]:
-    return frozenset(s for w in _WORD.findall(text) if w[:1].isupper() and len(s := skeleton(w)) >= 3)
+    return frozenset(s for w in WORD.findall(text) if w[:1].isupper() and len(s := skeleton(w)) >= 3)
 
 
 def skeleton_match(a: str, b: str) -> bool:
@@ -40,13 +40,12 @@ def skeleton_match(a: str, b: str) -> bool:
 # consonants a name needs, all its words together, before its spelling in the other script identifies it:
 # "Anna" (n) is many people, "Anna Kirillova" (n krlv) one; "Moscow" / "Москва" (mskv) one town
 MIN_NAME_CONSONANTS = 4
-_LETTERS = re.compile(r"[^\W\d_]+")
 
 
 def spelling(name: str) -> tuple[str, ...] | None:
     """A name's words by their consonants, for matching it in the other script (`spelt_alike`); None for a
     name too short to identify one thing, or with a word of no consonant."""
-    spelled = tuple(skeleton(w) for w in _LETTERS.findall(name))
+    spelled = tuple(skeleton(w) for w in LETTERS.findall(name))
     return spelled if spelled and all(spelled) and sum(map(len, spelled)) >= MIN_NAME_CONSONANTS else None
 
 

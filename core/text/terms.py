@@ -13,8 +13,8 @@ from typing import Iterable, Mapping
 
 from core.text.script import latin_spelling
 from core.text.stemming import stem_word
+from core.text.tokens import WORD
 
-_TOKEN = re.compile(r"\w+")
 _RAW_TOKEN = re.compile(r"[\w./:-]+")
 _BACKTICKED = re.compile(r"`([^`]+)`")
 # identifiers and codes: ERR_2043, 1990, claude-3-5, messages.create, /v1/messages, MaxTokens
@@ -97,13 +97,13 @@ def content_words(text: str) -> tuple[str, ...]:
     letters only ("whom's" is "whom" and "s", "on-call" is "on" and "call"; SEV1 and ERR_2043 are codes,
     core.text.terms.codes) of three letters or more, neither a closed-class word nor a Roman numeral
     (a number, not a topic)."""
-    found = [w for w in _TOKEN.findall(text) if len(w) >= 3 and w.isalpha()
+    found = [w for w in WORD.findall(text) if len(w) >= 3 and w.isalpha()
              and normalise(w) not in CLOSED_CLASS and not _ROMAN.fullmatch(w)]
     return tuple(dict.fromkeys(found))
 
 
 def content_stems(text: str) -> list[str]:
-    return [stem(t) for t in _TOKEN.findall(normalise(text)) if t not in STOPWORDS]
+    return [stem(t) for t in WORD.findall(normalise(text)) if t not in STOPWORDS]
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ class QueryTerms:
 @lru_cache(maxsize=2048)  # chunks of ~1k chars: some MB at most
 def content_tokens(text: str) -> tuple[str, ...]:
     """Tokens of a `normalise`d text without stop words; cached, as the same chunks recur across queries."""
-    return tuple(t for t in _TOKEN.findall(text) if t not in STOPWORDS)
+    return tuple(t for t in WORD.findall(text) if t not in STOPWORDS)
 
 
 def match_positions(terms: QueryTerms, text: str, translated: Mapping[str, str] | None = None,
