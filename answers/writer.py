@@ -16,6 +16,7 @@ from answers.extractive import offline_answer
 from answers.generate import CitationError, check_citations, citations_for, llm_answer, no_answer_sentence
 from answers.no_answer import closest_no_answer, unmentioned_note
 from answers.other_language_gate import OtherLanguageGate
+from answers.premise import unstated_note, unstated_numbers
 from answers.question import Question
 from answers.reader import ReaderModel
 from answers.types import Answer, Citation, Passage, RouteDecision
@@ -87,6 +88,18 @@ class AnswerWriter:
             # the passages are about something else: say so, and show where the search looked
             trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
             return closest_no_answer(question, passages, decision, reasons=reasons, errors=errors, trace=trace)
+        # A number the question states that no quoted passage writes: the answer is about something else.
+        # Only a question of one hop by its form (no relative clause or possessive) and on the local route: a
+        # question that describes what it links through may state a number of a page its answer only passes
+        # through ("the singer whose third album is Diamond Cut (1979)", "the sequel to Tai Chi 0": each a right
+        # development answer lost when every question was checked)
+        one_hop = not multihop and question.least_hops == 1
+        unstated = unstated_numbers(question.text, passages, extracted.picked) if one_hop else ()
+        if unstated:
+            trace["withheld"] = extracted.text
+            trace["unstated_numbers"] = list(unstated)
+            return closest_no_answer(question, passages, decision, note=unstated_note(language, unstated),
+                                     reasons=reasons, errors=errors, trace=trace)
         # Local answers only: a multi-hop question describes what it chains through in words of its own
         # ("the team that runs the service which ..."); there the check withheld 8 right held-out answers.
         # A word is checked only against text in its own language, so only an answer in the question's.
