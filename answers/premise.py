@@ -4,7 +4,8 @@ A question that states a number presupposes it: "the first tram of route 11", "a
 list", "trips booked in 2024". When no passage the answer quotes writes that number anywhere (text,
 title or heading), the answer is about something else (route 7's timetable, the price list as a whole)
 and is withheld. Numbers are rarely paraphrased, unlike words, so the check costs right answers little
-(docs/reader.md, "Numbers the answering passages never write").
+(docs/reader.md, "A describing clause searched as its own question, numbers the answering passages never
+write").
 """
 from __future__ import annotations
 

@@ -27,14 +27,13 @@ from functools import cached_property
 from core.text.language import detect_language
 from core.text.script import script_name
 from core.text.terms import QueryTerms, codes, content_words, normalise
-from core.text.tokens import LETTERS
+from core.text.tokens import LETTERS, WORD
 from answers.chain.question import Nested, extended_names, least_hops, nested_question, question_parts, start_clause
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
 from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
 from answers.question_text import Mention, clause_words, is_function_word, question_mentions, stem_of
 from answers.question_text import content_words as query_words
 from answers.types import Passage
-from answers.units import WORD
 
 _SENTENCE_OPENER = re.compile(r"(?:^|[.!?]\s)[\W\d_]*(?=[^\W\d_])")  # ends where a sentence's first word starts
 

@@ -12,9 +12,9 @@ from core.text.script import script_name
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from core.text.terms import QueryTerms, content_stems, normalise, stem
 from answers.expected_type import ERA, FORMS, MONTH, NAME_TYPE, VALUE_KINDS, YEAR, counts, quantities
-from answers.units import WORD, Unit
+from answers.units import Unit
 from core.text.markdown import LIST_MARK
-from core.text.tokens import LETTER
+from core.text.tokens import LETTER, WORD
 from answers.question import Question
 from answers.question_text import title_core
 from answers.types import Passage

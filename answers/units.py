@@ -16,7 +16,6 @@ from core.text.mentions import find_mentions
 from core.text.names import entity_key as _entity_key
 from core.text.skeletons import skeletons
 from core.text.terms import content_stems, normalise
-from core.text.tokens import WORD
 from answers.types import Passage
 
 MIN_UNIT_CHARS = 12

@@ -33,9 +33,9 @@ from typing import Callable
 
 from core.text.script import CYRILLIC
 from core.text.terms import content_stems, normalise
-from core.text.tokens import LETTER
+from core.text.tokens import LETTER, WORD
 from answers.expected_type import NAME_TYPE, VALUE_KINDS
-from answers.units import WORD, Extracted, Unit, cite, display, entity_key, typed_names, units
+from answers.units import Extracted, Unit, cite, display, entity_key, typed_names, units
 from answers.chain.names import names_in, place_in_name, without_demonym
 from answers.chain.question import other_name_stems
 from answers.chain.start import dated_only, described_start

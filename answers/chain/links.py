@@ -11,7 +11,7 @@ from core.text.names import HEAD_WORDS
 from core.text.script import CYRILLIC
 from core.text.skeletons import same_word
 from core.text.terms import content_stems, normalise
-from answers.units import WORD
+from core.text.tokens import WORD
 from answers.chain.targets import position
 
 

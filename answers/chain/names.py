@@ -9,7 +9,8 @@ from functools import lru_cache
 from core.text.terms import content_stems, normalise
 from core.text.skeletons import skeleton, skeleton_match
 from core.text.script import CYRILLIC
-from answers.units import WORD, entity_key
+from core.text.tokens import WORD
+from answers.units import entity_key
 from answers.question_text import DEMONYM
 
 # how far before a name its locative preposition or "City, " can stand: the preposition, "the", and

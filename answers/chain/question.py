@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from itertools import islice
 
 from core.text.terms import content_stems
+from core.text.tokens import WORD
 from answers.expected_type import question_kind
-from answers.units import WORD, entity_key
+from answers.units import entity_key
 from answers.chain.names import PLACE_KINDS
 from answers.question_text import AUX_START, FUNCTION_WORDS, title_core
 from answers.types import Passage

@@ -9,8 +9,9 @@ import re
 
 from core.text.terms import content_stems, normalise, stem
 from answers.expected_type import FORMS, FULL_DATE, MONEY, NAME_TYPE, NUMBER, YEAR, counting, quantities
-from answers.units import WORD, Unit, display
+from answers.units import Unit, display
 from core.text.markdown import LIST_MARK
+from core.text.tokens import WORD
 from answers.chain.names import placed
 from answers.question_text import is_function_word
 from answers.unit_scoring import Scorer

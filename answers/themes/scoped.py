@@ -62,10 +62,10 @@ from dataclasses import dataclass
 
 from core.text.terms import distinct_terms, loanword, normalise, shared_stem, stem
 from core.text.script import mostly_cyrillic
-from core.text.tokens import HYPHENATED
+from core.text.tokens import HYPHENATED, WORD
 from graph.types import ScopePassage
 from answers.themes.gaps import GAP_TERM, missing_things
-from answers.themes.text import WORD, LevelText, is_cyrillic, level_text
+from answers.themes.text import LevelText, is_cyrillic, level_text
 
 _CYRILLIC_LETTER = re.compile(r"[а-яёА-ЯЁ]")
 _LATIN_LETTER = re.compile(r"[a-zA-Z]")
