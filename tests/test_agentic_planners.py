@@ -144,6 +144,16 @@ def test_an_entity_described_by_a_clause_is_searched_by_that_clause(question, in
     assert inner not in again.queries
 
 
+@pytest.mark.parametrize("question", [
+    "Which office hosts the engineer who commanded " + "the outage that hit " * 5000 + "X?",
+    "В каком офисе работает инженер, который " + "руководил, " * 20000 + "?",
+    "\u200b\x00, который \U0001F600 где ?", "", "?", "who that which where " * 3000,
+])
+def test_hostile_questions_plan_at_most_three_queries(question):
+    d = OfflinePlanner().plan(Question(question), [OFFICES], [question])
+    assert len(d.queries) <= 3 and all(q.strip() for q in d.queries)
+
+
 def test_the_clause_search_brings_the_page_that_names_the_described_entity():
     searcher = ScriptedSearcher({CLAUSE_Q: [OFFICES], "Who commanded the Quayside outage?": [QUAYSIDE]},
                                 default=lambda q: [])
