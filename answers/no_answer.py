@@ -12,10 +12,22 @@ from answers.types import Answer, Passage, RouteDecision
 CLOSEST_PASSAGES = 3
 CLOSEST_LABEL = {"english": "The closest passages", "russian": "Ближайшие фрагменты"}
 UNMENTIONED_LABEL = {"english": "No document you can read mentions", "russian": "Ни в одном доступном вам документе нет"}
+UNSTATED_LABEL = {"english": "The passages that would answer never mention",
+                  "russian": "Фрагменты, которые могли бы ответить, нигде не упоминают"}
+
+
+def _note(labels: dict[str, str], language: str, items: Sequence[str]) -> str:
+    return f"{labels.get(language, labels['english'])}: {', '.join(items)}."
 
 
 def unmentioned_note(language: str, codes: Sequence[str]) -> str:
-    return f"{UNMENTIONED_LABEL.get(language, UNMENTIONED_LABEL['english'])}: {', '.join(codes)}."
+    """What no readable document mentions (codes, names)."""
+    return _note(UNMENTIONED_LABEL, language, codes)
+
+
+def unstated_note(language: str, numbers: Sequence[str]) -> str:
+    """The numbers of the question no passage the answer quotes writes (answers/premise.py)."""
+    return _note(UNSTATED_LABEL, language, numbers)
 
 
 def closest_no_answer(question: Question, passages: list[Passage], decision: RouteDecision, *, note: str = "",

@@ -13,10 +13,6 @@ from core.text.tokens import WORD
 from answers.types import Passage
 from answers.units import Picked
 
-NOTE = {"english": "The passages that would answer never mention",
-        "russian": "Фрагменты, которые могли бы ответить, нигде не упоминают"}
-
-
 def _numbers(text: str) -> dict[str, str]:
     """The digit runs of a text by value ("05" and "5" are one number; no int(): a hostile run of
     thousands of digits is still a key), each as first written."""
@@ -38,7 +34,3 @@ def unstated_numbers(question: str, passages: list[Passage], picked: list[Picked
         page = passages[n - 1]
         written |= set(_numbers(f"{page.title}\n{page.heading}\n{page.text}"))
     return tuple(text for value, text in _numbers(question).items() if value not in written)
-
-
-def unstated_note(language: str, numbers: tuple[str, ...]) -> str:
-    return f"{NOTE.get(language, NOTE['english'])}: {', '.join(numbers)}."

@@ -71,12 +71,17 @@ class Question:
         return question_mentions(self.text)
 
     @cached_property
+    def _sentence_starts(self) -> frozenset[int]:
+        """Where each sentence of the question has its first word."""
+        return frozenset(m.end() for m in _SENTENCE_OPENER.finditer(self.text))
+
+    @cached_property
     def openers(self) -> frozenset[str]:
         """The one-word names that open a sentence of the question: capitalised whatever they are
         ("Roughly", "Вагоны какой модели ..."), so not a name where the documents write it as a common word
         (answers/unit_scoring.py `common_word`)."""
-        starts = {m.end() for m in _SENTENCE_OPENER.finditer(self.text)}
-        return frozenset(m.text for m in self.names if m.start in starts and len(WORD.findall(m.text)) == 1)
+        return frozenset(m.text for m in self.names
+                         if m.start in self._sentence_starts and len(WORD.findall(m.text)) == 1)
 
     @cached_property
     def name_words(self) -> dict[str, tuple[str, ...]]:
@@ -84,12 +89,12 @@ class Question:
         or more (a hyphen parts words: "Марлоу-Хаус"), not an abbreviation ("ИБП", "IT": those are
         translated, not spelt), a Roman numeral or a function word, never the question's first word
         nor a word that opens a sentence (capitalised whatever it is: "Сколько", "Roughly")."""
-        openers = {m.end() for m in _SENTENCE_OPENER.finditer(self.text)}
         found: dict[str, tuple[str, ...]] = {}
+        starts = self._sentence_starts
         for mention in self.names:
             words = tuple(w.group() for w in LETTERS.finditer(mention.text)
                           if len(w.group()) >= 3 and w.group()[0].isupper() and not w.group().isupper()
-                          and not is_function_word(w.group()) and mention.start + w.start() not in openers)
+                          and not is_function_word(w.group()) and mention.start + w.start() not in starts)
             if words:
                 found.setdefault(mention.text, words)
         return found

@@ -14,9 +14,9 @@ from typing import Sequence
 from answers.drift_answer import drift_answer
 from answers.extractive import offline_answer
 from answers.generate import CitationError, check_citations, citations_for, llm_answer, no_answer_sentence
-from answers.no_answer import closest_no_answer, unmentioned_note
+from answers.no_answer import closest_no_answer, unmentioned_note, unstated_note
 from answers.other_language_gate import OtherLanguageGate
-from answers.premise import unstated_note, unstated_numbers
+from answers.premise import unstated_numbers
 from answers.question import Question
 from answers.reader import ReaderModel
 from answers.types import Answer, Citation, Passage, RouteDecision
