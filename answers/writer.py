@@ -88,7 +88,8 @@ class AnswerWriter:
             # the passages are about something else: say so, and show where the search looked
             trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
             return closest_no_answer(question, passages, decision, reasons=reasons, errors=errors, trace=trace)
-        # A number the question states that no quoted passage writes: the answer is about something else.
+        # A number the question states that the chosen unit's passage never writes: the answer is about
+        # something else.
         # Only a question of one hop by its form (no relative clause or possessive) and on the local route: a
         # question that describes what it links through may state a number of a page its answer only passes
         # through ("the singer whose third album is Diamond Cut (1979)", "the sequel to Tai Chi 0": each a right

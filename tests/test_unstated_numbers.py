@@ -21,6 +21,10 @@ def quote(*passages: int) -> list[Picked]:
 
 ROUTE_7 = page(1, "The first tram leaves the depot at 05:12.", "Route 7 timetable")
 PRICES = page(2, "The full price list of 640 items is on the website.", "Price list 2026")
+FUND = page(3, "Фонд премирования на 2027 год утверждён в размере 186 млн ₽.", "Премирование")
+BUDGET = page(4, "The budget for 1 April 2026 - 31 March 2027 was approved.", "Budget")
+STAFF = page(5, "В сети работают 12 500 сотрудников, из них 1,286 врачей.", "Кадры")
+CENTURY = page(6, "Собор построен в XIX веке, колокольня — в XVII.", "История")
 
 
 @pytest.mark.unit
@@ -40,6 +44,19 @@ PRICES = page(2, "The full price list of 640 items is on the website.", "Price l
     # hostile: a quote pointing past the passages, a run of digits too long for int()
     ("Route 11?", [ROUTE_7], quote(5), ()),
     ("9" * 5000 + "?", [ROUTE_7], quote(1), ("9" * 5000,)),
+    # only the chosen unit's passage (quoted first): an extra from another page does not state its number
+    ("Какой фонд премирования утверждён на 2026 год?", [FUND, BUDGET], quote(1, 2), ("2026",)),
+    ("Какой фонд премирования утверждён на 2027 год?", [FUND, BUDGET], quote(1, 2), ()),
+    # a number grouped in threes is one value, whatever the separator; its groups another reading of it
+    ("Сколько врачей из 12500 сотрудников?", [STAFF], quote(1), ()),
+    ("Сколько врачей из 12 500 сотрудников?", [STAFF], quote(1), ()),
+    ("How many of the 1286 doctors?", [STAFF], quote(1), ()),
+    ("Сколько из 12 600 сотрудников?", [STAFF], quote(1), ("12 600",)),
+    ("Сколько из 12 000 сотрудников?", [STAFF], quote(1), ("12 000",)),
+    # Roman numerals on the page: "XIX век" states the 19th century
+    ("Какой собор построен в 19 веке?", [CENTURY], quote(1), ()),
+    ("Какой собор построен в 18 веке?", [CENTURY], quote(1), ("18",)),
+    ("Сколько " + "100 " * 3000 + "?", [CENTURY], quote(1), (("100 " * 3000).strip(),)),  # hostile: one long run
 ])
 def test_the_numbers_no_quoted_passage_writes(question, passages, picked, unstated):
     assert unstated_numbers(question, passages, picked) == unstated
