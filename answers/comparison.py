@@ -28,6 +28,7 @@ from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from answers.expected_type import VALUE_KINDS, holds_value
 from answers.comparison_verdict import asked_order, contrast, no_verdict, ordered_verdict
 from answers.units import Extracted, Picked
+from answers.chain.answer import clause_entity
 from answers.local import local_answer
 from answers.question import Question
 from answers.question_text import is_function_word, stem_of, stems_of, title_core, words_of
@@ -41,9 +42,13 @@ DIFFERENT = {"english": "No: {}.", "russian": "Нет: {}."}
 
 
 def comparison_answer(question: Question, passages: list[Passage], sides: Sequence[tuple[str, str]],
-                      attribute: str = "", similarity: UnitSimilarity | None = None) -> Extracted:
+                      attribute: str = "", similarity: UnitSimilarity | None = None,
+                      described: Sequence[str] = ()) -> Extracted:
     """`sides`: (name, query) per compared entity; `attribute`: what is compared ("film directors");
-    `similarity`: for a side whose passages are in the other language (answers/local.py)."""
+    `similarity`: for a side whose passages are in the other language (answers/local.py); `described`: per
+    side, the question of the clause that describes it ("In which office does the CTO work?"), or "" for a
+    side that names its entity. A described side is the entity its clause's answer finds, cited, and then
+    answered as a named side is."""
     language = "russian" if question.language == "russian" else "english"
     lines, picked, confidences, stated = [], [], [], []
     seen: set[tuple[int, int]] = set()
@@ -52,18 +57,28 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
     order = None if question.yes_no else asked_order(question.text)
     if order is not None and kind not in VALUE_KINDS:
         kind = "date"  # "Who is older?" wants each side's date, not a person
-    names = [name for name, _ in sides]
+    resolved = [resolve_side(name, query, clause, attribute, passages, similarity)
+                for (name, query), clause in zip(sides, [*described, *[""] * len(sides)])]
+    if any(found for _, _, _, found in resolved):
+        # the question asks which of the entities ("Which office is larger"): each side's answer is its value,
+        # not an entity of the asked kind
+        kind = None if kind not in VALUE_KINDS else kind
+    names = [name for name, _, _, _ in resolved]
     answered: list[tuple[str, list[Picked]]] = []
     contrasts: list[str] = []
-    for name, query in sides:
+    for name, query, label, found in resolved:
+        for p in found:  # how the clause found the side's entity, cited first
+            if (p.passage, p.position) not in seen:
+                seen.add((p.passage, p.position))
+                picked.append(p)
         answer = local_answer(Question(query), about(passages, name, [n for n in names if n != name]), max_units=2, kind=kind,
                               similarity=similarity)
         if not answer.text or (kind in VALUE_KINDS and not holds_value(kind, " ".join(p.text for p in answer.picked))):
-            lines.append(f"{name}: {NOT_SAID[language]}")
+            lines.append(f"{label}: {NOT_SAID[language]}")
             confidences.append(0.0)
             stated.append(False)
             continue
-        lines.append(f"{name}: {answer.text}")
+        lines.append(f"{label}: {answer.text}")
         confidences.append(answer.confidence)
         stated.append(states(answer.text, attribute))
         answered.append((name, answer.picked))
@@ -92,6 +107,20 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
         lines.insert(0, text)
     # a side the passages do not state leaves half an answer, still worth reading: the mean, not the least
     return Extracted(" ".join(lines), picked, sum(confidences) / len(confidences) if confidences else 0.0)
+
+
+def resolve_side(name: str, query: str, clause: str, attribute: str, passages: list[Passage],
+              similarity: UnitSimilarity | None) -> tuple[str, str, str, list[Picked]]:
+    """A side as it is answered, and searched for (router/planner_offline.py): (name, query, label, the units
+    that found it). A side described by a clause
+    is the entity the clause's question finds ("Austin" for "In which office does the CTO work?"), labelled
+    with how ("CTO works -> Austin"); a named side, or one whose clause finds nothing, stays as it is."""
+    if not clause:
+        return name, query, name, []
+    entity, found = clause_entity(Question(clause), passages, similarity)
+    if entity is None or not found.picked:
+        return name, query, name, []
+    return entity, f"{entity} {attribute}".strip(), f"{name} -> {entity}", found.picked[:1]
 
 
 def about(passages: list[Passage], name: str, others: Sequence[str] = ()) -> list[Passage]:

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from answers.chain.question import nested_question
 from answers.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, FUNCTION_WORDS, IMPERATIVES, PAIR_CUES,
                                    WORD, content_words, fold, is_function_word, question_mentions, stem_of,
                                    stems_of, words_of)
@@ -17,6 +18,9 @@ class Comparison:
     a: str
     b: str
     attribute: str  # what is compared ("film directors", "older"), may be empty
+    # a side described by a relative clause ("the office where the CTO works"): the clause as a question of
+    # its own ("In which office the CTO works?"), which finds the entity compared; "" for a named side
+    described: tuple[str, str] = ("", "")
 
     def queries(self) -> list[str]:
         return [f"{x} {self.attribute}".strip() for x in (self.a, self.b)]
@@ -38,7 +42,7 @@ _COMPARISON_TEMPLATES = [re.compile(p, re.IGNORECASE) for p in (
     r"^(?P<pre>.+?)\s+(?:in|for|at|on|of|в|во|на|для|у)\s+(?:the\s+)?(?P<a>[^,:\s]+(?:\s+[^,:\s]+){0,3}?),?\s+(?:compared\s+(?:with|to)"
     r"|as\s+opposed\s+to|in\s+comparison\s+(?:with|to)|по\s+сравнению\s+со?)\s+(?:the\s+)?(?P<b>.+?)\s*[?.!]*\s*$",
     r"\bbetween\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*,\s*(?:which|who|what)\b(?P<attr>.*)$",
-    r"^(?P<pre>(?:which|who|what|что|кто|какой|какая|какое|какие|который|которая|где|когда)\b[^,:]*)[,:]\s*"
+    r"^(?P<pre>(?:which|who|what|where|when|что|кто|какой|какая|какое|какие|который|которая|где|когда)\b[^,:]*)[,:]\s*"
     r"(?:the\s+)?(?P<a>.+?)\s+(?:or|или)\s+(?:the\s+)?(?P<b>.+?)\s*[?.!]*\s*$",
 )]
 # "Which came first the forming of A or the birth of B?": no comma, so both sides must hold a name.
@@ -80,14 +84,49 @@ def parse_comparison(question: str) -> Comparison | None:
         if not attr_src:
             attr_src = q[: m.start()] + " " + q[m.end():]
         # words of the spans that are not the names (e.g. "the birth of") describe the attribute too
-        rest = f"{attr_src} {a.replace(a_name, ' ')} {b.replace(b_name, ' ')}"
-        return Comparison(a_name, b_name, _attribute(rest, (a_name, b_name)))
+        noun = _asked_noun(groups.get("pre") or "")
+        described = (_described(a, noun), _described(b, noun))
+        # a side's words not in its name describe the attribute ("the birth of"), unless they describe the
+        # side itself (its clause)
+        rest = attr_src if any(described) else f"{attr_src} {a.replace(a_name, ' ')} {b.replace(b_name, ' ')}"
+        return Comparison(a_name, b_name, _attribute(rest, (a_name, b_name)), described)
     m = _WHICH_OR.search(q)
     if m and question_mentions(m.group("a")) and question_mentions(m.group("b")) and "," not in m.group("b"):
         a_name, b_name = _trim_side(m.group("a"), last=True), _trim_side(m.group("b"), last=False)
         rest = f"{m.group('a').replace(a_name, ' ')} {m.group('b').replace(b_name, ' ')}"
         return Comparison(a_name, b_name, _attribute(rest, (a_name, b_name)))
     return _mention_pair(q)
+
+
+# a relative word that opens a clause inside a side ("the one where", "в офисе, где"): lower case, so
+# that a title's "Who" ("The Man Who Knew Too Much") is none
+_EN_CLAUSE = re.compile(r"\b(?:who|that|which|where)\b")
+_RU_CLAUSE = re.compile(r",\s*(?:котор\w+|где)\b")
+# "the one", "those": a side that stands for the asked noun ("Which office ...: the one where ...")
+_PRONOUN_SIDE = re.compile(r"^(?:the\s+)?(?:one|ones)\b", re.IGNORECASE)
+
+
+def _asked_noun(pre: str) -> str:
+    """The noun a comparison asks which of ("office" of "Which office is larger"), "" when none."""
+    words = words_of(pre)
+    if len(words) >= 2 and fold(words[0]).casefold() in ("which", "what") and not is_function_word(words[1]):
+        return words[1]
+    return ""
+
+
+def _described(side: str, noun: str) -> str:
+    """The clause question of a side described by a relative clause ("the one where the CTO works" of
+    "Which office ...?" -> "In which office the CTO works?"; "в офисе, где работает X" -> "Где работает X?"),
+    "" for a side that names its entity."""
+    side = side.strip(" ,:;?.!")
+    if _RU_CLAUSE.search(side):
+        nested = nested_question(side)
+    elif _EN_CLAUSE.search(side):
+        phrase = _PRONOUN_SIDE.sub(f"the {noun}", side) if noun else side
+        nested = nested_question(f"What about {phrase}?")
+    else:
+        return ""
+    return nested.inner if nested is not None else ""
 
 
 def _attribute(text: str, names: Iterable[str]) -> str:

@@ -82,7 +82,7 @@ def offline_answer(question: Question, passages: list[Passage], *, multihop: boo
     compared = question.comparison
     if compared is not None:
         sides = list(zip((compared.a, compared.b), compared.queries()))
-        return comparison_answer(question, passages, sides, compared.attribute, similarity)
+        return comparison_answer(question, passages, sides, compared.attribute, similarity, compared.described)
     chain = chain_answer(question, passages, similarity=similarity)
     if not chain.chain:
         return chain

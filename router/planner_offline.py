@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from core.text.mentions import mentioned_names
 from router.agentic import MAX_PLANNED_QUERIES, Decision, query_key
 from answers.chain.answer import MAX_HOPS, chain_answer
-from answers.comparison import about_indices
+from answers.comparison import about_indices, resolve_side
 from answers.question_text import (DEMONYM, FUNCTION_WORDS, SENTENCE_END, covers, fold, stem_of,
                                   stems_of, title_core, words_of)
 from answers.comparison_form import Comparison
@@ -130,12 +130,28 @@ class OfflinePlanner:
         return Decision(False, queries, "; ".join(reason) or "searching further")
 
     def _plan_comparison(self, c: Comparison, evidence: list[Passage], asked_keys: set, asked_text: str) -> Decision:
+        # a side described by a clause ("the office where the CTO works") is the entity the clause's answer
+        # finds in the evidence, as the answer will read it; until it finds one, the clause is its search
+        sides, clauses, found_sides = [], [], []
+        for (name, query), clause in zip(zip((c.a, c.b), c.queries()), c.described):
+            name, query, _, found = resolve_side(name, query, clause, c.attribute, evidence, None)
+            sides.append((name, query))
+            if clause and not found and query_key(clause) not in asked_keys:
+                clauses.append(clause)
+            if found and query_key(query) not in asked_keys:
+                found_sides.append(name)
+        if clauses:
+            return Decision(False, clauses, f"comparison: the entity described by {', '.join(map(repr, clauses))} "
+                                            "is not found yet")
+        (a, qa), (b, qb) = sides
         # a side is covered by a passage about it, as its answer will read it (answers/comparison.py):
-        # an overview that names both sides in passing is about neither, so each still gets its search
-        missing = [(name, q) for name, other, q in zip((c.a, c.b), (c.b, c.a), c.queries())
-                   if not _is_about(evidence, name, other)]
+        # an overview that names both sides in passing is about neither, so each still gets its search; a
+        # side its clause found is searched with the attribute once, since the page that found it (the
+        # office's staff list) is about it but seldom states what is compared
+        missing = [(name, q) for name, other, q in ((a, b, qa), (b, a, qb))
+                   if name in found_sides or not _is_about(evidence, name, other)]
         if not missing:
-            return Decision(True, [], f"comparison: both {c.a!r} and {c.b!r} have passages")
+            return Decision(True, [], f"comparison: both {a!r} and {b!r} have passages")
         queries = []
         for name, q in missing:
             if query_key(q) not in asked_keys:
@@ -145,7 +161,7 @@ class OfflinePlanner:
         if not queries:
             return Decision(False, [], f"comparison: no passage about {', '.join(n for n, _ in missing)} "
                                        "after searching for it")
-        return Decision(False, queries, f"comparison of {c.a!r} and {c.b!r}"
+        return Decision(False, queries, f"comparison of {a!r} and {b!r}"
                                         + (f" on {c.attribute!r}" if c.attribute else "")
                                         + f": no passage yet about {', '.join(n for n, _ in missing)}")
 

@@ -171,3 +171,67 @@ def test_a_russian_same_what_question_reads_what_is_shared_past_its_long_form():
     assert same_what("Находятся ли Казань и Самара в одном и том же регионе?") == "регионе"
     assert same_what("Находятся ли Казань и Самара в одной области?") == "области"
     assert same_what("Are Kazan and Samara both river ports?") is None
+
+
+# --- sides described by a clause ("the office where Ana Lima works"): the clause finds the entity compared
+
+OFFICES = [
+    p(1, "Lisbon office", "The Lisbon office is home to the payments engineers, among them Ana Lima."),
+    p(2, "Kazan office", "В офисе в Казани работают инженеры маршрутизации, в том числе Олег Сафин."),
+    p(3, "On-call policy — Lisbon office", "A SEV1 page must be acknowledged within 10 minutes in Lisbon."),
+    p(4, "Политика дежурств — офис в Казани", "Страницу SEV1 в Казани нужно подтвердить в течение 15 минут."),
+]
+
+
+def test_a_side_described_by_a_clause_is_parsed_as_the_question_of_its_clause():
+    english = Question("Which office is larger: the one where Ana Lima works or the one where Oleg Safin works?")
+    assert english.comparison.described == ("In which office Ana Lima works?", "In which office Oleg Safin works?")
+    assert english.comparison.attribute == "office larger"  # the clauses' words describe the sides, not it
+    russian = Question("Где быстрее подтверждают страницу SEV1: в офисе, где работает Ana Lima, или в офисе, "
+                       "где работает Олег Сафин?")
+    assert russian.comparison.described == ("Где работает Ana Lima?", "Где работает Олег Сафин?")
+    teams = Question("Which team is bigger: the one that owns Carrier Connector or the one that owns Billing?")
+    assert teams.comparison.described == ("Which team owns Carrier Connector?", "Which team owns Billing?")
+    # named sides, and a title's capitalised "Who", describe nothing
+    for named in ("How does Ferrocard differ from Paymora on settlement?",
+                  "Which film came out first, The Man Who Knew Too Much or Vertigo?"):
+        assert Question(named).comparison.described == ("", ""), named
+    # hostile: clause words by the thousand, empty sides
+    for hostile in ("Which office is larger: the one where " + "x where " * 3000 + "or the one where y works?",
+                    "Где быстрее: в офисе, где " + "работает, где " * 2000 + "или в офисе, где Z?",
+                    "Which: , or ,?", "which x is y: the one or the one?"):
+        compared = Question(hostile).comparison
+        assert compared is None or all(isinstance(d, str) for d in compared.described)
+
+
+def test_a_described_side_is_answered_for_the_entity_its_clause_finds_and_cites_how():
+    question = Question("Where must a SEV1 page be acknowledged faster: in the office where Ana Lima works or "
+                        "in the office where Oleg Safin works?")
+    got = offline_answer(question, OFFICES, multihop=True)
+    lisbon, kazan = got.text.split("Oleg Safin -> ", 1)
+    assert lisbon.startswith("Ana Lima -> Lisbon") and "10 minutes" in lisbon and "[3]" in lisbon, got.text
+    assert kazan.startswith("Казани") and "15 минут" in kazan and "[4]" in kazan, got.text
+    # the units that found each office are cited too
+    assert {c.passage for c in got.picked} == {1, 2, 3, 4}, got.picked
+
+
+def test_a_described_side_whose_clause_finds_nothing_stays_as_the_question_names_it():
+    question = Question("Where must a SEV1 page be acknowledged faster: in the office where Ana Lima works or "
+                        "in the office where Rui Costa works?")
+    got = offline_answer(question, OFFICES, multihop=True)
+    assert got.text.startswith("Ana Lima -> Lisbon") and "Rui Costa: " in got.text, got.text
+
+
+def test_the_planner_asks_a_described_sides_clause_then_the_attribute_of_what_it_found():
+    from router.planner_offline import OfflinePlanner
+    text = ("Where must a SEV1 page be acknowledged faster: in the office where Ana Lima works or in the office "
+            "where Oleg Safin works?")
+    question = Question(text)
+    first = OfflinePlanner().plan(question, [], [text])
+    assert first.queries == list(question.comparison.described), first
+    # the clauses found both offices: each is searched once with what is compared
+    then = OfflinePlanner().plan(question, OFFICES[:2], [text, *first.queries])
+    assert not then.enough and len(then.queries) == 2, then
+    assert then.queries[0].startswith("Lisbon") and then.queries[1].startswith("Казани"), then
+    done = OfflinePlanner().plan(question, OFFICES, [text, *first.queries, *then.queries])
+    assert done.enough, done
