@@ -31,7 +31,7 @@ from answers.units import Extracted, Picked
 from answers.chain.answer import clause_entity
 from answers.local import local_answer
 from answers.question import Question
-from answers.question_text import is_function_word, stem_of, stems_of, title_core, words_of
+from answers.question_text import COMPARATIVES, is_function_word, stem_of, stems_of, title_core, words_of
 from answers.types import Passage
 from answers.unit_similarity import UnitSimilarity
 
@@ -63,6 +63,11 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
         # the question asks which of the entities ("Which office is larger"): each side's answer is its value,
         # not an entity of the asked kind
         kind = None if kind not in VALUE_KINDS else kind
+    # "Which office is larger", "Где больше ...": which side has more of something; each side's answer is a
+    # number where its passages give one on the topic, as a "how many" question's is (not required: a
+    # size may be told in words)
+    measured = "number" if kind not in VALUE_KINDS and order is None and not question.yes_no and any(
+        w.casefold() in COMPARATIVES for w in words_of(question.text)) else kind
     names = [name for name, _, _, _ in resolved]
     answered: list[tuple[str, list[Picked]]] = []
     contrasts: list[str] = []
@@ -71,7 +76,7 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
             if (p.passage, p.position) not in seen:
                 seen.add((p.passage, p.position))
                 picked.append(p)
-        answer = local_answer(Question(query), about(passages, name, [n for n in names if n != name]), max_units=2, kind=kind,
+        answer = local_answer(Question(query), about(passages, name, [n for n in names if n != name]), max_units=2, kind=measured,
                               similarity=similarity)
         if not answer.text or (kind in VALUE_KINDS and not holds_value(kind, " ".join(p.text for p in answer.picked))):
             lines.append(f"{label}: {NOT_SAID[language]}")

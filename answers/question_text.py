@@ -24,7 +24,8 @@ FUNCTION_WORDS = word_class("function_words")  # never a query's content, never 
 EARLIER_WORDS = word_class("earlier_words")  # "older", "first", "старше": the earlier date wins a comparison
 LATER_WORDS = word_class("later_words")  # "younger", "later", "моложе": the later date wins
 # cues that a question compares two things
-COMPARE_WORDS = word_class("comparison_cues") | word_class("comparatives") | EARLIER_WORDS | LATER_WORDS
+COMPARATIVES = word_class("comparatives")  # "larger", "больше": which side has more of something
+COMPARE_WORDS = word_class("comparison_cues") | COMPARATIVES | EARLIER_WORDS | LATER_WORDS
 # comparison words that say nothing about the attribute ("older" does: it stays)
 ATTRIBUTE_NOISE = word_class("comparison_cues") | word_class("pair_extra")
 IMPERATIVES = word_class("imperatives")  # open a request ("Compare ...", "Сравни ..."): never a name's start

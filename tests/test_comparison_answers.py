@@ -235,3 +235,16 @@ def test_the_planner_asks_a_described_sides_clause_then_the_attribute_of_what_it
     assert then.queries[0].startswith("Lisbon") and then.queries[1].startswith("Казани"), then
     done = OfflinePlanner().plan(question, OFFICES, [text, *first.queries, *then.queries])
     assert done.enough, done
+
+
+def test_which_side_has_more_is_answered_with_each_sides_number_where_its_passages_give_one():
+    passages = OFFICES + [
+        p(5, "Lisbon office", "The Lisbon office opened in 2019 and employs about 60 people."),
+        p(6, "Kazan office", "Офис в Казани открылся в 2016 году; сейчас в нём работает около 90 человек."),
+    ]
+    question = Question("Which office is larger: the one where Ana Lima works or the one where Oleg Safin works?")
+    got = offline_answer(question, passages, multihop=True)
+    assert "about 60 people" in got.text and "около 90 человек" in got.text, got.text
+    # a side that gives no number is still answered with what its passages say
+    got = offline_answer(Question("Which office is larger: Lisbon or Kazan?"), OFFICES, multihop=True)
+    assert "Lisbon: " in got.text and "the passages do not say" not in got.text.split("Kazan")[0], got.text
