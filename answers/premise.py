@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from core.text.tokens import WORD
+from answers.question import Question
 from answers.types import Passage
 from answers.units import Picked
 
@@ -61,17 +62,24 @@ def _written(text: str) -> set[str]:
     return values
 
 
-def unstated_numbers(question: str, passages: list[Passage], picked: list[Picked]) -> tuple[str, ...]:
-    """The question's numbers that the passage of the answer's chosen unit (`picked[0]`; 1-based passage
-    number) does not write, in the question's order; empty when the answer quotes nothing. Only the chosen
-    unit's passage: an extra quoted from another page ("the budget of 1 April 2026 - 31 March 2027") does
-    not make a 2027 fund the 2026 one."""
-    quoted = {p.passage for p in picked[:1] if 0 < p.passage <= len(passages)}
-    if not quoted:
+def unstated_numbers(question: Question, passages: list[Passage], picked: list[Picked]) -> tuple[str, ...]:
+    """The question's numbers that the answer's passages do not write, in the question's order; empty when
+    the answer quotes nothing (`picked`: its units, the chosen one first, by 1-based passage number). A
+    number the question states of what it asks ("the fund of 2026", "route 11") must be written by the
+    chosen unit's passage: an extra quoted from another page ("the budget of 1 April 2026 - 31 March 2027")
+    does not make a 2027 fund the 2026 one. A number inside one of its names ("Big Hero 6") identifies an
+    entity, and a question may name several, each on its own page: any quoted passage may write it."""
+    quoted = [p.passage for p in picked if 0 < p.passage <= len(passages)]
+    if not quoted or not (0 < picked[0].passage <= len(passages)):
         return ()
-    written: set[str] = set()
-    for n in quoted:
-        page = passages[n - 1]
-        written |= _written(f"{page.title}\n{page.heading}\n{page.text}")
-    return tuple(text for value, (text, groups) in _numbers(question).items()
-                 if value not in written and not (groups and written.issuperset(groups)))
+    pages = {n: _written(f"{page.title}\n{page.heading}\n{page.text}")
+             for n in set(quoted) for page in [passages[n - 1]]}
+    chosen, anywhere = pages[picked[0].passage], set().union(*pages.values())
+    named = " ".join(m.text for m in question.names)
+    named_values = set(_numbers(named))
+
+    def stated(value: str, groups: tuple[str, ...]) -> bool:
+        written = anywhere if value in named_values else chosen
+        return value in written or bool(groups) and written.issuperset(groups)
+
+    return tuple(text for value, (text, groups) in _numbers(question.text).items() if not stated(value, groups))

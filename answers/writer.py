@@ -95,7 +95,7 @@ class AnswerWriter:
         # through ("the singer whose third album is Diamond Cut (1979)", "the sequel to Tai Chi 0": each a right
         # development answer lost when every question was checked)
         one_hop = not multihop and question.least_hops == 1
-        unstated = unstated_numbers(question.text, passages, extracted.picked) if one_hop else ()
+        unstated = unstated_numbers(question, passages, extracted.picked) if one_hop else ()
         if unstated:
             trace["withheld"] = extracted.text
             trace["unstated_numbers"] = list(unstated)

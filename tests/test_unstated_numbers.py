@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from answers.premise import unstated_numbers
+from answers.question import Question
 from answers.types import Passage
 from answers.units import Picked
 
@@ -21,6 +22,8 @@ def quote(*passages: int) -> list[Picked]:
 
 ROUTE_7 = page(1, "The first tram leaves the depot at 05:12.", "Route 7 timetable")
 PRICES = page(2, "The full price list of 640 items is on the website.", "Price list 2026")
+WOLF = page(7, "Never Cry Wolf is a 1983 drama film.", "Never Cry Wolf")
+HERO = page(8, "The film was released by Walt Disney Pictures.", "Big Hero 6")
 FUND = page(3, "Фонд премирования на 2027 год утверждён в размере 186 млн ₽.", "Премирование")
 BUDGET = page(4, "The budget for 1 April 2026 - 31 March 2027 was approved.", "Budget")
 STAFF = page(5, "В сети работают 12 500 сотрудников, из них 1,286 врачей.", "Кадры")
@@ -47,6 +50,9 @@ CENTURY = page(6, "Собор построен в XIX веке, колоколь
     # only the chosen unit's passage (quoted first): an extra from another page does not state its number
     ("Какой фонд премирования утверждён на 2026 год?", [FUND, BUDGET], quote(1, 2), ("2026",)),
     ("Какой фонд премирования утверждён на 2027 год?", [FUND, BUDGET], quote(1, 2), ()),
+    # a number inside a name identifies one of the entities the question names: any quoted page may write it
+    ("Both Never Cry Wolf and Big Hero 6 were released by what label?", [WOLF, HERO], quote(1, 2), ()),
+    ("Both Never Cry Wolf and Big Hero 7 were released by what label?", [WOLF, HERO], quote(1, 2), ("7",)),
     # a number grouped in threes is one value, whatever the separator; its groups another reading of it
     ("Сколько врачей из 12500 сотрудников?", [STAFF], quote(1), ()),
     ("Сколько врачей из 12 500 сотрудников?", [STAFF], quote(1), ()),
@@ -59,7 +65,7 @@ CENTURY = page(6, "Собор построен в XIX веке, колоколь
     ("Сколько " + "100 " * 3000 + "?", [CENTURY], quote(1), (("100 " * 3000).strip(),)),  # hostile: one long run
 ])
 def test_the_numbers_no_quoted_passage_writes(question, passages, picked, unstated):
-    assert unstated_numbers(question, passages, picked) == unstated
+    assert unstated_numbers(Question(question), passages, picked) == unstated
 
 
 @pytest.fixture(scope="module")
