@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-from core.text.names import HEAD_WORDS
 from core.text.terms import content_stems
 from core.text.tokens import WORD
 
@@ -147,22 +146,6 @@ def asked_kind_words(question: str) -> frozenset[str]:
             break  # "what is ...": no noun follows
         words += stems
     return frozenset(words)
-
-
-# the mention finder's entity types a kind word may name ("which team": its "team"); not "concept" or
-# "location" heads ("project", "street"), which name kinds of things too loosely to type an answer
-_NAMED_TYPES = ("team", "service", "organization")
-
-
-def asked_kind_types(question: str) -> frozenset[str]:
-    """The entity types the noun of a "what X" question names, as the mention finder types names ("team" of
-    "Which team runs our clusters?"): a name of that type is of the asked type in any language ("Команда
-    Платформы"), where the noun's own word is written in the question's."""
-    if not asked_kind_words(question):
-        return frozenset()
-    m = _ASKED_PHRASE.search(" ".join(question.split()))
-    words = [w.casefold() for w in m.group(2).split()[:2]]
-    return frozenset(t for t in _NAMED_TYPES if any(HEAD_WORDS[t].fullmatch(w) for w in words))
 
 
 def _asks_money(question: str) -> bool:

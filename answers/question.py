@@ -30,7 +30,7 @@ from core.text.terms import QueryTerms, codes, content_words, normalise
 from core.text.tokens import LETTERS, WORD
 from answers.chain.question import Nested, extended_names, least_hops, nested_question, question_parts, start_clause
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
-from answers.expected_type import MEANING, asked_kind_types, asked_kind_words, counted, question_kind
+from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
 from answers.question_text import Mention, clause_words, is_function_word, question_mentions, stem_of
 from answers.question_text import content_words as query_words
 from answers.types import Passage
@@ -56,10 +56,6 @@ class Question:
     @cached_property
     def asked_kind_words(self) -> frozenset[str]:
         return asked_kind_words(self.text)
-
-    @cached_property
-    def asked_kind_types(self) -> frozenset[str]:
-        return asked_kind_types(self.text)
 
     @cached_property
     def counted(self) -> frozenset[str]:

@@ -299,22 +299,3 @@ def test_prune_entities_drops_rare_concepts_and_ubiquitous_entities():
     # a small corpus (one access level of a few chunks) keeps its frequent entities
     assert prune_entities(entities, total_chunks=10) == {"noise"}
     assert prune_entities(entities, total_chunks=100, min_chunks=2, max_share=0.7) == {"noise", "err_1"}
-
-
-@pytest.mark.parametrize("text, title, name, kind", [
-    # the head word decides where another word of the name names a type too: English names end with it,
-    # Russian ones start with it (a tie was broken alphabetically, making every "Platform team" a service)
-    ("The Platform team owns it.", "", "Platform team", "team"),
-    ("Владелец — команда Платформы.", "Команда Платформы", "команда Платформы", "team"),
-    ("The Payments Gateway charges cards.", "", "Payments Gateway", "service"),
-    ("Gateway Team reviews it.", "", "Gateway Team", "team"),
-    # a type's head word makes no surname of the word after it ("Складов" reads like "Смирнов")
-    ("Кластеры ведёт Команда Складов.", "", "Команда Складов", "team"),
-    ("Кластеры ведёт Олег Складов.", "", "Олег Складов", "person"),
-])
-def test_a_names_head_word_decides_its_type(text, title, name, kind):
-    from core.text.mentions import find_mentions
-
-    found = {surface: votes for mentions in find_mentions(text, title, title).found for _, surface, votes in mentions}
-    votes = found[name]
-    assert max(sorted(votes), key=lambda t: votes[t]) == kind, votes

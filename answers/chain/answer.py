@@ -199,7 +199,6 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
         return local_answer(question, passages)
     scorer = Scorer(focus, passages, every)
     typed = question.asked_kind_words  # "what mountain range": a name holding "Range" is of the asked type
-    types = question.asked_kind_types  # "which team": a name typed as a team is of the asked type
     relation = [s for s in focus.terms.stems if s not in focus.name_stems]
     every_relation = set(relation)
     subjects = [_subject(p) for p in passages]
@@ -212,7 +211,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
         for chain in beam:
             frontier = ([(e[0], e[1]) for _, e, _ in chain.hops[-1:]] or [(entity_key(n), n) for n in names])
             steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names, typed,
-                               types, onward=bool(known))
+                               onward=bool(known))
             for score, u, entity, linked, answers in _distinct(steps)[:BEAM]:
                 start = chain.start if chain.hops else linked
                 asked = relation + other_name_stems(names, start)
@@ -222,7 +221,7 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
                              | (set() if chain.hops else question.start_clause(linked, relation)))
                 stated = every_relation <= hop.used  # every relation of the question has had its hop
                 hop.reached = (len(hop.hops) >= least or stated) and (answers or entity[2] == "value"
-                                                                      or is_wanted(entity, focus.kind, u.text, typed, types))
+                                                                      or is_wanted(entity, focus.kind, u.text, typed))
                 (finished if hop.reached else grown).append(hop)
         finished += [c for c in beam if c.hops and c not in finished]
         beam = sorted(grown, key=lambda c: -c.score)[:BEAM]
@@ -282,7 +281,7 @@ def _distinct(steps: list) -> list:
 
 def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Scorer, relation: list[str],
                focus: Focus, least: int, names: list[str],
-               typed: frozenset[str] = frozenset(), types: frozenset[str] = frozenset(),
+               typed: frozenset[str] = frozenset(),
                onward: bool = False) -> list[tuple[float, Unit, tuple[str, str, str], str, bool]]:
     """(score, unit, entity it leads to, the frontier name it links, whether the unit answers) for
     every unit that links the chain's last entity to a new one, best first. The question's names
@@ -332,7 +331,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         rel /= sum(scorer.weight(s) for s in asked) or 1.0
         # the page's own subject first (the Berlin office page answers "Berlin"), then the first place
         # the unit names ("headquartered in Harlow, Essex": Harlow, shown with its region)
-        wanted = sorted((e for e in fresh if is_wanted(e, focus.kind, u.text, typed, types)),
+        wanted = sorted((e for e in fresh if is_wanted(e, focus.kind, u.text, typed)),
                         key=lambda e: (e is not subject, order_in(u.text, e[1]))) if final else []
         if value and final:  # a date or a number ends the chain; never on the first hop
             wanted = [(f"value:{u.passage}:{u.position}", value_in(u, scorer), "value")]

@@ -88,16 +88,11 @@ def _unit_after(rest: str) -> str:
     return f" {rest[words[0].start():words[-1].end()]}" if words else ""
 
 
-def is_wanted(entity: tuple[str, str, str], kind: str | None, text: str, typed: frozenset[str] = frozenset(),
-              types: frozenset[str] = frozenset()) -> bool:
+def is_wanted(entity: tuple[str, str, str], kind: str | None, text: str, typed: frozenset[str] = frozenset()) -> bool:
     """Whether the entity is of the asked type: as the mention finder typed it, or, for a place, as
     the sentence uses it (`placed`); for a "what X" question (`typed`: the stems of X,
-    answer_types.asked_kind_words), a name holding X ("Sangre de Cristo Range" for "what mountain range"),
-    or one the mention finder typed as X names (`types`, answer_types.asked_kind_types: "Команда Платформы"
-    for "which team")."""
+    answer_types.asked_kind_words), a name holding X ("Sangre de Cristo Range" for "what mountain range")."""
     if kind not in NAME_TYPE:
-        if entity[2] in types:
-            return True
         words = WORD.findall(entity[1])  # the kind word alone ("Range") is no name of that kind
         # a capitalised word of the name, or its last, the head noun a name may write in lower case
         # ("Platform team" for "which team")

@@ -200,17 +200,12 @@ def _votes(words, run, tokens, start, end, before, lower) -> Counter:
     """Type votes of one mention: head word 3, surname or country 3, cue next to it 2, weak hints 1."""
     votes = Counter(concept=0.5)
     key, folded = entity_key(" ".join(words)), [w.casefold() for w in words]
-    # the head word states the type: an English name ends with it ("Platform team"), a Russian one starts
-    # with it ("Команда Платформы") unless adjectives come first ("Платёжный шлюз"); another word of the name
-    # that names a type ("Platform", "Платформы") votes a little less, so that the head wins a tie
-    cyrillic = bool(_CYRILLIC.search(key))
-    head, others = (folded[0], folded[1:]) if cyrillic else (folded[-1], folded[:1])
+    heads = folded if _CYRILLIC.search(key) else [folded[-1], folded[0]]
     for kind, pattern in HEAD_WORDS.items():
-        votes[kind] += 3 if pattern.fullmatch(head) else 2.5 if any(pattern.fullmatch(w) for w in others) else 0
+        votes[kind] += 3 if any(pattern.fullmatch(w) for w in heads) else 0
     votes["location"] += 3 if key in GEOGRAPHY_KEYS else 0
     full_name = 2 <= len(run) <= 3 and all(w.isalpha() for w in run)
-    headed = sum(votes.values()) > 0.5  # a type's head word ("Команда Складов") makes no surname of "Складов"
-    if full_name and not headed and (is_russian_surname(run[-1]) or RU_PATRONYMIC.fullmatch(run[-2])):
+    if full_name and (is_russian_surname(run[-1]) or RU_PATRONYMIC.fullmatch(run[-2])):
         votes["person"] += 3
     elif full_name and sum(votes.values()) == 0.5 and all(w.istitle() for w in run):  # nothing else voted
         if not any(entity_key(w) in lower or CUE_WORDS["person"].fullmatch(w.casefold()) for w in run):
