@@ -35,6 +35,10 @@ blind8    - held out: blind7's make-up again, written blind in the second sessio
 blind9    - held out: blind8's make-up again, written blind in the sixth session of 2026-12-06 after that
             session's answer changes and run once on them and on the answers before them
             (bench/answer_blind9/README.md); verdicts only.
+demo_dev  - a development set in blind9's make-up (24 multi-hop, 12 local, 12 negatives over the demo corpus),
+            written in the eighth session of 2026-12-06 by a helper who read only the corpus and the
+            earlier sets' questions (bench/answer_demo_dev/README.md): the local and multi-hop questions of
+            the held-out blind sets' kind, to study their failures on; looked at freely.
 unseen_xq_dev, unseen_xq_test - new Russian questions over xquad_ru's own paragraphs (80 answerable, 20
             that no paragraph answers), written for the project by someone who read only that corpus
             (bench/answer_unseen_xq/README.md), on eval_xquad_ru's tenant: the odd-numbered half is for
@@ -204,6 +208,7 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind7": ROOT / "bench" / "answer_blind7" / "questions.jsonl",
                "blind8": ROOT / "bench" / "answer_blind8" / "questions.jsonl",
                "blind9": ROOT / "bench" / "answer_blind9" / "questions.jsonl",
+               "demo_dev": ROOT / "bench" / "answer_demo_dev" / "questions.jsonl",
                "written": ROOT / "bench" / "reader_data" / "questions.jsonl",
                "xl_dev": ROOT / "bench" / "answer_xl_dev" / "questions.jsonl"}
 # Questions written for the project over two dev corpora (their READMEs say by whom and how), asked of
