@@ -114,35 +114,3 @@ def test_a_follow_up_search_reads_the_clause_of_a_name_and_the_question_s_words(
     assert question.clause_words("Nowhere") == list(question.query_words)  # a name it does not spell: all
     assert "governor" in question.query_words and "1990" in question.query_words
     assert {"gover", "silve", "state"} <= question.stems
-
-
-@pytest.mark.parametrize("question, inner, outer", [
-    # statements describe the entity; the question points back at it with a demonstrative
-    ("Платёжный шлюз сначала отправляет каждое списание основному эквайеру. До какой даты действует наш "
-     "договор с этим эквайером?",
-     "Какой эквайером — Платёжный шлюз сначала отправляет каждое списание основному эквайеру?",
-     "До какой даты действует наш договор с {}?"),
-    ("The infrastructure team with four SREs owns one tier-1 service. For that service's SLA, where is "
-     "availability measured?",
-     "Which service — The infrastructure team with four SREs owns one tier-1 service?",
-     "For {}'s SLA, where is availability measured?"),
-    ("Our Urals site is led by an engineer. Two teams work there. Which bonus do those engineers get?",
-     "Which engineers — Our Urals site is led by an engineer. Two teams work there?",
-     "Which bonus do {} get?"),
-])
-def test_a_question_asked_of_what_the_sentences_before_it_describe_is_split_at_its_demonstrative(
-        question, inner, outer):
-    got = nested_question(question)
-    assert got is not None and (got.inner, got.outer) == (inner, outer), got
-
-
-@pytest.mark.parametrize("question", [
-    "Ferrocard is our acquirer. When does the contract end?",  # no demonstrative: nothing points back
-    "Is it true that this team owns Webhook Relay?",  # one sentence
-    "Billing owns the gateway. Who leads the team that runs it?",  # "that" opens a clause
-    "Сервис упал в мае. Сколько на это ушло времени?",  # "это" is a pronoun here
-    "This. That.",
-])
-def test_sentences_before_a_question_that_points_back_at_nothing_are_not_split_off(question):
-    got = nested_question(question)
-    assert got is None or "—" not in got.inner, got

@@ -13,8 +13,7 @@ from core.text.tokens import WORD
 from answers.expected_type import question_kind
 from answers.units import entity_key
 from answers.chain.names import PLACE_KINDS
-from core.text.script import CYRILLIC
-from answers.question_text import AUX_START, FUNCTION_WORDS, SENTENCE_END, title_core
+from answers.question_text import AUX_START, FUNCTION_WORDS, title_core
 from answers.types import Passage
 
 _NEAR = 80  # characters around a word that hold the words next to it
@@ -188,41 +187,8 @@ def nested_question(question: str) -> Nested | None:
     the entity it describes; None when the question has no such clause, or when where the clause ends
     cannot be told (a declarative English question with no question word after the clause)."""
     text = question.strip().rstrip("?").rstrip()
-    stated = _stated_first(text)
-    if stated is not None:
-        return stated
     return _russian_nested(text) if _RU_RELATIVE.search(text) or _RU_PARTICIPLE.search(text) \
         else _english_nested(text)
-
-
-# "Платёжный шлюз сначала отправляет каждое списание основному эквайеру. До какой даты действует наш договор
-# с этим эквайером?": statements describe the entity, and the question points back at it with a demonstrative
-# ("for that service's SLA"; "that" only after a preposition, elsewhere it opens a clause; not the pronoun "это")
-_DEMONSTRATIVE = re.compile(r"\b(?P<det>this|these|those|that|эт(?:от|а|и|ого|ой|ому|им|ом|у|их|ими))\s+"
-                            r"(?P<noun>[^\W\d_][\w-]*)", re.IGNORECASE)
-_BEFORE_THAT = frozenset("at by for from in of on to with under about".split())
-
-
-def _stated_first(text: str) -> Nested | None:
-    """A question of several sentences whose last asks of what the ones before describe, through a
-    demonstrative ("this acquirer", "этим эквайером"): the statements, asked for an entity of the
-    demonstrative's noun, as `inner`; the last sentence with that entity in the demonstrative's place as
-    `outer`. None for a question of one sentence or one that points back at nothing."""
-    sentences = SENTENCE_END.split(text)
-    if len(sentences) < 2:
-        return None
-    asked, statement = sentences[-1], " ".join(sentences[:-1]).rstrip(" .!;")
-    for m in _DEMONSTRATIVE.finditer(asked):
-        noun = m.group("noun")
-        before = WORD.findall(asked[:m.start()])[-1:]
-        if m.group("det").casefold() == "that" and not (before and before[0].casefold() in _BEFORE_THAT):
-            continue
-        if noun.casefold() in FUNCTION_WORDS or not WORD.search(statement):
-            continue
-        which = "Какой" if CYRILLIC.search(noun) else "Which"
-        outer = f"{asked[:m.start()]}{{}}{asked[m.end():]}?"
-        return Nested(f"{which} {noun} — {statement}?", outer, noun.casefold() in PLACE_KINDS)
-    return None
 
 
 def _english_nested(text: str) -> Nested | None:
