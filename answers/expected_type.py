@@ -33,8 +33,7 @@ _KIND_CUES = (  # checked in order; the first that matches decides
                r"сколько|скольк(их|им|ими)|как долго|какой процент|какая доля|какое количество|"
                r"как(ое|ом) мест[оеа]\b.*\b(занима|заня))"),
     ("date", r"(^|[,;]\s*)(when|когда)\b|\b(what|which|in what|in which) (year|date|day|month|century)\b|"
-             r"\b(в каком году|какого года|в какой год|с какого года|какого числа|в каком месяце|в каком веке|"
-             r"как(ой|ая|ую) дат[аеуы])\b"),
+             r"\b(в каком году|какого года|в какой год|с какого года|какого числа|в каком месяце|в каком веке)\b"),
     # "founded by whom?" asks in place, at the end
     ("person", r"^(who|whom|whose)\b|[,;]\s*(who|whom|whose)\b|\bby (who|whom)\W*$|\b(кто|кого|кому|кем|чей|чья)\b|"
                # a noun for a person after the question word: "which engineer", "какой инженер"

@@ -149,15 +149,3 @@ def test_an_amount_in_a_tables_header_counts_and_which_allowance_is_no_price():
     assert got.answered and "78,000" in got.text, got.text
     allowance = p(1, "On-call in Berlin", "Senior engineers on call in Berlin get a weekly allowance.")
     assert local_answer(Question("Which allowance do senior engineers in Berlin get?"), [allowance]).answered
-
-
-@pytest.mark.parametrize("question, kind", [
-    # a date asked by its Russian noun, as "what date" asks it in English
-    ("До какой даты действует наш договор с Ferrocard?", "date"),
-    ("С какой даты действуют новые тарифы?", "date"),
-    ("Какая дата указана в приказе?", "date"),
-    ("On what date does the contract end?", "date"),
-    ("Какие данные хранит сервис?", None),  # "данные" is no date
-])
-def test_a_date_is_asked_by_the_noun_date_in_either_language(question, kind):
-    assert question_kind(question) == kind
