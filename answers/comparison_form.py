@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from answers.chain.question import nested_question
+from answers.chain.question import nested_question, relative_clause
 from answers.question_text import (ATTRIBUTE_NOISE, AUX_START, CONJUNCTIONS, FUNCTION_WORDS, IMPERATIVES, PAIR_CUES,
                                    WORD, content_words, fold, is_function_word, question_mentions, stem_of,
                                    stems_of, words_of)
@@ -98,14 +98,6 @@ def parse_comparison(question: str) -> Comparison | None:
     return _mention_pair(q)
 
 
-# a relative word that opens a clause inside a side ("the one where", "в офисе, где"): lower case, so
-# that a title's "Who" ("The Man Who Knew Too Much") is none
-_EN_CLAUSE = re.compile(r"\b(?:who|that|which|where)\b")
-_RU_CLAUSE = re.compile(r",\s*(?:котор\w+|где)\b")
-# "the one", "those": a side that stands for the asked noun ("Which office ...: the one where ...")
-_PRONOUN_SIDE = re.compile(r"^(?:the\s+)?(?:one|ones)\b", re.IGNORECASE)
-
-
 def _asked_noun(pre: str) -> str:
     """The noun a comparison asks which of ("office" of "Which office is larger"), "" when none."""
     words = words_of(pre)
@@ -119,10 +111,15 @@ def _described(side: str, noun: str) -> str:
     "Which office ...?" -> "In which office the CTO works?"; "в офисе, где работает X" -> "Где работает X?"),
     "" for a side that names its entity."""
     side = side.strip(" ,:;?.!")
-    if _RU_CLAUSE.search(side):
+    form = relative_clause(side)
+    if form == "russian":
         nested = nested_question(side)
-    elif _EN_CLAUSE.search(side):
-        phrase = _PRONOUN_SIDE.sub(f"the {noun}", side) if noun else side
+    elif form == "english":
+        words = side.split()
+        # "the one", "one": the side stands for the asked noun ("Which office ...: the one where ...")
+        folded = [w.casefold() for w in words[:2]]
+        lead = 2 if folded == ["the", "one"] else 1 if folded[:1] in (["one"], ["ones"]) else 0
+        phrase = " ".join([f"the {noun}", *words[lead:]]) if noun and lead else side
         nested = nested_question(f"What about {phrase}?")
     else:
         return ""

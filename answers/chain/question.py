@@ -181,6 +181,16 @@ class Nested:
         return self.outer.replace("{}", entity)
 
 
+def relative_clause(text: str) -> str | None:
+    """"russian" or "english" when the text holds a relative clause of that language's form (", который",
+    ", где"; a lower-case "who", "that", "which", "where", so that a title's "Who" is none), else None."""
+    if _RU_RELATIVE.search(text):
+        return "russian"
+    if any(m.group(1).islower() for m in _EN_RELATIVE.finditer(text)):
+        return "english"
+    return None
+
+
 def nested_question(question: str) -> Nested | None:
     """The question's first relative clause (English "who", "that", "which", "where" after a noun;
     Russian "который", "где" or an active participle after a comma) as a question of its own, and the rest around
