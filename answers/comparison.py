@@ -46,7 +46,7 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
                       described: Sequence[str] = ()) -> Extracted:
     """`sides`: (name, query) per compared entity; `attribute`: what is compared ("film directors");
     `similarity`: for a side whose passages are in the other language (answers/local.py); `described`: per
-    side, the question of the clause that describes it ("In which office does the CTO work?"), or "" for a
+    side, the question of the clause that describes it ("In which office the CTO works?"), or "" for a
     side that names its entity. A described side is the entity its clause's answer finds, cited, and then
     answered as a named side is."""
     language = "russian" if question.language == "russian" else "english"
@@ -115,11 +115,11 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
 
 
 def resolve_side(name: str, query: str, clause: str, attribute: str, passages: list[Passage],
-              similarity: UnitSimilarity | None) -> tuple[str, str, str, list[Picked]]:
+                 similarity: UnitSimilarity | None) -> tuple[str, str, str, list[Picked]]:
     """A side as it is answered, and searched for (router/planner_offline.py): (name, query, label, the units
-    that found it). A side described by a clause
-    is the entity the clause's question finds ("Austin" for "In which office does the CTO work?"), labelled
-    with how ("CTO works -> Austin"); a named side, or one whose clause finds nothing, stays as it is."""
+    that found it). A side described by a clause is the entity the clause's question finds ("Berlin office"
+    for "Где работает Hannah Vogt?"), labelled with how ("Hannah Vogt -> Berlin office"); a named side, or one
+    whose clause finds nothing, stays as it is."""
     if not clause:
         return name, query, name, []
     entity, found = clause_entity(Question(clause), passages, similarity)

@@ -3,9 +3,10 @@
 A question that states a number presupposes it: "the first tram of route 11", "appendix 3 of the price
 list", "trips booked in 2024". When the passage of the answer's chosen unit writes that number nowhere
 (text, title or heading; grouped in threes or not, or as a Roman numeral), the answer is about something
-else (route 7's timetable, the price list as a whole) and is withheld. Numbers are rarely paraphrased, unlike words, so the check costs right answers little
-(docs/reader.md, "A describing clause searched as its own question, numbers the answering passages never
-write").
+else (route 7's timetable, the price list as a whole) and is withheld. Numbers are rarely paraphrased,
+unlike words, so the check costs right answers little (docs/reader.md, "A describing clause searched as
+its own question, numbers the answering passages never write" and "Sides described by a clause, which
+side has more, and the number on the answering page").
 """
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def unstated_numbers(question: Question, passages: list[Passage], picked: list[P
     does not make a 2027 fund the 2026 one. A number inside one of its names ("Big Hero 6") identifies an
     entity, and a question may name several, each on its own page: any quoted passage may write it."""
     quoted = [p.passage for p in picked if 0 < p.passage <= len(passages)]
-    if not quoted or not (0 < picked[0].passage <= len(passages)):
+    if not quoted or quoted[0] != picked[0].passage:  # nothing quoted, or the chosen unit's passage is unknown
         return ()
     pages = {n: _written(f"{page.title}\n{page.heading}\n{page.text}")
              for n in set(quoted) for page in [passages[n - 1]]}

@@ -145,8 +145,8 @@ def _through(first_question: Question, then: Callable[[str], str], question: Que
 
 def clause_entity(question: Question, passages: list[Passage],
                   similarity: UnitSimilarity | None = None) -> tuple[str | None, Extracted]:
-    """The entity a clause asked as a question finds ("In which office does the CTO work?" -> "Austin"),
-    as a step of a chain finds it, and the answer that found it; None when it finds none."""
+    """The entity a clause asked as a question finds ("Где работает Hannah Vogt?" -> "Berlin office"), as a
+    step of a chain finds it, and the answer that found it; None when it finds none."""
     found = _chain(question, passages, MAX_HOPS, 1, similarity)
     by_place = {(u.passage, u.position): u for u in units(passages)}
     return _found_entity(question, found, passages, by_place), found
