@@ -26,7 +26,7 @@ def unmentioned_note(language: str, codes: Sequence[str]) -> str:
 
 
 def unstated_note(language: str, numbers: Sequence[str]) -> str:
-    """The numbers of the question no passage the answer quotes writes (answers/premise.py)."""
+    """The numbers of the question the page the answer would come from never writes (answers/premise.py)."""
     return _note(UNSTATED_LABEL, language, numbers)
 
 

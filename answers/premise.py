@@ -43,8 +43,8 @@ def _numbers(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     ("2 000") is one value, its groups ("2", "000") another reading of it ("11 250" may be route 11's 250)."""
     found: dict[str, tuple[str, tuple[str, ...]]] = {}
     for run in _GROUPED.finditer(text):
-        groups = tuple(_value(g) for g in WORD.findall(run.group()))
-        found.setdefault(_value("".join(WORD.findall(run.group()))), (run.group(), groups))
+        digits = WORD.findall(run.group())
+        found.setdefault(_value("".join(digits)), (run.group(), tuple(_value(g) for g in digits)))
     for word in WORD.findall(_GROUPED.sub(" ", text)):
         if word.isdecimal() and word.isascii():
             found.setdefault(_value(word), (word, ()))
@@ -54,13 +54,9 @@ def _numbers(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
 def _written(text: str) -> set[str]:
     """Every value a passage writes: its numbers, each group of a grouped one too (a decimal comma reads
     like a group: "3,500" may be 3.5), and its Roman numerals."""
-    values = set(_numbers(text))
-    for word in WORD.findall(text):
-        if word.isdecimal() and word.isascii():
-            values.add(_value(word))
-        elif (roman := _roman(word)) is not None:
-            values.add(roman)
-    return values
+    numbers = _numbers(text)
+    values = set(numbers) | {g for _, groups in numbers.values() for g in groups}
+    return values | {roman for word in WORD.findall(text) if (roman := _roman(word)) is not None}
 
 
 def unstated_numbers(question: Question, passages: list[Passage], picked: list[Picked]) -> tuple[str, ...]:
@@ -73,8 +69,8 @@ def unstated_numbers(question: Question, passages: list[Passage], picked: list[P
     quoted = [p.passage for p in picked if 0 < p.passage <= len(passages)]
     if not quoted or quoted[0] != picked[0].passage:  # nothing quoted, or the chosen unit's passage is unknown
         return ()
-    pages = {n: _written(f"{page.title}\n{page.heading}\n{page.text}")
-             for n in set(quoted) for page in [passages[n - 1]]}
+    pages = {n: _written(f"{passages[n - 1].title}\n{passages[n - 1].heading}\n{passages[n - 1].text}")
+             for n in set(quoted)}
     chosen, anywhere = pages[picked[0].passage], set().union(*pages.values())
     named = " ".join(m.text for m in question.names)
     named_values = set(_numbers(named))

@@ -89,11 +89,10 @@ class AnswerWriter:
             trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
             return closest_no_answer(question, passages, decision, reasons=reasons, errors=errors, trace=trace)
         # A number the question states that the chosen unit's passage never writes: the answer is about
-        # something else.
-        # Only a question of one hop by its form (no relative clause or possessive) and on the local route: a
-        # question that describes what it links through may state a number of a page its answer only passes
-        # through ("the singer whose third album is Diamond Cut (1979)", "the sequel to Tai Chi 0": each a right
-        # development answer lost when every question was checked)
+        # something else. Only a question of one hop by its form (no relative clause or possessive) and on the
+        # local route: a question that describes what it links through may state a number of a page its answer
+        # only passes through ("the singer whose third album is Diamond Cut (1979)", "the sequel to Tai Chi 0":
+        # each a right development answer lost when every question was checked)
         one_hop = not multihop and question.least_hops == 1
         unstated = unstated_numbers(question, passages, extracted.picked) if one_hop else ()
         if unstated:
