@@ -42,7 +42,9 @@ is a place, however the mention finder typed it; a question asking no person, pl
 ("what genre") is answered, after its hops, by a sentence about the last entity. The answer states the chain and cites every
 hop, then the units that answer the question's own words and the loop's later queries
 (`offline_answer`); a chain that stopped short of the asked kind of value (a date, a sum, a number)
-follows the plain answer when that one holds such a value.
+follows the plain answer when that one holds such a value. A question whose first sentences describe
+what its last one asks about is answered through the entity they describe, chosen together with the
+answer (answers/chain/described.py), before any chain.
 
 Either answer carries a confidence: the share of the question (rarity-weighted stems, names twice)
 that the answering units and their passages' titles cover. Below MIN_CONFIDENCE the answer is that
@@ -57,6 +59,7 @@ from dataclasses import replace
 from answers.expected_type import CONTACT_KINDS, VALUE_KINDS, holds_value
 from answers.units import Extracted, display, units
 from answers.chain.answer import chain_answer, chain_label
+from answers.chain.described import described_answer
 from answers.comparison import comparison_answer
 from answers.local import local_answer
 from answers.other_language_gate import OtherLanguageGate
@@ -83,7 +86,10 @@ def offline_answer(question: Question, passages: list[Passage], *, multihop: boo
     if compared is not None:
         sides = list(zip((compared.a, compared.b), compared.queries()))
         return comparison_answer(question, passages, sides, compared.attribute, similarity, compared.described)
-    chain = chain_answer(question, passages, similarity=similarity)
+    # statements describing what the last sentence asks about: the bridge they describe and the answer
+    # through it are chosen together (answers/chain/described.py); else the chain from the question's names
+    chain = (described_answer(question, passages, chain_label(question))
+             or chain_answer(question, passages, similarity=similarity))
     if not chain.chain:
         return chain
     support = [local_answer(question, passages)] + [local_answer(Question(q), passages, max_units=1)

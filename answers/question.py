@@ -10,9 +10,9 @@ The parts, and where the reading is written down:
   each one thing, which a readable document must spell (vector/search/unmentioned.py); `codes`: the codes
   and identifiers among them (ERR_2043, INC-2023-005; core/text/terms.py); `words`: its content words;
 - `comparison`: the two compared entities and the attribute (answers/comparison_form.py);
-- `parts`, `nested`, `least_hops`: a chain's two questions, its relative clause, the fewest hops its form
-  allows, and `start_clause`, `extended_names`, which read it against a chain's start and the passages
-  (answers/chain/question.py);
+- `parts`, `nested`, `described`, `least_hops`: a chain's two questions, its relative clause, the statements
+  before its last sentence, the fewest hops its form allows, and `start_clause`, `extended_names`, which read
+  it against a chain's start and the passages (answers/chain/question.py);
 - `asks_meaning`, `terms_without_meaning`: the "what does X mean" form (answers/expected_type.py);
   `word_forms`, `script`: its words as written and its script, for the unit scorer.
 A question made inside the answer (a chain's step, a comparison's side, the loop's follow-up query) is
@@ -28,7 +28,8 @@ from core.text.language import detect_language
 from core.text.script import script_name
 from core.text.terms import QueryTerms, codes, content_words, normalise
 from core.text.tokens import LETTERS, WORD
-from answers.chain.question import Nested, extended_names, least_hops, nested_question, question_parts, start_clause
+from answers.chain.question import (Nested, described_ask, extended_names, least_hops, nested_question,
+                                    question_parts, start_clause)
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
 from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
 from answers.question_text import Mention, clause_words, is_function_word, question_mentions, stem_of
@@ -174,6 +175,12 @@ class Question:
     @cached_property
     def nested(self) -> Nested | None:
         return nested_question(self.text)
+
+    @cached_property
+    def described(self) -> tuple[str, str] | None:
+        """Its statements and its last sentence, when the statements describe what that sentence asks
+        about (answers/chain/question.py `described_ask`; answered by answers/chain/described.py)."""
+        return described_ask(self.text)
 
     @cached_property
     def least_hops(self) -> int:

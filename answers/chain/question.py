@@ -8,6 +8,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import islice
 
+from core.sentences import split_sentences
 from core.text.terms import content_stems
 from core.text.tokens import WORD
 from answers.expected_type import question_kind
@@ -179,6 +180,18 @@ class Nested:
 
     def then(self, entity: str) -> str:
         return self.outer.replace("{}", entity)
+
+
+def described_ask(question: str) -> tuple[str, str] | None:
+    """A question whose first sentences state what its last one asks about ("Платёжный шлюз сначала
+    отправляет каждое списание основному эквайеру. До какой даты действует наш договор с этим эквайером?"):
+    (the statements, the last sentence); None for a question of one sentence, or of several questions."""
+    sentences = split_sentences(question.strip())
+    if len(sentences) < 2 or not sentences[-1].rstrip().endswith("?"):
+        return None
+    if any(s.rstrip().endswith("?") for s in sentences[:-1]):
+        return None
+    return " ".join(s.strip() for s in sentences[:-1]), sentences[-1].strip()
 
 
 def relative_clause(text: str) -> str | None:
