@@ -95,3 +95,5 @@ def test_a_path_whose_answer_shares_nothing_with_the_last_sentence_is_no_answer(
                     "Which is it?")
     got = described_answer(told, ORDERS, "Chain")
     assert got is not None and "Brightpay" in got.text, got.text
+    sentence = got.text.split(" [", 1)[0]
+    assert got.text.count(sentence) == 1, got.text  # the answering sentence is quoted once

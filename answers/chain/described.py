@@ -121,13 +121,14 @@ def _as_extracted(path: _Path, label: str) -> Extracted:
     answer, described_by = path.answer, path.described_by
     steps = [described_by, answer] if (described_by.passage, described_by.position) != (
         answer.passage, answer.position) else [answer]
-    quoted = " ".join(f"{display(u)} [{u.passage}]" for u in steps)
     if path.scorer.focus.kind in VALUE_KINDS and path.scorer.typed(answer):
         value = value_in(answer, path.scorer)
+        quoted = " ".join(f"{display(u)} [{u.passage}]" for u in steps)
         text = f"{value}. {label}: {path.bridge} -> {value}. {quoted}"
         chain = [path.bridge, value]
-    else:
-        text = f"{display(answer)} [{answer.passage}] {label}: {path.bridge}. {quoted}"
+    else:  # the answering sentence leads; the describing one follows the bridge, once
+        quoted = "".join(f" {display(u)} [{u.passage}]" for u in steps[:-1])
+        text = f"{display(answer)} [{answer.passage}] {label}: {path.bridge}.{quoted}"
         chain = [path.bridge]
     scores = {id(answer): path.confidence}
     return Extracted(text, cite(steps, scores), round(path.confidence, 4), chain, True)
