@@ -35,7 +35,7 @@ _KIND_CUES = (  # checked in order; the first that matches decides
     ("date", r"(^|[,;]\s*)(when|когда)\b|\b(what|which|in what|in which) (year|date|day|month|century)\b|"
              r"\b(в каком году|какого года|в какой год|с какого года|какого числа|в каком месяце|в каком веке)\b"),
     # "founded by whom?" asks in place, at the end
-    ("person", r"^(who|whom|whose)\b|[,;]\s*(who|whom|whose)\b|\bby (who|whom)\W*$|\b(кто|кого|кому|кем|чей|чья)\b|"
+    ("person", r"^(who|whom|whose)\b|[,;]\s*(who|whom|whose)\b|\bby (who|whom)\W*$|\b(кто|кого|кому|кем|ком|чей|чья)\b|"
                # a noun for a person after the question word: "which engineer", "какой инженер"
                r"\b(which|what) (person|engineer|employee|manager|director|leader|founder)\b|"
                r"\bкак(ой|ая|ого|ую|ому|им|ом)\s+(инженер|руководител|директор|сотрудни|дежурн|разработчик|"
@@ -52,6 +52,7 @@ _KIND_CUES = (  # checked in order; the first that matches decides
               r"бюджет\w*|вознагражден\w*|преми[яиюей])\b"),
 )
 _KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
+_FIRST_QUESTION_WORD, _MONEY_NOUNS = 3, len(_KIND_CUES) - 1  # where the question words' cues start and end
 _KINDS_BY_NAME = dict(_KINDS)
 VALUE_KINDS = ("date", "number", "money", "email", "phone")
 # a value told by its form alone: a local answer must hold one beside what the question names, as must an
@@ -122,7 +123,13 @@ def question_kind(question: str) -> str | None:
     """"date", "number", "money", "email", "phone", "person", "place" or None (a "what does X mean" question:
     any sentence about X)."""
     q = " ".join(question.split())
-    kind = next((kind for kind, cue in _KINDS if cue.search(q)), None)
+    found = [(m.start(), i, kind) for i, (kind, cue) in enumerate(_KINDS) if (m := cue.search(q))]
+    # a form (an e-mail, a phone, a price) decides first and a money noun last, in the list's order; among
+    # the question words the first in the question decides: one after a comma opens a clause of what is
+    # asked about ("На ком женился Тэмуджин, когда ему было около 16 лет?" asks a person, not a date)
+    formed = [f for f in found if f[1] < _FIRST_QUESTION_WORD]
+    asked = [f for f in found if _FIRST_QUESTION_WORD <= f[1] < _MONEY_NOUNS]
+    kind = (formed[0] if formed else min(asked) if asked else found[0])[2] if found else None
     if kind == "money" and not _asks_money(q):
         return None
     return kind

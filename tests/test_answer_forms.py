@@ -70,6 +70,25 @@ def test_an_email_or_a_phone_is_asked_by_its_own_words(question, kind):
     assert question_kind(question) == kind
 
 
+@pytest.mark.parametrize("question, kind", [
+    # a question word after a comma opens a clause about what is asked, not what is asked
+    ("На ком женился Тэмуджин, когда ему было около 16 лет?", "person"),
+    ("Who did the founder marry, when he was about sixteen?", "person"),
+    ("Which office hired the engineer, when the team grew?", "place"),
+    ("Сколько сотрудников было в офисе, где работала Анна?", "number"),
+    ("О ком эта книга?", "person"),  # "ком", the prepositional case of "кто"
+    # the first question word, whatever the list's order ("when" before "who")
+    ("Кто и когда основал компанию?", "person"),
+    ("When and by whom was the company founded?", "date"),
+    # a form still decides first, and a money noun only where no question word does
+    ("What number should a patient dial when the clinic is closed?", "phone"),
+    ("If a caller does not pass a solver time budget, how long does the route planner get by default?", "number"),
+    ("Какой бюджет у отдела?", "money"),
+])
+def test_the_first_question_word_decides_what_is_asked(question, kind):
+    assert question_kind(question) == kind
+
+
 @pytest.mark.parametrize("text, phone", [
     ("Контактное лицо — менеджер Шилов, тел. +7 (4852) 60-17-43.", "тел. +7 (4852) 60-17-43"),
     ("**Security desk Bonn:** entrance hall, extension 4100", "extension 4100"),
