@@ -81,7 +81,7 @@ def offline_answer(question: Question, passages: list[Passage], *, multihop: boo
     for the local answer; `gate`: how sure the local answer is when chosen in the other language,
     answers/other_language_gate.py)."""
     if not multihop:
-        return local_answer(question, passages, similarity=similarity, reader=reader, gate=gate)
+        return local_answer(question, passages, similarity=similarity, reader=reader, gate=gate, whole=True)
     compared = question.comparison
     if compared is not None:
         sides = list(zip((compared.a, compared.b), compared.queries()))

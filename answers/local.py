@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from core.text.language import detect_language
+from core.text.script import script_name
 from answers.expected_type import ASKS_PRICE, CONTACT_KINDS, VALUE_KINDS, holds_value
 from answers.units import MIN_CONFIDENCE, Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
@@ -28,7 +29,8 @@ NEAR_MEANING = 0.01
 
 def local_answer(question: Question, passages: list[Passage], *, max_units: int = 3, max_chars: int = 700,
                  kind: str | None = None, similarity: UnitSimilarity | None = None,
-                 reader: ReaderModel | None = None, gate: OtherLanguageGate | None = None) -> Extracted:
+                 reader: ReaderModel | None = None, gate: OtherLanguageGate | None = None,
+                 whole: bool = False) -> Extracted:
     """The best unit for the question, its block's follow-ups, and units answering what it left open.
     `kind`: the answer type, when the caller knows it better than `question` says; `similarity`: how
     close in meaning units are to the question, for passages in the other language (`_across_languages`);
@@ -37,17 +39,22 @@ def local_answer(question: Question, passages: list[Passage], *, max_units: int 
     one its ranker chose ("ranker"); `gate`: how sure an answer chosen in the other language is
     (answers/other_language_gate.py; None: as sure as the search is of its passage). With a gate, such an
     answer keeps the gate's verdict when the reader is on too: the reader was fitted on answers in the
-    question's language, and the search left those pages to the gate, not to the reranker's cut."""
+    question's language, and the search left those pages to the gate, not to the reranker's cut. `whole`:
+    the question is asked as the user wrote it (the local route), not as a comparison's side or a chain's
+    step, whose words ("older", a relation) its pages need not repeat: an answer whose document, in the
+    question's script, says nothing the question asks besides its names is no answer
+    (`Scorer.document_says_asked`)."""
     if reader is not None and reader.chooser == "ranker":
         return _read(question, passages, kind, similarity, reader, max_chars, max_units)
-    extracted, first = _by_rules(question, passages, kind, similarity, max_units, max_chars, gate)
+    extracted, first = _by_rules(question, passages, kind, similarity, max_units, max_chars, gate, whole)
     if reader is None or (gate is not None and extracted.closeness is not None):
         return extracted
     return _confide(question, passages, kind, similarity, reader, extracted, first)
 
 
 def _by_rules(question: Question, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,
-              max_units: int, max_chars: int, gate: OtherLanguageGate | None = None) -> tuple[Extracted, Unit | None]:
+              max_units: int, max_chars: int, gate: OtherLanguageGate | None = None,
+              whole: bool = False) -> tuple[Extracted, Unit | None]:
     """The hand-weighted answer and the unit it chose first (None: no answer)."""
     focus = Focus.of(question, kind, passages)
     every = units(passages)
@@ -83,9 +90,11 @@ def _by_rules(question: Question, passages: list[Passage], kind: str | None, sim
     # of two equal units, a whole sentence before one the chunk cut
     first = min(valued or candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
     chosen = _with_extras(first, candidates, scores, scorer, every, max_units, max_chars)
-    # no unit gives the asked amount, e-mail or phone of what the question names: whatever else they say,
-    # no answer
-    confidence = 0.0 if formed and not valued else scorer.confidence(chosen)
+    # no unit gives the asked amount, e-mail or phone of what the question names, or the answer's document
+    # says nothing the question asks besides its names (a page in the other script is left to the names: the
+    # dictionary misses too many of its words): whatever else they say, no answer
+    unsaid = whole and script_name(first.text) == question.script and not scorer.document_says_asked(first)
+    confidence = 0.0 if formed and not valued or unsaid else scorer.confidence(chosen)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
     return Extracted(text, cite(chosen, scores), round(confidence, 4)), first
 

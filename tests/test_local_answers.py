@@ -274,3 +274,33 @@ def test_a_russian_page_full_of_english_setting_names_is_read_as_russian():
 ])
 def test_a_what_x_question_asks_for_a_thing_of_kind_x(question, words):
     assert asked_kind_words(question) == words
+
+
+KUZMIN = [p(1, "Павел Кузьмин", "Павел Кузьмин — главный инженер по медицинскому оборудованию вологодского филиала. "
+                                "Он отвечает за закупку и обслуживание томографов."),
+          p(2, "Вологодский филиал", "В вологодском филиале работают 140 человек.")]
+
+
+def test_an_answer_whose_page_says_nothing_the_question_asks_is_no_answer():
+    # his page names him, but no page of the answer says anything of pay: the documents do not answer
+    pay = Question("Какая зарплата у Павла Кузьмина?")
+    assert not local_answer(pay, KUZMIN, whole=True).answered
+    # what the page does say is answered
+    duty = Question("За что отвечает Павел Кузьмин?")
+    got = local_answer(duty, KUZMIN, whole=True)
+    assert got.answered and "закупку" in got.text, got.text
+    # a question of names alone asks nothing besides them
+    who = Question("Кто такой Павел Кузьмин?")
+    assert local_answer(who, KUZMIN, whole=True).answered
+
+
+def test_only_the_local_routes_own_question_is_held_to_its_words():
+    # a comparison's side or a chain's step asks "older" of a page that writes a birth date: it is not whole
+    pages = [p(1, "James Hetfield", "James Alan Hetfield (born August 3, 1963) is an American musician.")]
+    side = Question("James Hetfield older")
+    assert local_answer(side, pages).answered
+    assert not local_answer(side, pages, whole=True).answered
+    # a page in the other script is left to its names: the dictionary misses too many of its words
+    ru = [p(1, "Индексация зарплат", "С 1 апреля 2025 г. зарплаты сотрудников в Москве индексируются на 8.5%.")]
+    raise_question = Question("From what date did the 2025 pay raise for the Moscow staff take effect?")
+    assert local_answer(raise_question, ru, whole=True).confidence == local_answer(raise_question, ru).confidence
