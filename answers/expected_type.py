@@ -35,7 +35,8 @@ _KIND_CUES = (  # checked in order; the first that matches decides
     ("date", r"(^|[,;]\s*)(when|когда)\b|\b(what|which|in what|in which) (year|date|day|month|century)\b|"
              r"\b(в каком году|какого года|в какой год|с какого года|какого числа|в каком месяце|в каком веке)\b"),
     # "founded by whom?" asks in place, at the end
-    ("person", r"^(who|whom|whose)\b|[,;]\s*(who|whom|whose)\b|\bby (who|whom)\W*$|\b(кто|кого|кому|кем|ком|чей|чья)\b|"
+    ("person", r"^(who|whom|whose)\b|[,;]\s*(who|whom|whose)\b|\bby (who|whom)\W*$|"
+               r"\b(кто|кого|кому|кем|ком|чей|чья)\b|"
                # a noun for a person after the question word: "which engineer", "какой инженер"
                r"\b(which|what) (person|engineer|employee|manager|director|leader|founder)\b|"
                r"\bкак(ой|ая|ого|ую|ому|им|ом)\s+(инженер|руководител|директор|сотрудни|дежурн|разработчик|"
@@ -52,7 +53,9 @@ _KIND_CUES = (  # checked in order; the first that matches decides
               r"бюджет\w*|вознагражден\w*|преми[яиюей])\b"),
 )
 _KINDS = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _KIND_CUES]
-_FIRST_QUESTION_WORD, _MONEY_NOUNS = 3, len(_KIND_CUES) - 1  # where the question words' cues start and end
+# the question words' cues follow the forms' and come before the money nouns', the list's last
+_FIRST_QUESTION_WORD = next(i for i, (kind, _) in enumerate(_KIND_CUES) if kind == "number")
+_MONEY_NOUNS = len(_KIND_CUES) - 1
 _KINDS_BY_NAME = dict(_KINDS)
 VALUE_KINDS = ("date", "number", "money", "email", "phone")
 # a value told by its form alone: a local answer must hold one beside what the question names, as must an
