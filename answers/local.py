@@ -42,8 +42,8 @@ def local_answer(question: Question, passages: list[Passage], *, max_units: int 
     question's language, and the search left those pages to the gate, not to the reranker's cut. `whole`:
     the question is asked as the user wrote it (the local route), not as a comparison's side or a chain's
     step, whose words ("older", a relation) its pages need not repeat: an answer whose document, in the
-    question's script, says nothing the question asks besides its names is no answer
-    (`Scorer.document_says_asked`)."""
+    question's script, says nothing the question asks besides its names is no answer, with those words
+    (`Extracted.unsaid`, `Scorer.unsaid`)."""
     if reader is not None and reader.chooser == "ranker":
         return _read(question, passages, kind, similarity, reader, max_chars, max_units)
     extracted, first = _by_rules(question, passages, kind, similarity, max_units, max_chars, gate, whole)
@@ -91,12 +91,14 @@ def _by_rules(question: Question, passages: list[Passage], kind: str | None, sim
     first = min(valued or candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
     chosen = _with_extras(first, candidates, scores, scorer, every, max_units, max_chars)
     # no unit gives the asked amount, e-mail or phone of what the question names, or the answer's document
-    # says nothing the question asks besides its names (a page in the other script is left to the names: the
-    # dictionary misses too many of its words): whatever else they say, no answer
-    unsaid = whole and script_name(first.text) == question.script and not scorer.document_says_asked(first)
+    # says nothing the question asks besides its names (a page written in the other script is left to the
+    # names, whatever script the unit is in: the dictionary misses too many of its words): whatever else
+    # they say, no answer
+    page = passages[first.passage - 1]
+    unsaid = scorer.unsaid(first) if whole and script_name(page.text or "") == question.script else ()
     confidence = 0.0 if formed and not valued or unsaid else scorer.confidence(chosen)
     text = " ".join(f"{display(u)} [{u.passage}]" for u in chosen)
-    return Extracted(text, cite(chosen, scores), round(confidence, 4)), first
+    return Extracted(text, cite(chosen, scores), round(confidence, 4), unsaid=unsaid), first
 
 
 def _confide(question: Question, passages: list[Passage], kind: str | None, similarity: UnitSimilarity | None,

@@ -25,9 +25,10 @@ def unmentioned_note(language: str, codes: Sequence[str]) -> str:
     return _note(UNMENTIONED_LABEL, language, codes)
 
 
-def unstated_note(language: str, numbers: Sequence[str]) -> str:
-    """The numbers of the question the page the answer would come from never writes (answers/premise.py)."""
-    return _note(UNSTATED_LABEL, language, numbers)
+def unstated_note(language: str, said: Sequence[str]) -> str:
+    """What of the question the page the answer would come from never writes: its numbers (answers/premise.py),
+    or every word it asks besides its names (`Extracted.unsaid`)."""
+    return _note(UNSTATED_LABEL, language, said)
 
 
 def closest_no_answer(question: Question, passages: list[Passage], decision: RouteDecision, *, note: str = "",

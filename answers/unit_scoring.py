@@ -146,15 +146,19 @@ class Scorer:
             share = max(share, sum(self.weight(s) for s in covered & self.focus.name_stems) / (names or 1.0))
         return share
 
-    def document_says_asked(self, u: Unit) -> bool:
-        """Whether the unit's document, among the passages, holds a word the question asks besides its names
-        (in the question's language or translated): a page about what the question names that says nothing
-        of what it asks of it does not answer ("Какая зарплата у главного инженера Павла Кузьмина?" over
-        his page, which never mentions pay). True for a question of names alone ("Who is X?")."""
+    def unsaid(self, u: Unit) -> tuple[str, ...]:
+        """The question's words besides its names, as it writes them, when the unit's document among the
+        passages holds none of them (in the question's language or translated): a page about what the
+        question names that says nothing of what it asks ("Какая зарплата у Павла Кузьмина?" over his page,
+        which never mentions pay) does not answer. Empty when the document holds one, and for a question of
+        names alone ("Who is X?")."""
         asked = set(self.focus.terms.stems) - self.focus.name_stems
         document = self.passages[u.passage - 1].doc_id
-        return not asked or any(self.covered(v) & asked for v in self.all_units
-                                if self.passages[v.passage - 1].doc_id == document)
+        if not asked or any(self.covered(v) & asked for v in self.all_units
+                            if self.passages[v.passage - 1].doc_id == document):
+            return ()
+        words = [w for w in WORD.findall(self.focus.question) if set(content_stems(w)) & asked]
+        return tuple(dict.fromkeys(words)) or tuple(sorted(asked))
 
     def typed(self, u: Unit) -> bool:
         """Whether the unit holds a value of the asked type that the question does not already hold."""

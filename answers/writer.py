@@ -87,7 +87,10 @@ class AnswerWriter:
         if not extracted.answered:
             # the passages are about something else: say so, and show where the search looked
             trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
-            return closest_no_answer(question, passages, decision, reasons=reasons, errors=errors, trace=trace)
+            if extracted.unsaid:  # the answering page is about what the question names, not what it asks
+                trace["unsaid"] = list(extracted.unsaid)
+            return closest_no_answer(question, passages, decision, reasons=reasons, errors=errors, trace=trace,
+                                     note=unstated_note(language, extracted.unsaid) if extracted.unsaid else "")
         # A number the question states that the chosen unit's passage never writes: the answer is about
         # something else. Only a question of one hop by its form (no relative clause or possessive) and on the
         # local route: a question that describes what it links through may state a number of a page its answer

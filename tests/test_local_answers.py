@@ -8,6 +8,7 @@ import pytest
 from answers.expected_type import asked_kind_words, counted, counts, question_kind
 from answers.units import units
 from answers.local import local_answer
+from answers.no_answer import unstated_note
 from answers.types import Passage
 from answers.question import Question
 
@@ -284,7 +285,9 @@ KUZMIN = [p(1, "Павел Кузьмин", "Павел Кузьмин — гл�
 def test_an_answer_whose_page_says_nothing_the_question_asks_is_no_answer():
     # his page names him, but no page of the answer says anything of pay: the documents do not answer
     pay = Question("Какая зарплата у Павла Кузьмина?")
-    assert not local_answer(pay, KUZMIN, whole=True).answered
+    withheld = local_answer(pay, KUZMIN, whole=True)
+    assert not withheld.answered and withheld.unsaid == ("зарплата",)  # what the no-answer says the pages lack
+    assert unstated_note("russian", withheld.unsaid).endswith("нигде не упоминают: зарплата.")
     # what the page does say is answered
     duty = Question("За что отвечает Павел Кузьмин?")
     got = local_answer(duty, KUZMIN, whole=True)
