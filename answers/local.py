@@ -47,8 +47,8 @@ def local_answer(question: Question, passages: list[Passage], *, max_units: int 
     if reader is not None and reader.chooser == "ranker":
         return _read(question, passages, kind, similarity, reader, max_chars, max_units)
     extracted, first = _by_rules(question, passages, kind, similarity, max_units, max_chars, gate, whole)
-    if reader is None or (gate is not None and extracted.closeness is not None):
-        return extracted
+    if reader is None or (gate is not None and extracted.closeness is not None) or extracted.unsaid:
+        return extracted  # the page says nothing asked: no reader makes it say it
     return _confide(question, passages, kind, similarity, reader, extracted, first)
 
 
