@@ -65,6 +65,28 @@ class Focus:
                    defines, question.counted if kind == "number" else frozenset())
 
 
+    def in_question(self, surface: str) -> bool:
+        """Whether the question already names `surface`: each of its words is a question word or, across
+        scripts, a question name's skeleton ("Екатеринбурге" for "Yekaterinburg"); a word of the
+        question's own script that it lacks makes another name ("Iron Maiden" is not "Maiden Japan")."""
+        stems = set(content_stems(surface))
+        if not stems:
+            return False
+        if stems <= self.terms.wanted:
+            return True
+        matched = False
+        for w in WORD.findall(surface):
+            word_stems = set(content_stems(w))
+            if not word_stems or word_stems <= self.terms.wanted:
+                matched = matched or bool(word_stems)
+            elif len(skeleton(w)) >= 3 and any(skeleton_match(sk, skeleton(w))
+                                               for sk in self.name_skeletons.values()):
+                matched = True
+            elif script_name(w) == self.script:
+                return False
+        return matched
+
+
 def common_word(word: str, passages: list[Passage]) -> bool:
     """Whether the passages read `word` as a common word: one writes it (its stem) in lower case and none
     writes it capitalised after another word of its sentence, where only a name is ("led by Rhiwallon").
@@ -172,29 +194,8 @@ class Scorer:
             return any(normalise(m.group()).strip(".,") not in self.focus.question_tokens
                        for m in quantities(LIST_MARK.sub("", u.text)))
         if kind in NAME_TYPE:
-            return any(t in NAME_TYPE[kind] and not self.in_question(s) for _, s, t in u.names)
+            return any(t in NAME_TYPE[kind] and not self.focus.in_question(s) for _, s, t in u.names)
         return False
-
-    def in_question(self, surface: str) -> bool:
-        """Whether the question already names `surface`: each of its words is a question word or, across
-        scripts, a question name's skeleton ("Екатеринбурге" for "Yekaterinburg"); a word of the
-        question's own script that it lacks makes another name ("Iron Maiden" is not "Maiden Japan")."""
-        stems = set(content_stems(surface))
-        if not stems:
-            return False
-        if stems <= self.focus.terms.wanted:
-            return True
-        matched = False
-        for w in WORD.findall(surface):
-            word_stems = set(content_stems(w))
-            if not word_stems or word_stems <= self.focus.terms.wanted:
-                matched = matched or bool(word_stems)
-            elif len(skeleton(w)) >= 3 and any(skeleton_match(sk, skeleton(w))
-                                               for sk in self.focus.name_skeletons.values()):
-                matched = True
-            elif script_name(w) == self.focus.script:
-                return False
-        return matched
 
     def score(self, u: Unit) -> float:
         own = self.covered(u, with_title=False)

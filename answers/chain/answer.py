@@ -122,9 +122,7 @@ def _through(first_question: Question, then: Callable[[str], str], question: Que
     is asked from it (the second part of a two-part question, or the question around a clause that
     describes the entity); reached only when both steps have, and with whether the first step found its
     entity. The first step may itself describe what it asks by a clause."""
-    first = _chain(first_question, passages, max_hops, depth + 1, similarity)
-    by_place = {(u.passage, u.position): u for u in units(passages)}  # read once for both steps
-    entity = _found_entity(first_question, first, passages, by_place)
+    entity, first, by_place = _step(first_question, passages, max_hops, depth + 1, similarity)
     if entity is None:
         return Extracted(first.text, first.picked, first.confidence, first.chain, False), False
     known = first.chain or [entity]
@@ -147,9 +145,17 @@ def clause_entity(question: Question, passages: list[Passage],
                   similarity: UnitSimilarity | None = None) -> tuple[str | None, Extracted]:
     """The entity a clause asked as a question finds ("Где работает Hannah Vogt?" -> "Berlin office"), as a
     step of a chain finds it, and the answer that found it; None when it finds none."""
-    found = _chain(question, passages, MAX_HOPS, 1, similarity)
+    entity, found, _ = _step(question, passages, MAX_HOPS, 1, similarity)
+    return entity, found
+
+
+def _step(question: Question, passages: list[Passage], max_hops: int, depth: int,
+          similarity: UnitSimilarity | None) -> tuple[str | None, Extracted, dict[tuple[int, int], Unit]]:
+    """A step of a chain asked as a question: the entity it finds (None: none), its answer, and the
+    passages' units by (passage, position), read once for the step and what follows it."""
+    found = _chain(question, passages, max_hops, depth, similarity)
     by_place = {(u.passage, u.position): u for u in units(passages)}
-    return _found_entity(question, found, passages, by_place), found
+    return _found_entity(question, found, passages, by_place), found, by_place
 
 
 def _found_entity(question: Question, found: Extracted, passages: list[Passage],
@@ -315,7 +321,7 @@ def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Sco
         answers = final and (value or passed and focus.kind is None
                             and (bool(own & set(relation)) or bool(subject) and subject[0] == entity_key(link[1])))
         # "Young, New South Wales" is Young, placed
-        fresh = [e for e in _entities(u, subject, link[1]) if e[0] not in chain.known and not scorer.in_question(e[1])
+        fresh = [e for e in _entities(u, subject, link[1]) if e[0] not in chain.known and not scorer.focus.in_question(e[1])
                  and entity_key(e[1].split(",")[0]) not in chain.known
                  and not is_alias(u.text, e[1]) and not is_type_word(e[1])]
         if not fresh and not answers:

@@ -60,7 +60,7 @@ def described_answer(question: Question, passages: list[Passage], label: str) ->
     if not every:
         return None
     describing = Scorer(Focus.of(Question(statements), passages=passages), passages, every)
-    whole = Scorer(Focus.of(question, passages=passages), passages, every)
+    whole = Focus.of(question, passages=passages)
     best: _Path | None = None
     for bridge, (share, described_by) in _bridges(describing, whole, every, passages).items():
         path = _answer_through(bridge, asked, share, described_by, every, passages)
@@ -71,10 +71,10 @@ def described_answer(question: Question, passages: list[Passage], label: str) ->
     return _as_extracted(best, label)
 
 
-def _bridges(describing: Scorer, whole: Scorer, every: list[Unit],
+def _bridges(describing: Scorer, whole: Focus, every: list[Unit],
              passages: list[Passage]) -> dict[str, tuple[float, Unit]]:
     """Each bridge the best describing units offer, in their order, with the share of the statements its
-    unit (with its page's title) covers."""
+    unit (with its page's title) covers; none the question (`whole`) names itself."""
     ranked = sorted(every, key=lambda u: (-describing.score(u), u.passage, u.position))[:DESCRIBING_UNITS]
     found: dict[str, tuple[float, Unit]] = {}
     for u in ranked:
