@@ -150,8 +150,8 @@ def run_beside(router: QuestionRouter, name: str, set_name: str, questions: list
     for q in questions[:limit]:
         answer = router.ask(tenant, GROUPS, q["question"], route="local")
         golds = q.get("answers") or []
-        score = float(contains_answer(answer.answer, golds)) if golds else float(answer.no_answer)
-        head = float(contains_answer(answer_head(answer.answer), golds)) if golds else None
+        score = float(_states(answer, golds)) if golds else float(answer.no_answer)
+        head = float(_states(answer, golds, head=True)) if golds else None
         every.append({"set": set_name, "qid": q["qid"], "route": "local", "score": score, "head": head,
                       "question": q["question"], "answer": answer.answer, "no_answer": answer.no_answer,
                       "df": _lexeme_df(answer), "negative": not golds,
@@ -170,13 +170,13 @@ def _score(router: QuestionRouter, name: str, tenant: str, asked: list[tuple[tup
         answer = router.ask(tenant, groups, question, route=route)
         latencies.append((time.perf_counter() - started) * 1000)
         confidence = answer.trace.get("confidence")
-        head_right = contains_answer(answer_head(answer.answer), golds)
+        head_right = _states(answer, golds, head=True)
         heads += head_right
-        every.append({"set": name, "qid": qid, "route": route, "right": contains_answer(answer.answer, golds),
+        every.append({"set": name, "qid": qid, "route": route, "right": _states(answer, golds),
                       "head_right": head_right, "question": question, "gold": golds[0], "answer": answer.answer,
                       "confidence": confidence, "no_answer": answer.no_answer, "df": _lexeme_df(answer),
                       "withheld_right": _withheld_right(answer, golds)})
-        if contains_answer(answer.answer, golds):
+        if _states(answer, golds):
             hits += 1
             if confidence is not None:
                 right_confidences.append(confidence)
@@ -245,8 +245,8 @@ def run_golden(router: QuestionRouter, name: str, tenant: str = "demo", routes=(
             head = None
             if "answer" in q:
                 golds = [q["answer"], *q.get("aliases", [])]
-                ok = float(contains_answer(answer.answer, golds))
-                head = float(contains_answer(answer_head(answer.answer), golds))
+                ok = float(_states(answer, golds))
+                head = float(_states(answer, golds, head=True))
             elif "themes" in q:
                 ok = theme_share(answer.answer, q["themes"])
             elif not q["expected_docs"]:
@@ -269,6 +269,12 @@ def run_golden(router: QuestionRouter, name: str, tenant: str = "demo", routes=(
                       "misses": misses, "every": every}
         print(f"{name:9} {route:9} answer accuracy {out[route]['accuracy']} (n={total})", file=sys.stderr, flush=True)
     return out
+
+
+def _states(answer, golds: list[str], head: bool = False) -> bool:
+    """Whether the answer states a gold (`head`: in what a reader takes for the answer itself). A no-answer
+    states nothing, whatever the titles of the closest passages it lists happen to hold."""
+    return not answer.no_answer and contains_answer(answer_head(answer.answer) if head else answer.answer, golds)
 
 
 def _withheld_right(answer, golds: list[str]) -> bool:

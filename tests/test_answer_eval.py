@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.answer_eval import answer_head, contains_answer
+from types import SimpleNamespace
+
+from bench.answer_eval import _states, answer_head, contains_answer
 
 
 @pytest.mark.parametrize("answer, head", [
@@ -28,6 +30,15 @@ def test_a_short_gold_must_stand_as_a_word():
     assert contains_answer("No: Nantong is in Jiangsu, Jingdezhen in Jiangxi.", ["no"])
     assert not contains_answer("It opened in 2011.", ["11"]) and contains_answer("11 engineers", ["11"])
     assert contains_answer("Офис в Москве", ["Москв"])  # a longer gold may be a stem, as the blind sets write them
+
+
+def test_a_no_answer_states_nothing_though_a_listed_title_holds_the_gold():
+    withheld = SimpleNamespace(no_answer=True, answer="The knowledge base has no answer to this question. The closest "
+                                                         "passages: [1] On-call policy — Berlin office.")
+    assert contains_answer(withheld.answer, ["Berlin"])
+    assert not _states(withheld, ["Berlin"]) and not _states(withheld, ["Berlin"], head=True)
+    shown = SimpleNamespace(no_answer=False, answer="Berlin office. Chain: Hannah Vogt -> Berlin office. Quote [1]")
+    assert _states(shown, ["Berlin"]) and _states(shown, ["Berlin"], head=True)
 
 
 @pytest.mark.parametrize("name", ["unseen_xq", "unseen_mh", "unseen_xlmh"])
