@@ -87,6 +87,10 @@ class Focus:
         return matched
 
 
+def _same_page(a: Passage, b: Passage) -> bool:
+    return a.doc_id == b.doc_id or bool(a.title) and a.title == b.title
+
+
 def common_word(word: str, passages: list[Passage]) -> bool:
     """Whether the passages read `word` as a common word: one writes it (its stem) in lower case and none
     writes it capitalised after another word of its sentence, where only a name is ("led by Rhiwallon").
@@ -169,15 +173,17 @@ class Scorer:
         return share
 
     def unsaid(self, u: Unit) -> tuple[str, ...]:
-        """The question's words besides its names, as it writes them, when the unit's document among the
-        passages holds none of them (in the question's language or translated): a page about what the
+        """The question's words besides its names, as it writes them, when the unit's page among the
+        passages (its document, or every document under its title) holds none of them (in the question's language or translated): a page about what the
         question names that says nothing of what it asks ("Какая зарплата у Павла Кузьмина?" over his page,
         which never mentions pay) does not answer. Empty when the document holds one, and for a question of
         names alone ("Who is X?")."""
         asked = set(self.focus.terms.stems) - self.focus.name_stems
-        document = self.passages[u.passage - 1].doc_id
+        page = self.passages[u.passage - 1]
+        # a page is what a reader sees under one title: a corpus cut into one document per paragraph (an
+        # encyclopaedia article's) holds one page in several documents
         if not asked or any(self.covered(v) & asked for v in self.all_units
-                            if self.passages[v.passage - 1].doc_id == document):
+                            if _same_page(self.passages[v.passage - 1], page)):
             return ()
         words = [w for w in WORD.findall(self.focus.question) if set(content_stems(w)) & asked]
         return tuple(dict.fromkeys(words)) or tuple(sorted(asked))

@@ -302,6 +302,20 @@ def test_an_answer_whose_page_says_nothing_the_question_asks_is_no_answer():
     assert local_answer(who, KUZMIN, whole=True).answered
 
 
+def test_a_page_cut_into_documents_per_paragraph_is_one_page_to_what_it_says():
+    # an encyclopaedia article stored a document per paragraph: its title is the page
+    from answers.unit_scoring import Focus, Scorer
+    from answers.units import units
+    question = Question("На что вырос спрос в Нордпорте в годы войны?")
+    for sibling, said in (("Нордпорт", True), ("Зерновая биржа", False)):
+        pages = [p(1, "Нордпорт", "Нордпорт принадлежит городу и служит базой флота."),
+                 p(2, sibling, "В годы войны резко вырос спрос на зерно из Нордпорта.")]
+        every = units(pages)
+        scorer = Scorer(Focus.of(question, passages=pages), pages, every)
+        first = next(u for u in every if u.passage == 1)
+        assert (scorer.unsaid(first) == ()) is said
+
+
 def test_only_the_local_routes_own_question_is_held_to_its_words():
     # a comparison's side or a chain's step asks "older" of a page that writes a birth date: it is not whole
     pages = [p(1, "James Hetfield", "James Alan Hetfield (born August 3, 1963) is an American musician.")]
