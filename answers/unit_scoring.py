@@ -40,8 +40,10 @@ class Focus:
     @property
     def identifiers(self) -> list[re.Pattern]:
         """The question's rare tokens (core.text.terms.QueryTerms.rare) that hold a letter: codes and
-        identifiers, not bare numbers. Each pattern is the escaped token between two word boundaries."""
-        return [p for p in self.terms.rare if LETTER.search(p.pattern[len(r"(?<!\w)"):-len(r"(?!\w)")])]
+        identifiers, not bare numbers. Each pattern is the token between two word boundaries; a Russian word
+        that opens it is matched in any case form ("Аполлона-1" is "Аполлон-1" in the nominative)."""
+        tokens = [p.pattern[len(r"(?<!\w)"):-len(r"(?!\w)")] for p in self.terms.rare]
+        return [re.compile(r"(?<!\w)" + _any_case(t) + r"(?!\w)") for t in tokens if LETTER.search(t)]
 
     @classmethod
     def of(cls, question: Question, kind: str | None = None, passages: list[Passage] = ()) -> "Focus":
@@ -85,6 +87,14 @@ class Focus:
             elif script_name(w) == self.script:
                 return False
         return matched
+
+
+def _any_case(escaped: str) -> str:
+    """An escaped identifier's pattern with its opening Russian word's case ending left open."""
+    word, hyphen, rest = escaped.partition("\\-")
+    if not hyphen or len(word) < 3 or not word.isalpha() or script_name(word) != "cyrillic":
+        return escaped
+    return f"{re.escape(stem(word))}[а-яё]{{0,3}}{hyphen}{rest}"
 
 
 def _same_page(a: Passage, b: Passage) -> bool:
@@ -158,7 +168,9 @@ class Scorer:
         that share as one piece of evidence)."""
         if not chosen:
             return 0.0
-        documents = {self.passages[u.passage - 1].doc_id for u in chosen}
+        # their pages: a document, or every document under its title (`_same_page`)
+        documents = {p.doc_id for p in self.passages
+                     if any(_same_page(p, self.passages[u.passage - 1]) for u in chosen)}
         around = [u for u in self.all_units if self.passages[u.passage - 1].doc_id in documents]
         text = normalise(" ".join(f"{p.title or ''} {p.heading or ''} {p.text or ''}" for p in self.passages
                                   if p.doc_id in documents))

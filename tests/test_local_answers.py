@@ -316,6 +316,23 @@ def test_a_page_cut_into_documents_per_paragraph_is_one_page_to_what_it_says():
         assert (scorer.unsaid(first) == ()) is said
 
 
+def test_an_identifier_the_question_spells_is_found_in_any_case_and_anywhere_on_its_page():
+    from answers.unit_scoring import Focus, Scorer
+    from answers.units import units
+    # a Russian word opening an identifier inflects: "Аполлона-1" is "Аполлон-1"
+    patterns = Focus.of(Question("Когда погиб экипаж «Аполлона-1», по ERR_2043?")).identifiers
+    assert [bool(x.search("экипаж аполлон-1 погиб")) for x in patterns if "2043" not in x.pattern] == [True]
+    assert [bool(x.search("err_2044")) for x in patterns if "2043" in x.pattern] == [False]
+    # the identifier stands in another paragraph of the page: the answer is on its page, not about another
+    question = Question("Какого числа начались испытания экипажа «Аполлона-1»?")
+    for sibling, sure in (("Программа Аполлон", True), ("Другая программа", False)):
+        pages = [p(1, "Программа Аполлон", "Испытания экипажа начались утром 27 января 1967 года."),
+                 p(2, sibling, "Экипаж назвал свою миссию «Аполлон-1».")]
+        every = units(pages)
+        scorer = Scorer(Focus.of(question, passages=pages), pages, every)
+        assert (scorer.confidence([every[0]]) > 0) is sure
+
+
 def test_only_the_local_routes_own_question_is_held_to_its_words():
     # a comparison's side or a chain's step asks "older" of a page that writes a birth date: it is not whole
     pages = [p(1, "James Hetfield", "James Alan Hetfield (born August 3, 1963) is an American musician.")]
