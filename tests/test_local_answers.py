@@ -302,23 +302,26 @@ def test_an_answer_whose_page_says_nothing_the_question_asks_is_no_answer():
     assert local_answer(who, KUZMIN, whole=True).answered
 
 
-def test_a_page_cut_into_documents_per_paragraph_is_one_page_to_what_it_says():
-    # an encyclopaedia article stored a document per paragraph: its title is the page
+def _first_paragraph(question: Question, title: str, first: str, sibling_title: str, sibling: str):
+    """The scorer over two documents (an article's paragraphs when the titles match) and the first's unit."""
     from answers.unit_scoring import Focus, Scorer
     from answers.units import units
+    pages = [p(1, title, first), p(2, sibling_title, sibling)]
+    every = units(pages)
+    return Scorer(Focus.of(question, passages=pages), pages, every), every[0]
+
+
+def test_a_page_cut_into_documents_per_paragraph_is_one_page_to_what_it_says():
+    # an encyclopaedia article stored a document per paragraph: its title is the page
     question = Question("На что вырос спрос в Нордпорте в годы войны?")
     for sibling, said in (("Нордпорт", True), ("Зерновая биржа", False)):
-        pages = [p(1, "Нордпорт", "Нордпорт принадлежит городу и служит базой флота."),
-                 p(2, sibling, "В годы войны резко вырос спрос на зерно из Нордпорта.")]
-        every = units(pages)
-        scorer = Scorer(Focus.of(question, passages=pages), pages, every)
-        first = next(u for u in every if u.passage == 1)
+        scorer, first = _first_paragraph(question, "Нордпорт", "Нордпорт принадлежит городу и служит базой флота.",
+                                         sibling, "В годы войны резко вырос спрос на зерно из Нордпорта.")
         assert (scorer.unsaid(first) == ()) is said
 
 
 def test_an_identifier_the_question_spells_is_found_in_any_case_and_anywhere_on_its_page():
-    from answers.unit_scoring import Focus, Scorer
-    from answers.units import units
+    from answers.unit_scoring import Focus
     # a Russian word opening an identifier inflects: "Аполлона-1" is "Аполлон-1"
     patterns = Focus.of(Question("Когда погиб экипаж «Аполлона-1», по ERR_2043?")).identifiers
     assert [bool(x.search("экипаж аполлон-1 погиб")) for x in patterns if "2043" not in x.pattern] == [True]
@@ -326,11 +329,9 @@ def test_an_identifier_the_question_spells_is_found_in_any_case_and_anywhere_on_
     # the identifier stands in another paragraph of the page: the answer is on its page, not about another
     question = Question("Какого числа начались испытания экипажа «Аполлона-1»?")
     for sibling, sure in (("Программа Аполлон", True), ("Другая программа", False)):
-        pages = [p(1, "Программа Аполлон", "Испытания экипажа начались утром 27 января 1967 года."),
-                 p(2, sibling, "Экипаж назвал свою миссию «Аполлон-1».")]
-        every = units(pages)
-        scorer = Scorer(Focus.of(question, passages=pages), pages, every)
-        assert (scorer.confidence([every[0]]) > 0) is sure
+        scorer, first = _first_paragraph(question, "Программа Аполлон", "Испытания экипажа начались утром 27 января "
+                                         "1967 года.", sibling, "Экипаж назвал свою миссию «Аполлон-1».")
+        assert (scorer.confidence([first]) > 0) is sure
 
 
 def test_only_the_local_routes_own_question_is_held_to_its_words():

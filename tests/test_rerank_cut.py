@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from api import usecases
 from vector.search.hybrid import Candidate, SearchResult
-from vector.search.rerank.cut import OTHER_SCRIPT_SHARE, passing
+from vector.search.rerank.cut import OTHER_SCRIPT_SHARE, foreign_phrases, passing, quotes_any
 from vector.search.rerank.offline import OfflineReranker
 
 
@@ -31,6 +31,24 @@ def test_a_reranker_that_declares_no_share_holds_every_page_to_the_threshold():
     # an API's cross-encoder reads both languages itself
     assert passing([0.9, 0.2], [False, True], 0.3) == [True, False]
     assert OfflineReranker().other_script_share == SHARE
+
+
+def test_a_page_quoting_a_name_the_question_writes_in_the_other_script_passes_below_the_threshold():
+    # "Кто написал Liber servitoris?": the dictionary cannot read the name, so the reranker scores the page
+    # that quotes it no better than any other; quoting it word for word, the page is about it
+    phrases = foreign_phrases("Кто написал Liber servitoris?")
+    assert phrases == ["liber servitoris"]
+    quoted = [quotes_any(t, phrases) for t in ("Глава Liber  servitoris из его книги.", "Другая глава.")]
+    assert passing([0.07, 0.05], [False, False], 0.17, SHARE, quoted) == [True, False]
+
+
+def test_a_foreign_name_is_two_words_or_more_opening_capitalised_past_the_first_word():
+    assert foreign_phrases("Сколько стоит Payments Gateway, Webhook Relay?") == ["payments gateway", "webhook relay"]
+    assert foreign_phrases("Через какой спутник вещал Sky Digital в 1998 году?") == ["sky digital"]
+    # one word may be any acronym or common loan ("SLA", "ABC"); a question's opening words are no name
+    assert foreign_phrases("Кого Нобл сделал президентом ABC?") == []
+    assert foreign_phrases("Who leads the Команда Платформы team?") == []
+    assert foreign_phrases("What does ERR_2043 mean?") == []
 
 
 def test_no_threshold_passes_everything():

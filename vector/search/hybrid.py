@@ -31,7 +31,7 @@ from vector.search.fulltext import build_query, name_skeletons, query_pieces, wi
 from vector.search.fusion import DEFAULT_FUSION, DENSE_WEIGHT, FUSIONS, rrf, zscore_fusion
 from vector.search.language_bias import SCRIPT_MEANS_UP_TO, ScriptMeans, calibrated
 from vector.search.rerank.contract import Reranker, validated_ranking
-from vector.search.rerank.cut import passing
+from vector.search.rerank.cut import foreign_phrases, passing, quotes_any
 from core.text.language import detect_language
 
 log = logging.getLogger(__name__)
@@ -364,7 +364,10 @@ class HybridSearcher:
         threshold = self.rerank_threshold if apply_threshold else None
         other = in_other_script(query, candidates)
         share = trace["other_script_share"] = getattr(self.reranker, "other_script_share", None)
-        passes = passing([score for _, score in ranked], [other[index] for index, _ in ranked], threshold, share)
+        phrases = foreign_phrases(query) if threshold is not None else []
+        quoted = [bool(phrases) and quotes_any(candidates[index].text, phrases) for index, _ in ranked]
+        passes = passing([score for _, score in ranked], [other[index] for index, _ in ranked], threshold, share,
+                         quoted)
         hits = []
         for (index, score), passed in zip(ranked, passes):
             if not passed and (hold_other_script or not other[index]):
