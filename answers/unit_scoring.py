@@ -186,10 +186,10 @@ class Scorer:
 
     def unsaid(self, u: Unit) -> tuple[str, ...]:
         """The question's words besides its names, as it writes them, when the unit's page among the
-        passages (its document, or every document under its title) holds none of them (in the question's language or translated): a page about what the
-        question names that says nothing of what it asks ("Какая зарплата у Павла Кузьмина?" over his page,
-        which never mentions pay) does not answer. Empty when the document holds one, and for a question of
-        names alone ("Who is X?")."""
+        passages (its document, or every document under its title) holds none of them (in the question's
+        language or translated): a page about what the question names that says nothing of what it asks
+        ("Какая зарплата у Павла Кузьмина?" over his page, which never mentions pay) does not answer. Empty
+        when the page holds one, and for a question of names alone ("Who is X?")."""
         asked = set(self.focus.terms.stems) - self.focus.name_stems
         page = self.passages[u.passage - 1]
         # a page is what a reader sees under one title: a corpus cut into one document per paragraph (an
