@@ -22,28 +22,26 @@ clause ("the engineer who commanded X ..."): the clause first, the rest from the
 (`nested_question`); a clause naming a kind of place ("the city where X is located") goes first even
 when the direct chain reached something, since only the clause checks the kind. Near-equal last hops
 written in the other language than the question are told apart by meaning (`_closest_in_meaning`). Which
+units are hops and how each is scored: answers/chain/hops.py; which
 name a hop leads to: answers/chain/links.py. The rules in answers/extractive.py's docstring.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable
 
 from core.text.script import CYRILLIC
-from core.text.terms import content_stems, normalise
-from core.text.tokens import LETTER, WORD
+from core.text.tokens import LETTER
 from answers.expected_type import NAME_TYPE, VALUE_KINDS
-from answers.units import Extracted, Unit, cite, display, entity_key, typed_names, units
-from answers.chain.names import names_in, place_in_name, without_demonym
+from answers.units import Extracted, Unit, cite, display, entity_key, units
 from answers.chain.question import other_name_stems
 from answers.chain.start import dated_only, described_start
-from answers.chain.links import BRIDGE_TYPES, bridge, is_alias, is_type_word, related
-from answers.chain.targets import is_wanted, order_in, value_in, with_region
+from answers.chain.hops import Chain, distinct, entities_of, next_hops, subject_of
+from answers.chain.links import BRIDGE_TYPES, related
+from answers.chain.targets import is_wanted
 from answers.local import local_answer
 from answers.question import Question
-from answers.question_text import title_core
 from answers.types import Passage
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity
@@ -52,19 +50,6 @@ MAX_HOPS = 4
 
 
 BEAM = 3  # candidate hops kept at each step: a plausible first hop may lead nowhere
-
-
-@dataclass
-class _Chain:
-    hops: list[tuple[Unit, tuple[str, str, str], float]]
-    start: str
-    known: frozenset[str]
-    used: frozenset[str]
-    reached: bool = False
-
-    @property
-    def score(self) -> float:
-        return sum(s for _, _, s in self.hops)
 
 
 def chain_answer(question: Question, passages: list[Passage], *, max_hops: int = MAX_HOPS,
@@ -173,7 +158,7 @@ def _found_entity(question: Question, found: Extracted, passages: list[Passage],
         # what a step finds to ask on from is a person, a team, a service or a place, never a page's topic
         end = entity_key(found.chain[-1])
         kinds = {t for u in by_place.values() for k, _, t in u.names if k == end} or {
-            s[2] for s in map(_subject, passages) if s and s[0] == end and s[2] == "location"}
+            s[2] for s in map(subject_of, passages) if s and s[0] == end and s[2] == "location"}
         return found.chain[-1] if kinds & set(BRIDGE_TYPES) else None
     if not found.answered:
         return None
@@ -207,22 +192,22 @@ def _answer(question: Question, passages: list[Passage], max_hops: int, names: l
     typed = question.asked_kind_words  # "what mountain range": a name holding "Range" is of the asked type
     relation = [s for s in focus.terms.stems if s not in focus.name_stems]
     every_relation = set(relation)
-    subjects = [_subject(p) for p in passages]
+    subjects = [subject_of(p) for p in passages]
     least = min(max_hops, question.least_hops)
-    seed = _Chain([], names[0], frozenset(entity_key(n) for n in [*names, *known]), frozenset())
-    finished: list[_Chain] = []
+    seed = Chain([], names[0], frozenset(entity_key(n) for n in [*names, *known]), frozenset())
+    finished: list[Chain] = []
     beam = [seed]
     for _ in range(max_hops):
-        grown: list[_Chain] = []
+        grown: list[Chain] = []
         for chain in beam:
             frontier = ([(e[0], e[1]) for _, e, _ in chain.hops[-1:]] or [(entity_key(n), n) for n in names])
-            steps = _next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names, typed,
+            steps = next_hops(chain, frontier, every, subjects, scorer, relation, focus, least, names, typed,
                                onward=bool(known))
-            for score, u, entity, linked, answers in _distinct(steps)[:BEAM]:
+            for score, u, entity, linked, answers in distinct(steps)[:BEAM]:
                 start = chain.start if chain.hops else linked
                 asked = relation + other_name_stems(names, start)
-                hop = _Chain(chain.hops + [(u, entity, score)], start,
-                             chain.known | {k for k, _, _ in _entities(u, subjects[u.passage - 1])},
+                hop = Chain(chain.hops + [(u, entity, score)], start,
+                             chain.known | {k for k, _, _ in entities_of(u, subjects[u.passage - 1])},
                              chain.used | related(asked, u.stems | scorer.title_stems[u.passage - 1])
                              | (set() if chain.hops else question.start_clause(linked, relation)))
                 stated = every_relation <= hop.used  # every relation of the question has had its hop
@@ -255,7 +240,7 @@ MEANING_MARGIN = 0.1  # per hop: chains this close are equal on the words they s
 MEANING_CANDIDATES = 6  # last hops embedded at most (a sentence costs tens of milliseconds offline)
 
 
-def _closest_in_meaning(question: Question, ranked: list[_Chain], similarity: UnitSimilarity) -> _Chain:
+def _closest_in_meaning(question: Question, ranked: list[Chain], similarity: UnitSimilarity) -> Chain:
     """The best chain, or, among the reached ones within MEANING_MARGIN of it per hop, the one whose last
     unit is closest in meaning to the question, when some of those last units are written in the other
     language: no word of "США (Остин) — 20 рабочих дней" states "days of paid vacation", so the words
@@ -277,125 +262,9 @@ def _closest_in_meaning(question: Question, ranked: list[_Chain], similarity: Un
     return max(zip(closeness, range(len(near)), near), key=lambda x: (x[0], -x[1]))[2]
 
 
-def _distinct(steps: list) -> list:
-    """The best hop to each entity: two units leading to one entity would fill the beam with one chain."""
-    best: dict[str, tuple] = {}
-    for step in steps:  # best first
-        best.setdefault(step[2][0], step)
-    return list(best.values())
-
-
-def _next_hops(chain: _Chain, frontier, every: list[Unit], subjects, scorer: Scorer, relation: list[str],
-               focus: Focus, least: int, names: list[str],
-               typed: frozenset[str] = frozenset(),
-               onward: bool = False) -> list[tuple[float, Unit, tuple[str, str, str], str, bool]]:
-    """(score, unit, entity it leads to, the frontier name it links, whether the unit answers) for
-    every unit that links the chain's last entity to a new one, best first. The question's names
-    other than the chain's start count as its relations: "When was the country that produced X taken
-    by the British?" asks for the hop that names the British."""
-    taken = {id(u) for u, _, _ in chain.hops}
-    described = frozenset(w for w in WORD.findall(focus.question) if w.islower())
-    out = []
-    for u in every:
-        if id(u) in taken:
-            continue
-        subject = subjects[u.passage - 1]
-        link = _links(u, subject, frontier)
-        if not link:
-            continue
-        # the asked type ends the chain only once the question's relations have had their hops
-        final = len(chain.hops) + 1 >= least
-        # each hop states a relation of its own: words an earlier hop stated count no more
-        asked = relation + other_name_stems(names, chain.start if chain.hops else link[1])
-        # the words of the current entity's own name state no relation ("team" of "Platform team")
-        own = related(asked, u.stems - frozenset(content_stems(link[1]))) - chain.used
-        # a question's own name is no answer, so its first hop none; a step that goes on from an entity an
-        # earlier step found (`onward`) may answer on its first
-        passed = bool(chain.hops) or onward
-        value = passed and focus.kind in VALUE_KINDS and scorer.typed(u)
-        # a question that asks no person, place, date or number ("What genre is the author of X
-        # associated with?") is answered, once its form has had its hops and never on the first, by a
-        # sentence about the last entity that states a relation word of its own (a word of the
-        # question's, not another of its names) or stands on that entity's own page: the sentence is
-        # the answer, whatever names it holds
-        answers = final and (value or passed and focus.kind is None
-                            and (bool(own & set(relation)) or bool(subject) and subject[0] == entity_key(link[1])))
-        # "Young, New South Wales" is Young, placed
-        fresh = [e for e in _entities(u, subject, link[1]) if e[0] not in chain.known and not scorer.focus.in_question(e[1])
-                 and entity_key(e[1].split(",")[0]) not in chain.known
-                 and not is_alias(u.text, e[1]) and not is_type_word(e[1])]
-        if not fresh and not answers:
-            continue
-        heading = related(asked, scorer.title_stems[u.passage - 1]) - chain.used - own
-        # a section heading over the unit states how the page's subject relates to what the section
-        # lists ("Billing team > Services owned" over a row naming the Payments Gateway: Billing owns
-        # it); the words of the subject's own name ("team" of "Billing team") state no relation
-        listed = link[0] == "text" and subject in fresh and bool(
-            heading - set(content_stems(subject[1])) - related(asked, frozenset(content_stems(subject[1]))))
-        # what the unit itself states counts fully, what its title or heading says half
-        rel = sum(scorer.weight(s) for s in own) + 0.5 * sum(scorer.weight(s) for s in heading)
-        rel /= sum(scorer.weight(s) for s in asked) or 1.0
-        # the page's own subject first (the Berlin office page answers "Berlin"), then the first place
-        # the unit names ("headquartered in Harlow, Essex": Harlow, shown with its region)
-        wanted = sorted((e for e in fresh if is_wanted(e, focus.kind, u.text, typed)),
-                        key=lambda e: (e is not subject, order_in(u.text, e[1]))) if final else []
-        if value and final:  # a date or a number ends the chain; never on the first hop
-            wanted = [(f"value:{u.passage}:{u.position}", value_in(u, scorer), "value")]
-        elif wanted and focus.kind == "place":
-            wanted[0] = with_region(wanted[0], u.text)
-        if not own and not wanted and not answers and not listed and not (
-                link[0] == "text" and any(e[2] in BRIDGE_TYPES for e in fresh)):
-            # a bridge states one of the question's relations (in its own words or its section's
-            # heading), or at least names the current entity next to a person, team, service or
-            # place ("led by" is no stem of "lead")
-            continue
-        # a unit that names the current entity, and one on its own page, each speak of it
-        own_page = bool(subject) and subject[0] == entity_key(link[1])
-        score = rel + (0.3 if wanted else 0.0) + (0.05 if link[0] == "text" else 0.0) + (0.05 if own_page else 0.0) \
-            + 0.05 / u.passage
-        entity = wanted[0] if wanted else (bridge(fresh, subject, link, u.text, own, described) if fresh
-                                           else (f"value:{u.passage}:{u.position}", display(u), "value"))
-        out.append((score, u, entity, link[1], answers))
-    out.sort(key=lambda x: (-x[0], x[1].passage, x[1].position))
-    return out
-
-
 def chain_label(question: Question, reached: bool = True) -> str:
     """What a chain is called in the answer, in the question's language; one that stopped short of
     what was asked says so."""
     if question.language == "russian":
         return "Цепочка" if reached else "Цепочка (не дошла до ответа)"
     return "Chain" if reached else "Chain (did not reach the answer)"
-
-
-def _subject(p: Passage) -> tuple[str, str, str] | None:
-    """The entity a passage is about: its title, typed as the passage's own names type it."""
-    title = title_core(p.title)
-    if not title:
-        return None
-    key = entity_key(title)
-    typed = {k: t for k, _, t in typed_names(p)}
-    kind = typed.get(key) or next((t for k, t in typed.items() if k and (k in key or key in k)), "concept")
-    if any(w in normalise(title) for w in ("office", "офис")):
-        kind = "location"  # an office page is about a place
-    return key, title, kind
-
-
-def _entities(u: Unit, subject, current: str = "") -> list[tuple[str, str, str]]:
-    """The unit's names, its passage's subject, and a place a longer name of the `current` entity ends with."""
-    out = list(u.names)
-    out += [p for _, n, _ in u.names if current and (p := place_in_name(n, current))]
-    if subject and subject[0] not in {k for k, _, _ in out}:
-        out.append(subject)
-    return out
-
-
-def _links(u: Unit, subject, frontier) -> tuple[str, str] | None:
-    """("text", name) when the unit names a frontier entity, ("subject", name) when its passage is about one."""
-    for key, name in frontier:
-        if names_in(name, u.text, u.stems):
-            return "text", name
-        if subject and (subject[0] == key or names_in(name, subject[1], frozenset(content_stems(subject[1])))
-                        or subject[0] == entity_key(without_demonym(name))):
-            return "subject", name
-    return None
