@@ -41,7 +41,7 @@ def local_answer(question: Question, passages: list[Passage], *, max_units: int 
     answer keeps the gate's verdict when the reader is on too: the reader was fitted on answers in the
     question's language, and the search left those pages to the gate, not to the reranker's cut. `whole`:
     the question is asked as the user wrote it (the local route), not as a comparison's side or a chain's
-    step, whose words ("older", a relation) its pages need not repeat: an answer whose document, in the
+    step, whose words ("older", a relation) its pages need not repeat: an answer whose page, in the
     question's script, says nothing the question asks besides its names is no answer, with those words
     (`Extracted.unsaid`, `Scorer.unsaid`)."""
     if reader is not None and reader.chooser == "ranker":
@@ -90,7 +90,7 @@ def _by_rules(question: Question, passages: list[Passage], kind: str | None, sim
     # of two equal units, a whole sentence before one the chunk cut
     first = min(valued or candidates, key=lambda u: (-scores[id(u)], u.cut, u.passage, u.position))
     chosen = _with_extras(first, candidates, scores, scorer, every, max_units, max_chars)
-    # no unit gives the asked amount, e-mail or phone of what the question names, or the answer's document
+    # no unit gives the asked amount, e-mail or phone of what the question names, or the answer's page
     # says nothing the question asks besides its names (a page written in the other script is left to the
     # names, whatever script the unit is in: the dictionary misses too many of its words): whatever else
     # they say, no answer

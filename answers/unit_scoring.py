@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from core.text.lexicon import translated_in
 from core.text.script import script_name
@@ -37,7 +38,7 @@ class Focus:
     defines: bool = False  # "what does X mean": the unit that defines X answers
     counted: frozenset[str] = frozenset()  # what a "how many" question counts (answer_types.counted)
 
-    @property
+    @cached_property  # read by every confidence: compiled once per focus
     def identifiers(self) -> list[re.Pattern]:
         """The question's rare tokens (core.text.terms.QueryTerms.rare) that hold a letter: codes and
         identifiers, not bare numbers. Each pattern is the token between two word boundaries; a Russian word

@@ -148,7 +148,7 @@ class Extracted:
     named: float | None = None
     worded: float | None = None
     row: object = None  # and the answer model's input (for bench/train_reader.py)
-    # the question's words, besides its names, that the answering unit's document never says: why it is none
+    # the question's words, besides its names, that the answering unit's page never says: why it is none
     unsaid: tuple[str, ...] = ()
 
     @property
