@@ -154,7 +154,9 @@ class Scorer:
         return {s for s in self.focus.terms.stems if self.matches(s, stems, skeletons, translated)}
 
     def coverage(self, stems: set[str]) -> float:
-        return sum(self.weight(s) for s in stems) / self.total
+        # summed exactly: a set's order changes with the interpreter's hash seed, and a rounding that
+        # follows it would break ties between equal units differently from one run to the next
+        return math.fsum(self.weight(s) for s in stems) / self.total
 
     def confidence(self, chosen: list[Unit], translated: bool = False) -> float:
         """The share of the question the units (and their passages' titles) cover. The names the question
@@ -181,8 +183,8 @@ class Scorer:
             self.covered(u, translated=translated) & self.focus.name_stems for u in around))
         share = self.coverage(covered)
         if self.focus.name_stems and any(script_name(u.text) != self.focus.script for u in chosen):
-            names = sum(self.weight(s) for s in self.focus.name_stems if s in self.idf)
-            share = max(share, sum(self.weight(s) for s in covered & self.focus.name_stems) / (names or 1.0))
+            names = math.fsum(self.weight(s) for s in self.focus.name_stems if s in self.idf)
+            share = max(share, math.fsum(self.weight(s) for s in covered & self.focus.name_stems) / (names or 1.0))
         return share
 
     def unsaid(self, u: Unit) -> tuple[str, ...]:

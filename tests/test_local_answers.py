@@ -344,3 +344,15 @@ def test_only_the_local_routes_own_question_is_held_to_its_words():
     ru = [p(1, "Индексация зарплат", "С 1 апреля 2025 г. зарплаты сотрудников в Москве индексируются на 8.5%.")]
     raise_question = Question("From what date did the 2025 pay raise for the Moscow staff take effect?")
     assert local_answer(raise_question, ru, whole=True).confidence == local_answer(raise_question, ru).confidence
+
+
+def test_the_share_of_the_question_does_not_depend_on_the_order_its_words_are_summed_in():
+    # a set's order follows the interpreter's hash seed: a rounding that followed it broke ties between
+    # equal bridges differently from one run to the next
+    from answers.unit_scoring import Focus, Scorer
+    from answers.units import units
+    pages = [p(1, "Нордпорт", "Нордпорт принадлежит городу.")]
+    scorer = Scorer(Focus.of(Question("Кому принадлежит порт Нордпорт?"), passages=pages), pages, units(pages))
+    scorer.idf = {"a": 0.1, "b": 0.2, "c": 0.3}
+    assert 0.1 + 0.2 + 0.3 != 0.3 + 0.2 + 0.1  # the float sums differ by order
+    assert scorer.coverage(["a", "b", "c"]) == scorer.coverage(["c", "b", "a"])

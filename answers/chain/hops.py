@@ -6,6 +6,7 @@ leads to: answers/chain/links.py; whether it is of the asked type: answers/chain
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from core.text.terms import content_stems, normalise
@@ -92,7 +93,7 @@ def next_hops(chain: Chain, frontier, every: list[Unit], subjects, scorer: Score
         listed = link[0] == "text" and subject in fresh and bool(
             heading - set(content_stems(subject[1])) - related(asked, frozenset(content_stems(subject[1]))))
         # what the unit itself states counts fully, what its title or heading says half
-        rel = sum(scorer.weight(s) for s in own) + 0.5 * sum(scorer.weight(s) for s in heading)
+        rel = math.fsum(scorer.weight(s) for s in own) + 0.5 * math.fsum(scorer.weight(s) for s in heading)
         rel /= sum(scorer.weight(s) for s in asked) or 1.0
         # the page's own subject first (the Berlin office page answers "Berlin"), then the first place
         # the unit names ("headquartered in Harlow, Essex": Harlow, shown with its region)
