@@ -197,7 +197,8 @@ def scoped_themes(question_stems: set[str], passages: list[ScopePassage], scope:
         # how much the phrase's sentences say of what the question asks (its words beyond the scope)
         asked = sum(len(focus & said[i]) for i in idx) / (len(idx) * len(focus)) if focus else 0.0
         idf = math.log(1 + len(written[is_cyrillic(t)]) / len(level_docs[t]))
-        weight[t] = sum(relevance.get(d, 1.0) for d in in_scope) * idf * (1 + asked)
+        # summed exactly over the set, whose order follows the hash seed: equal weights stay equal in every run
+        weight[t] = math.fsum(relevance.get(d, 1.0) for d in in_scope) * idf * (1 + asked)
     # a single word names a theme only when no recurring phrase holds it (it is then named by the
     # phrase) and the scope says it more than the rest of the level does: a word every kind of
     # document uses ("production", "новой") is their common vocabulary, not what the scope is about

@@ -86,7 +86,9 @@ def extract(query: str, candidates: Sequence, other: Sequence[bool] | None = Non
             "fts_rr": 1.0 / c.fts_rank if c.fts_rank else 0.0,
             "fts_rel": c.fts_score / best_fts if c.fts_score is not None else 0.0,
             "rrf": _rrf60(c.vector_rank, c.fts_rank),
-            "coverage": sum(idf[s] for s in found) / idf_total,
+            # summed exactly: a set's order follows the interpreter's hash seed, and a rounding that followed it
+            # would make two candidates holding the same words differ in the last bit, and rank apart, by run
+            "coverage": math.fsum(idf[s] for s in found) / idf_total,
             "rare": sum(1 for p in terms.rare if p.search(texts[row])) / len(terms.rare) if terms.rare else 0.0,
             "bigram": len(hits) / len(terms.bigrams) if terms.bigrams else 0.0,
         }
