@@ -26,7 +26,7 @@ from typing import Sequence
 
 from core.text.skeletons import same_word, skeleton, skeleton_match, skeletons
 from answers.expected_type import VALUE_KINDS, holds_value
-from answers.comparison_verdict import asked_order, contrast, no_verdict, ordered_verdict
+from answers.comparison_verdict import contrast, no_verdict, ordered_verdict
 from answers.units import Extracted, Picked
 from answers.chain.answer import clause_entity
 from answers.local import local_answer
@@ -54,7 +54,7 @@ def comparison_answer(question: Question, passages: list[Passage], sides: Sequen
     seen: set[tuple[int, int]] = set()
     # the side's query ("<side> <attribute>") has lost "how long", "when"; a yes/no question wants no value
     kind = None if question.yes_no else question.expected_type
-    order = None if question.yes_no else asked_order(question.text)
+    order = None if question.yes_no else question.order
     if order is not None and kind not in VALUE_KINDS:
         kind = "date"  # "Who is older?" wants each side's date, not a person
     resolved = [resolve_side(name, query, clause, attribute, passages, similarity)

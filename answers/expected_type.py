@@ -59,7 +59,7 @@ _MONEY_NOUNS = len(_KIND_CUES) - 1
 _KINDS_BY_NAME = dict(_KINDS)
 VALUE_KINDS = ("date", "number", "money", "email", "phone")
 # a value told by its form alone: a local answer must hold one beside what the question names, as must an
-# amount where a price is asked (ASKS_PRICE; answers/local.py)
+# amount where a price is asked (Question.asks_price; answers/local.py)
 CONTACT_KINDS = ("email", "phone")
 # "what does X mean": the form asks for what defines X, not for a topic
 MEANING = re.compile(r"\b(mean|means|meaning|indicate|indicates|stand for|signify|означает|означают|значит|"

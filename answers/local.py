@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from core.text.language import detect_language
 from core.text.script import script_name
-from answers.expected_type import ASKS_PRICE, CONTACT_KINDS, VALUE_KINDS, holds_value
+from answers.expected_type import CONTACT_KINDS, VALUE_KINDS, holds_value
 from answers.units import MIN_CONFIDENCE, Extracted, Unit, cite, display, units
 from answers.unit_scoring import Focus, Scorer
 from answers.unit_similarity import UnitSimilarity, in_its_page
@@ -82,7 +82,7 @@ def _by_rules(question: Question, passages: list[Passage], kind: str | None, sim
     # number on the Vologda lab's contract is no number of the Vologda branch. A phone or an e-mail is written
     # next to whom it reaches; an amount may stand in a table under a heading or title naming its subject
     # (read with its row's header, "Berlin (EUR): 78,000").
-    formed = focus.kind in CONTACT_KINDS or focus.kind == "money" and bool(ASKS_PRICE.search(question.text))
+    formed = focus.kind in CONTACT_KINDS or focus.kind == "money" and question.asks_price
     valued = [u for u in candidates if passages[u.passage - 1].doc_id in topical and (
         holds_value(focus.kind, display(u))
         and (not focus.name_stems or scorer.covered(u, with_title=focus.kind == "money") & focus.name_stems)

@@ -9,12 +9,14 @@ The parts, and where the reading is written down:
 - `names`: the entities the question spells (answers/question_text.py), `name_words`: the words that make
   each one thing, which a readable document must spell (vector/search/unmentioned.py); `codes`: the codes
   and identifiers among them (ERR_2043, INC-2023-005; core/text/terms.py); `words`: its content words;
-- `comparison`: the two compared entities and the attribute (answers/comparison_form.py);
+- `comparison`: the two compared entities and the attribute (answers/comparison_form.py), and `order`, whether
+  it asks which comes first or later (answers/comparison_verdict.py);
 - `parts`, `nested`, `described`, `least_hops`: a chain's two questions, its relative clause, the statements
   before its last sentence, the fewest hops its form allows, and `start_clause`, `extended_names`, which read
   it against a chain's start and the passages (answers/chain/question.py);
-- `asks_meaning`, `terms_without_meaning`: the "what does X mean" form (answers/expected_type.py);
-  `word_forms`, `script`: its words as written and its script, for the unit scorer.
+- `asks_meaning`, `terms_without_meaning`: the "what does X mean" form, and `asks_price`, the "how much does X
+  cost" form (answers/expected_type.py); `tokens`, `word_forms`, `script`: its words as written (in order, and
+  lower-cased as a set) and its script, for the unit scorer.
 A question made inside the answer (a chain's step, a comparison's side, the loop's follow-up query) is
 a `Question` of its own: `Question(text)`.
 """
@@ -31,7 +33,8 @@ from core.text.tokens import LETTERS, WORD
 from answers.chain.question import (Nested, described_ask, extended_names, least_hops, nested_question,
                                     question_parts, start_clause)
 from answers.comparison_form import Comparison, is_yes_no, parse_comparison, same_what
-from answers.expected_type import MEANING, asked_kind_words, counted, question_kind
+from answers.comparison_verdict import asked_order
+from answers.expected_type import ASKS_PRICE, MEANING, asked_kind_words, counted, question_kind
 from answers.question_text import Mention, clause_words, is_function_word, question_mentions, stem_of
 from answers.question_text import content_words as query_words
 from answers.types import Passage
@@ -111,9 +114,20 @@ class Question:
         return QueryTerms.of(MEANING.sub(" ", self.text))
 
     @cached_property
+    def asks_price(self) -> bool:
+        """"How much does X cost", "сколько стоит X": an amount of money is asked, written with its currency
+        (answers/expected_type.py ASKS_PRICE)."""
+        return bool(ASKS_PRICE.search(self.text))
+
+    @cached_property
+    def tokens(self) -> tuple[str, ...]:
+        """Its words as written, in order (core/text/tokens.py WORD)."""
+        return tuple(WORD.findall(self.text))
+
+    @cached_property
     def word_forms(self) -> frozenset[str]:
         """Its words as written, lower-cased: what an answer must add to."""
-        return frozenset(normalise(w) for w in WORD.findall(self.text))
+        return frozenset(normalise(w) for w in self.tokens)
 
     @cached_property
     def script(self) -> str:
@@ -157,6 +171,11 @@ class Question:
     @cached_property
     def comparison(self) -> Comparison | None:
         return parse_comparison(self.text)
+
+    @cached_property
+    def order(self) -> int | None:
+        """-1 when it asks which comes first in time ("older", "раньше"), 1 which comes later, None neither."""
+        return asked_order(self.text)
 
     @cached_property
     def yes_no(self) -> bool:

@@ -27,7 +27,6 @@ COUNTED = 0.25
 
 @dataclass
 class Focus:
-    question: str  # the question's text, for what only a chain's last hop reads of it
     terms: QueryTerms
     kind: str | None
     names: list[str]  # the names the question spells
@@ -37,6 +36,7 @@ class Focus:
     script: str = "latin"
     defines: bool = False  # "what does X mean": the unit that defines X answers
     counted: frozenset[str] = frozenset()  # what a "how many" question counts (answer_types.counted)
+    tokens: tuple[str, ...] = ()  # the question's words as written, in order (Question.tokens)
 
     @cached_property  # read by every confidence: compiled once per focus
     def identifiers(self) -> list[re.Pattern]:
@@ -64,8 +64,8 @@ class Focus:
         words = [w for name in names for w in WORD.findall(name)]
         skeletons = {content_stems(w)[0]: skeleton(w) for w in words if content_stems(w) and len(skeleton(w)) >= 3}
         stems = frozenset(s for name in names for s in content_stems(name))
-        return cls(question.text, terms, kind, names, stems, skeletons, question.word_forms, question.script,
-                   defines, question.counted if kind == "number" else frozenset())
+        return cls(terms, kind, names, stems, skeletons, question.word_forms, question.script,
+                   defines, question.counted if kind == "number" else frozenset(), question.tokens)
 
 
     def in_question(self, surface: str) -> bool:
@@ -200,7 +200,7 @@ class Scorer:
         if not asked or any(self.covered(v) & asked for v in self.all_units
                             if _same_page(self.passages[v.passage - 1], page)):
             return ()
-        words = [w for w in WORD.findall(self.focus.question) if set(content_stems(w)) & asked]
+        words = [w for w in self.focus.tokens if set(content_stems(w)) & asked]
         return tuple(dict.fromkeys(words)) or tuple(sorted(asked))
 
     def typed(self, u: Unit) -> bool:

@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass
 
 from core.text.terms import content_stems, normalise
-from core.text.tokens import WORD
 from answers.expected_type import VALUE_KINDS
 from answers.units import Unit, display, entity_key, typed_names
 from answers.chain.names import names_in, place_in_name, without_demonym
@@ -54,7 +53,7 @@ def next_hops(chain: Chain, frontier, every: list[Unit], subjects, scorer: Score
     other than the chain's start count as its relations: "When was the country that produced X taken
     by the British?" asks for the hop that names the British."""
     taken = {id(u) for u, _, _ in chain.hops}
-    described = frozenset(w for w in WORD.findall(focus.question) if w.islower())
+    described = frozenset(w for w in focus.tokens if w.islower())
     out = []
     for u in every:
         if id(u) in taken:
