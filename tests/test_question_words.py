@@ -1,5 +1,6 @@
-"""The per-language word classes of questions (answers/words/*.toml): their shape, and that a class is
-every language's words; and the codes a question spells (`Question.codes`), hostile text included."""
+"""The per-language word classes (answers/words/*.toml, the questions'; core/text/words/*.toml, the
+text-wide ones): their shape, and that a class is every language's words; and the codes a question spells
+(`Question.codes`), hostile text included."""
 from __future__ import annotations
 
 import re
@@ -10,13 +11,17 @@ import pytest
 from answers.question import Question
 from answers.question_text import AUX_START, CONJUNCTIONS, FUNCTION_WORDS
 from answers.words import HERE, LANGUAGES, word_class
+from core.text import words as text_words
+from core.text.names import STOP_WORDS
+from core.text.terms import CLOSED_CLASS, STOPWORDS
 
 CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 
 
+@pytest.mark.parametrize("folder", [HERE, text_words.TEXT_WORDS.folder])
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_each_file_is_lists_of_lowercase_single_words_of_its_own_script(language):
-    table = tomllib.loads((HERE / f"{language}.toml").read_text(encoding="utf-8"))
+def test_each_file_is_lists_of_lowercase_single_words_of_its_own_script(folder, language):
+    table = tomllib.loads((folder / f"{language}.toml").read_text(encoding="utf-8"))
     assert table and all(isinstance(words, list) and words for words in table.values())
     for name, words in table.items():
         assert len(words) == len(set(words)), f"{language}.{name} repeats a word"
@@ -32,6 +37,14 @@ def test_a_class_is_the_union_of_the_languages_and_an_unknown_one_is_an_error():
     assert word_class("imperatives") == frozenset(tables[0]["imperatives"]) | frozenset(tables[1]["imperatives"])
     with pytest.raises(KeyError, match="no word class 'nosuch'"):
         word_class("nosuch")
+
+
+def test_the_text_wide_classes_hold_both_languages_and_the_closed_class_holds_the_stopwords():
+    assert {"the", "и", "which", "который"} <= STOPWORDS < CLOSED_CLASS
+    assert {"twelve", "двенадцать", "despite", "вместо"} <= CLOSED_CLASS
+    assert {"monday", "january", "после", "которые"} <= STOP_WORDS and "berlin" not in STOP_WORDS
+    with pytest.raises(KeyError, match="no word class 'nosuch' in .*core/text/words"):
+        text_words.word_class("nosuch")
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -29,6 +29,7 @@ from functools import lru_cache
 from core.sentences import split_sentences
 from core.text.nominative import nominative
 from core.text.stemming import stem_word
+from core.text.words import word_class
 
 _QUOTES = re.compile(r"[\"'`«»„“”‘’‚‹›]")
 _CYRILLIC_WORD = re.compile(r"[а-яёА-ЯЁ]+(?:-[а-яёА-ЯЁ]+)*")
@@ -164,22 +165,7 @@ def plain_sentences(markdown: str) -> tuple[list[str], list[str]]:
 
 # --- Words that are never names (both languages, no corpus-specific entries) --------------------
 
-STOP_WORDS = frozenset(
-    """the a an this that these those it its if each every all any some no not nor and or but so yet because since
-    when whenever where while after before during for from in on at to of by with without as into onto about over
-    under between through then there here what which who whom whose why how we our you your they their them he she
-    his her him i me my us is are was were be been do does did has have had can could will would shall should may
-    might must also only just yes yeah ok okay oh ah hey hi hello well right sure thanks thank please like um uh now
-    today tonight yesterday tomorrow again still even however therefore thus although though unless until via per
-    let see note one two three four five first second third next last other another most many more much such
-    both either neither once mr mrs ms dr st ceo cto cfo coo cio vp january february march april june july august
-    september october november december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday
-    thursday friday saturday sunday mon tue wed thu fri sat sun mondays tuesdays wednesdays thursdays fridays
-    saturdays sundays в во на для это этот эта эти этого этой и а но или не ни по с со к ко у о об от до из за при
-    после перед если когда где как что чтобы так также все всё весь вся каждый каждая каждое мы наш наша наши вы
-    ваш ваша ваши они он она оно их его её я там здесь тогда теперь сейчас без над под между через кто какой какая
-    какие который которая которые ещё уже только да нет же ли бы то тот та те раз""".split()
-)
+STOP_WORDS = word_class("never_names")  # core/text/words: `never_names`
 # Acronyms too generic to be an entity alone (inside a name they stay: "Shipments API").
 GENERIC_ACRONYMS = frozenset(
     "http https url uri json yaml xml html css id ids ok faq pdf csv utc cet cest gmt msk pst est tbd todo am pm tv "

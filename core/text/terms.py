@@ -14,6 +14,7 @@ from typing import Iterable, Mapping
 from core.text.script import latin_spelling
 from core.text.stemming import stem_word
 from core.text.tokens import WORD
+from core.text.words import word_class
 
 _RAW_TOKEN = re.compile(r"[\w./:-]+")
 _BACKTICKED = re.compile(r"`([^`]+)`")
@@ -24,45 +25,12 @@ _RARE = re.compile(r"(?=.*[\d_])[\w./:-]+|\w*[a-zа-яё][A-ZА-ЯЁ]\w*|\w+(?:[
 # a suffix ("1950s", "19th") begins with a digit: a way of writing a number, not a code.
 _CODE = re.compile(r"[^\W\d][\w.:/-]*")
 _CODE_EDGES = "\"'`«»“”‘’()[]{}<>*,;!?.:-"
-STOPWORDS = frozenset("""
-a an the and or but if of to in on at by for with from as into about over under between through during
-is are was were be been being am do does did doing have has had having can could would should will shall
-may might must it its this that these those there here i you he she we they me him her us them my your his
-our their what which who whom whose when where why how not no nor so than too very just also any all each
-both some such only own same other more most few s t don isn aren does did vs via per
-и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот
-от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь
-опять уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам
-чтоб без будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой какая какое какие
-каком какую каких совсем ним здесь этом один почти мой тем чтобы нее сейчас были куда зачем всех
-никогда можно при наконец два об другой хоть после над больше тот через эти нас про всего них много
-разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда
-конечно всю между это как каков какова каково сколько который которая которое которые которого
-""".split())
+# never a query's content (core/text/words: `stopwords`)
+STOPWORDS = word_class("stopwords")
 # The rest of the closed word classes (numerals, conjunctions, prepositions, pronouns and quantifiers
 # STOPWORDS leaves out): words that carry grammar or a count, never what a text is about, so they
 # never name a theme (answers/themes/scoped.py). STOPWORDS stays as it is: lexical matching uses it.
-CLOSED_CLASS = STOPWORDS | frozenset("""
-zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
-seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred hundreds
-thousand thousands million millions billion first second third fourth fifth sixth seventh eighth ninth
-tenth once twice thrice dozen half
-because while whilst although though since until unless whether whereas however therefore thus hence
-yet either neither else otherwise instead
-without within against among amongst across along around behind beyond despite toward towards upon
-onto throughout above below beside besides inside outside near after before off out up down
-every another several many much none nobody nothing noone everyone everybody everything someone
-somebody something anyone anybody anything itself himself herself themselves ourselves yourself
-myself whoever whatever whichever whenever wherever
-ноль одна одно одни одного одной двух двум двумя две трёх трех трем тремя четыре четырёх пять шесть
-семь восемь девять десять одиннадцать двенадцать двадцать тридцать сорок пятьдесят сто двести
-триста тысяча тысячи тысяч миллион миллиона миллионов первый первая первое первые второй вторая
-третий третья четвёртый пятый половина дважды трижды однажды
-потому поэтому однако хотя пока либо также тоже зато причём притом итак следовательно
-из-за около вокруг среди против вместо кроме благодаря вне внутри согласно вследствие ради сквозь
-весь вся всё каждый каждая каждое каждого любой любая любое другие других другого несколько
-никто нечто некто кое-что что-то кто-то свой своя своё свои своих наш наша наше наши ваш ваша
-""".split())
+CLOSED_CLASS = STOPWORDS | word_class("closed_class")
 
 @lru_cache(maxsize=200_000)
 def stem(token: str) -> str:
