@@ -1,5 +1,6 @@
 """Run in a subprocess by tests/test_determinism.py: the offline answers to the golden questions over the
-fixture corpus (the local and multi-hop ones; the global ones as themes over every chunk), the offline
+fixture corpus (the local and multi-hop ones; the global ones as themes over every chunk) and the route the
+cue table gives each, the offline
 reranker's features, and the graph the offline extractor, Leiden and the offline reports build of the
 corpus, printed as JSON. Nothing here reads a database or a
 model: the passages are each question's best chunks by shared words (ties by chunk order), so the output
@@ -22,6 +23,7 @@ from graph.indexing.extract_offline import OfflineExtractor
 from graph.indexing.reports import offline_report
 from graph.indexing.runner import build_level_graph, cluster
 from graph.types import ChunkInput, ScopePassage
+from router.classify import classify
 from vector.ingest.prepare import chunk_document, sha256
 from vector.ingest.sources import load_folder
 from vector.search.rerank.features import extract
@@ -38,6 +40,9 @@ def main(root: Path) -> None:
     for line in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         asked = json.loads(line)
         wanted = set(content_stems(asked["question"]))
+        decision = classify(asked["question"])  # the cue table's route (the learned one needs the model)
+        out.append({"qid": f'{asked["qid"]}:route', "route": [decision.route, decision.confidence, decision.reason,
+                                                               decision.features]})
         if asked["route"] == "global":
             scope = [ScopePassage(i, doc.doc_id, doc.title, draft.content, draft.heading)
                      for i, (doc, draft) in enumerate(chunks)]
