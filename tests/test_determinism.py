@@ -2,8 +2,7 @@
 every set of strings, so a sum, a tie or a first-found that follows a set's order changes from one run to
 the next. Two interpreters with different seeds answer the fixture questions offline and must agree to the
 last bit (tests/determinism_probe.py: the cue table's routes, local and multi-hop answers, global themes, reranker
-features, and the
-offline graph: entities, relationships, Leiden communities, reports)."""
+features, and the offline graph: entities, relationships, Leiden communities, reports)."""
 from __future__ import annotations
 
 import json
