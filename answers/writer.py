@@ -81,12 +81,11 @@ class AnswerWriter:
             trace["reader"] = {"logit": round(extracted.logit, 4)}
         if extracted.chain:
             trace["chain"] = extracted.chain
-        if not extracted.picked:
-            return Answer(question.text, no_answer_sentence(language), [], decision, offline=True, degraded=bool(reasons),
-                          degraded_reasons=reasons, no_answer=True, errors=errors, trace=trace)
         if not extracted.answered:
-            # the passages are about something else: say so, and show where the search looked
-            trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
+            # the passages are about something else (or no sentence of theirs shares a word with the question): say
+            # so, and show where the search looked
+            if extracted.text:
+                trace["withheld"] = extracted.text  # what would have been said, for the evaluation of the threshold
             if extracted.unsaid:  # the answering page is about what the question names, not what it asks
                 trace["unsaid"] = list(extracted.unsaid)
             return closest_no_answer(question, passages, decision, reasons=reasons, errors=errors, trace=trace,

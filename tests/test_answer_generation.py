@@ -173,3 +173,20 @@ def test_the_global_answer_cites_each_report_quoting_what_the_answer_shows_of_it
     assert answer.degraded_reasons == ["map phase: 2 of 5 calls failed"] and answer.trace["points"][0]["text"] == "a point"
     empty = GlobalAnswer("No level fits.", None, True, False, [], [], [], {})
     assert AnswerWriter.write_global(Question("What are the main themes?"), empty, decision).no_answer
+
+
+def test_an_offline_no_answer_over_passages_sharing_no_word_still_lists_where_the_search_looked():
+    """A page found by meaning or by a code line (fenced code is never read as sentences) may hold no sentence
+    sharing a word with the question: the no-answer names the closest passages, as every other one does."""
+    from answers.types import RouteDecision
+    from answers.writer import AnswerWriter
+
+    writer = AnswerWriter(searcher=None, similarity=None, unknown_names=False)  # no code or name to look up
+    decision = RouteDecision("local", 1.0, "forced", "forced")
+    passages = [passage(1, "```\nretry = 5\nbackoff = 2\n```", title="Config dump"),
+                passage(2, "Nothing here answers it.", title="Notes")]
+    answer = writer.write("t", ["public"], Question("How often is the job retried?"), passages, decision, None,
+                          partial=False)
+    assert answer.no_answer and answer.offline
+    assert "[1] Config dump" in answer.answer and [c.number for c in answer.citations] == [1, 2]
+    assert "withheld" not in answer.trace  # nothing would have been said
