@@ -9,10 +9,15 @@ the passages, within a deadline far above any honest answer's (a scan quadratic 
 """
 from __future__ import annotations
 
+import json
 import random
 import time
+import zlib
+from dataclasses import replace
 
 from answers.extractive import offline_answer
+from answers.other_language_gate import GATE_PATH, load_gate
+from answers.reader import load_reader
 from answers.question import Question
 from answers.types import Passage
 from tests.adversarial.test_query_fuzz import random_text
@@ -92,3 +97,25 @@ def test_offline_answers_hold_on_the_extreme_pages():
                                         multihop=multihop)
                 assert time.perf_counter() - started < DEADLINE_S, (question, page[:40])
                 assert 0.0 <= answer.confidence <= 1.0 and all(p.passage == 1 for p in answer.picked)
+
+
+def _pseudo_similarity(question: str, texts) -> list[float]:
+    """A deterministic stand-in for the e5 cosines (0.6-1.0), so the other-language paths run without a model."""
+    return [0.6 + 0.4 * (zlib.crc32((question + t).encode("utf-8", "surrogatepass")) % 1000) / 1000 for t in texts]
+
+
+def test_the_other_language_gate_and_the_learned_reader_hold_on_hostile_questions_and_passages():
+    """The paths a deployment switches on: answers chosen by meaning across languages with the shipped gate, and
+    the shipped learned reader (as fitted, and with its ranker choosing)."""
+    gate = load_gate(json.loads(GATE_PATH.read_text(encoding="utf-8"))["embedder"])
+    reader = load_reader()
+    assert gate is not None and reader is not None
+    rng = random.Random(SEED + 1)
+    for case in range(CASES // 2):
+        question, passages = _question(rng), _passages(rng)
+        for kwargs in ({"similarity": _pseudo_similarity, "gate": gate},
+                       {"similarity": _pseudo_similarity, "gate": gate, "multihop": True},
+                       {"reader": reader}, {"reader": replace(reader, chooser="ranker")}):
+            answer = offline_answer(Question(question), passages, **kwargs)
+            assert isinstance(answer.text, str) and 0.0 <= answer.confidence <= 1.0, (case, question, kwargs)
+            assert all(1 <= p.passage <= len(passages) for p in answer.picked), (case, question, answer.picked)
