@@ -15,8 +15,8 @@ The parts, and where the reading is written down:
   before its last sentence, the fewest hops its form allows, and `start_clause`, `extended_names`, which read
   it against a chain's start and the passages (answers/chain/question.py);
 - `asks_meaning`, `terms_without_meaning`: the "what does X mean" form, and `asks_price`, the "how much does X
-  cost" form (answers/expected_type.py); `tokens`, `word_forms`, `script`: its words as written (in order, and
-  lower-cased as a set) and its script, for the unit scorer.
+  cost" form (answers/expected_type.py); `tokens`, `script`: its words as written, in order, and its script,
+  for the unit scorer.
 A question made inside the answer (a chain's step, a comparison's side, the loop's follow-up query) is
 a `Question` of its own: `Question(text)`.
 """
@@ -28,7 +28,7 @@ from functools import cached_property
 
 from core.text.language import detect_language
 from core.text.script import script_name
-from core.text.terms import QueryTerms, codes, content_words, normalise
+from core.text.terms import QueryTerms, codes, content_words
 from core.text.tokens import LETTERS, WORD
 from answers.chain.question import (Nested, described_ask, extended_names, least_hops, nested_question,
                                     question_parts, start_clause)
@@ -123,11 +123,6 @@ class Question:
     def tokens(self) -> tuple[str, ...]:
         """Its words as written, in order (core/text/tokens.py WORD)."""
         return tuple(WORD.findall(self.text))
-
-    @cached_property
-    def word_forms(self) -> frozenset[str]:
-        """Its words as written, lower-cased: what an answer must add to."""
-        return frozenset(normalise(w) for w in self.tokens)
 
     @cached_property
     def script(self) -> str:

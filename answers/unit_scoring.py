@@ -32,11 +32,15 @@ class Focus:
     names: list[str]  # the names the question spells
     name_stems: frozenset[str]
     name_skeletons: dict[str, str]  # name stem -> its skeleton
-    question_tokens: frozenset[str]  # lower-cased words of the question: what an answer must add to
+    tokens: tuple[str, ...]  # the question's words as written, in order (Question.tokens)
     script: str = "latin"
     defines: bool = False  # "what does X mean": the unit that defines X answers
     counted: frozenset[str] = frozenset()  # what a "how many" question counts (answer_types.counted)
-    tokens: tuple[str, ...] = ()  # the question's words as written, in order (Question.tokens)
+
+    @cached_property
+    def question_tokens(self) -> frozenset[str]:
+        """The question's words, lower-cased: what an answer must add to."""
+        return frozenset(normalise(w) for w in self.tokens)
 
     @cached_property  # read by every confidence: compiled once per focus
     def identifiers(self) -> list[re.Pattern]:
@@ -64,8 +68,8 @@ class Focus:
         words = [w for name in names for w in WORD.findall(name)]
         skeletons = {content_stems(w)[0]: skeleton(w) for w in words if content_stems(w) and len(skeleton(w)) >= 3}
         stems = frozenset(s for name in names for s in content_stems(name))
-        return cls(terms, kind, names, stems, skeletons, question.word_forms, question.script,
-                   defines, question.counted if kind == "number" else frozenset(), question.tokens)
+        return cls(terms, kind, names, stems, skeletons, question.tokens, question.script,
+                   defines, question.counted if kind == "number" else frozenset())
 
 
     def in_question(self, surface: str) -> bool:
