@@ -156,7 +156,7 @@ def run_beside(router: QuestionRouter, name: str, set_name: str, questions: list
         head = float(_states(answer, golds, head=True)) if golds else None
         every.append({"set": set_name, "qid": q["qid"], "route": "local", "score": score, "head": head,
                       "question": q["question"], "answer": answer.answer, "no_answer": answer.no_answer,
-                      "df": _lexeme_df(answer), "negative": not golds,
+                      "confidence": answer.trace.get("confidence"), "df": _lexeme_df(answer), "negative": not golds,
                       "withheld_right": bool(golds) and _withheld_right(answer, golds)})
     n = len(every) or 1
     accuracy = sum(e["score"] for e in every) / n
@@ -259,7 +259,7 @@ def run_golden(router: QuestionRouter, name: str, tenant: str = "demo", routes=(
             right, heads, total = right + ok, heads + (ok if head is None else head), total + 1
             every.append({"set": name, "qid": q["qid"], "route": route, "score": ok, "head": head,
                           "question": q["question"], "answer": answer.answer, "no_answer": answer.no_answer,
-                          "df": _lexeme_df(answer),
+                          "confidence": answer.trace.get("confidence"), "df": _lexeme_df(answer),
                           "negative": not q.get("expected_docs") and "answer" not in q and "themes" not in q,
                           "withheld_right": _withheld_right(answer, [q["answer"], *q.get("aliases", [])])
                           if "answer" in q else False})

@@ -10,7 +10,12 @@ The data (bench/reader_data/README.md says where each part comes from):
   ("removed": the passages a search returns when the corpus lacks the answer, near the topic);
 - the same questions asked of another corpus ("elsewhere": off-topic passages; the dev questions of
   the fixtures corpus, the fixtures' questions of xquad_ru's);
-- the negatives written for the fixtures corpus (no document answers them).
+- the negatives written for the fixtures corpus (no document answers them);
+- the questions of bench/answer_xl_written (four corpora, one dataset each: `xl_hospital`, `xl_museum`,
+  `xl_transit`, `xl_university`): the answerable ones in either language ("asked" and "removed") and the
+  near-topic negatives written for them, which name the corpus's own people and places and ask what no
+  document states ("asked", negative): the kind of negative a no-answer must catch, which the other
+  datasets hold only a dozen of.
 A negative whose remaining passages hold the gold string anywhere is dropped (it may be answerable).
 """
 from __future__ import annotations
@@ -22,13 +27,15 @@ from dataclasses import asdict
 from answers.local import reader_pool
 from answers.question import Question
 from answers.types import Passage
-from bench.answer_eval import contains_answer
+from bench.answer_eval import DATASETS, XL_WRITTEN_TENANT, contains_answer
 from bench.common import ROOT, SHARED_DATA
 from core.text.markdown import ReadingBlock
 
 CACHE = ROOT / ".crossroads" / "reader_cases.json"
 SIMS = ROOT / ".crossroads" / "reader_similarities.json"
 WRITTEN = ROOT / "bench" / "reader_data" / "questions.jsonl"
+XL_WRITTEN = DATASETS["xl_written"]
+XL_CORPORA = {"h": "xl_hospital", "m": "xl_museum", "t": "xl_transit", "u": "xl_university"}  # by qid's letter
 PASSAGES = 5
 REMOVED_K = 20
 
@@ -60,12 +67,31 @@ def _questions() -> list[dict]:
             out.append({"group": group, "qid": q["qid"], "question": q["question"],
                         "golds": [] if negative else [q["answer"], *q.get("aliases", [])], "tenant": "demo",
                         "groups": q["groups"], "docs": list(q["expected_docs"]), "negative": negative})
+    return out + _xl_questions()
+
+
+def _xl_questions() -> list[dict]:
+    """bench/answer_xl_written's questions: the other-language ones (queries.jsonl), then per corpus the
+    same-language ones and the negatives (no `answers`), each corpus its own dataset."""
+    files = [XL_WRITTEN / "queries.jsonl", *sorted(XL_WRITTEN.glob("same_language_*.jsonl")),
+             *sorted(XL_WRITTEN.glob("negatives_*.jsonl"))]
+    out = []
+    for path in files:
+        for line in path.open(encoding="utf-8"):
+            if not line.strip():
+                continue
+            q = json.loads(line)
+            negative = not q.get("answers")  # the negatives' files have none; the same-language ones an empty list
+            out.append({"group": XL_CORPORA[q["qid"][0]], "qid": q["qid"], "question": q["question"],
+                        "golds": [] if negative else list(q["answers"]), "tenant": XL_WRITTEN_TENANT,
+                        "groups": ["public"], "docs": [] if negative else list(q["gold"]), "negative": negative})
     return out
 
 
 # (multihop's questions are asked nowhere else: its 100 searches of another corpus would cost a quarter of
-# an hour of embedding on the shared machine, and xquad_ru's already ask the fixtures corpus)
-ELSEWHERE = {"eval_multihop": None, "eval_xquad_ru": ("demo", ["public", "staff"]),
+# an hour of embedding on the shared machine, and xquad_ru's already ask the fixtures corpus; the xl corpora's
+# hold negatives of their own)
+ELSEWHERE = {"eval_multihop": None, XL_WRITTEN_TENANT: None, "eval_xquad_ru": ("demo", ["public", "staff"]),
              "demo": ("eval_xquad_ru", ["public"])}
 
 
@@ -85,6 +111,8 @@ def collect(only: set[str] | None = None) -> list[dict]:
     their pooled units; returns every cached case."""
     from core.database import open_database
     from core.settings import Settings
+    from evaluation.datasets import load_dataset
+    from evaluation.runner import index_dataset
     from router.service import QuestionRouter
 
     settings = Settings()
@@ -94,6 +122,8 @@ def collect(only: set[str] | None = None) -> list[dict]:
         with QuestionRouter(db, settings, use_llm=False) as router:
             searcher = router.local_searcher
             questions = [q for q in _questions() if only is None or q["group"] in only]
+            if any(q["tenant"] == XL_WRITTEN_TENANT for q in questions):  # its corpus ships in bench/: indexed here
+                index_dataset(db, router.embedder, settings, load_dataset(XL_WRITTEN))
             for i, q in enumerate(questions, 1):
                 base = {k: q[k] for k in ("group", "qid", "question", "golds")}
                 asked = _passages(searcher, q["tenant"], q["groups"], q["question"], settings.answer_passages)

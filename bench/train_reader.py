@@ -10,7 +10,13 @@ The cases and their provenance: bench/reader_cases.py.
 Validation is leave-one-dataset-out: each dataset's questions (all their variants) are scored by a
 model fitted on the other datasets, and the threshold it is held to is the one the other datasets'
 held-out scores pick. The threshold rule, fixed before any blind set was run: the highest confidence
-that withholds at most 5% of the right answers among the pooled held-out scores.
+that withholds at most 5% of the right answers among the pooled held-out scores. Every dataset weighs
+the same in the fits and in that 5% (`dataset_weights`), whatever its number of questions. Each case
+is answered as the route answers it, with the other-language gate: an answer the gate judges (or the
+rules withhold before the model reads it) keeps that verdict and teaches the model nothing.
+
+The shipped model predates the xl datasets, the weighting and the gate here (its `provenance`); the
+refits of 2026-12-07 were measured and not written (docs/reader.md).
 """
 from __future__ import annotations
 
@@ -30,7 +36,10 @@ from answers.units import display
 from bench.answer_eval import contains_answer
 from bench.common import ROOT
 from bench.reader_cases import CACHE, CachedSimilarity, as_passages, collect, holds_gold
+from answers.other_language_gate import OtherLanguageGate, load_gate
 from answers.question import Question
+from core.embeddings import make_embedder
+from core.settings import Settings
 
 KEEP = 0.95  # the threshold withholds at most 1 - KEEP of the right answers
 L2 = 1.0
@@ -44,22 +53,34 @@ LABEL = "right"  # the shipped model's; --label answerable refits on the other (
 
 # --- fitting ---------------------------------------------------------------------------------------
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 50) -> tuple[np.ndarray, float]:
-    """L2-regularised logistic regression by Newton's method (the bias unpenalised)."""
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 50,
+                 weights: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """L2-regularised logistic regression by Newton's method (the bias unpenalised), each row counted
+    `weights` times (1 when None)."""
     n, d = x.shape
     a = np.hstack([x, np.ones((n, 1))])
+    r = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
     w = np.zeros(d + 1)
     penalty = np.full(d + 1, l2)
     penalty[-1] = 0.0
     for _ in range(iterations):
         p = 1.0 / (1.0 + np.exp(-np.clip(a @ w, -40, 40)))
-        gradient = a.T @ (p - y) + penalty * w
-        hessian = (a * (p * (1 - p))[:, None]).T @ a + np.diag(penalty) + 1e-9 * np.eye(d + 1)
+        gradient = a.T @ (r * (p - y)) + penalty * w
+        hessian = (a * (r * p * (1 - p))[:, None]).T @ a + np.diag(penalty) + 1e-9 * np.eye(d + 1)
         step = np.linalg.solve(hessian, gradient)
         w -= step
         if np.max(np.abs(step)) < 1e-8:
             break
     return w[:-1], float(w[-1])
+
+
+def dataset_weights(datasets: list[str]) -> np.ndarray:
+    """A weight per row such that every dataset weighs the same in all (mean 1): the xl corpora's
+    hundreds of questions would otherwise teach the models their own make-up (every right answer of an
+    other-language question is in the other script), which no other corpus shares."""
+    counts = {d: datasets.count(d) for d in set(datasets)}
+    w = np.asarray([1.0 / counts[d] for d in datasets])
+    return w * len(w) / w.sum() if len(w) else w
 
 
 def unit_data(cases: list[dict], similarity: CachedSimilarity) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -90,7 +111,8 @@ def fit_ranker(data: dict, indices: list[int], cases: list[dict]) -> ReaderModel
     x = np.vstack([data[i][0] for i in keep])
     y = np.concatenate([data[i][1] for i in keep])
     means, scales = _standardised(x)
-    w, b = fit_logistic((x - means) / scales, y)
+    w, b = fit_logistic((x - means) / scales, y,
+                        weights=dataset_weights([cases[i]["group"] for i in keep for _ in data[i][1]]))
     m = len(ANSWER_FEATURES)
     neutral = np.zeros(m)
     neutral[-1] = 1.0
@@ -98,27 +120,39 @@ def fit_ranker(data: dict, indices: list[int], cases: list[dict]) -> ReaderModel
                        platt_a=1.0, platt_b=0.0, threshold=0.0, provenance={})
 
 
-def fit_answer(ranker: ReaderModel, rows: np.ndarray, right: np.ndarray) -> ReaderModel:
-    """The answer model over the chosen units' answer rows (ANSWER_FEATURES), on top of `ranker`."""
+def fit_answer(ranker: ReaderModel, rows: np.ndarray, right: np.ndarray, datasets: list[str]) -> ReaderModel:
+    """The answer model over the chosen units' answer rows (ANSWER_FEATURES), on top of `ranker`, each
+    dataset weighing the same."""
     means, scales = _standardised(rows)
-    w, b = fit_logistic((rows - means) / scales, right.astype(float))
+    w, b = fit_logistic((rows - means) / scales, right.astype(float), weights=dataset_weights(datasets))
     return replace(ranker, answer_means=means, answer_scales=scales, answer_weights=w, answer_bias=b)
 
 
-def answer_case(case: dict, model: ReaderModel | None, similarity: CachedSimilarity) -> dict:
-    """The local answer over the case's passages, by `model` (None: the hand-weighted scorer)."""
-    extracted = offline_answer(Question(case["question"]), as_passages(case), similarity=similarity, reader=model)
+def answer_case(case: dict, model: ReaderModel | None, similarity: CachedSimilarity,
+                gate: OtherLanguageGate | None) -> dict:
+    """The local answer over the case's passages, by `model` (None: the hand-weighted scorer), with the
+    other-language gate as the route has it. `row` is None where the model does not judge the answer (the
+    gate does, or the page never says a word the question asks, or no unit is a candidate): there the
+    answer's own verdict (`answered`) stands, as it does in the route."""
+    extracted = offline_answer(Question(case["question"]), as_passages(case), similarity=similarity, reader=model,
+                               gate=gate)
     right = not case["negative"] and contains_answer(extracted.text, case["golds"])
-    return {"right": bool(right), "picked": bool(extracted.picked), "negative": case["negative"],
+    return {"dataset": case["group"], "right": bool(right), "picked": bool(extracted.picked), "negative": case["negative"],
             "answerable": not case["negative"] and holds_gold(case["passages"], case["golds"]),
             "score": extracted.logit if model is not None else extracted.confidence,
-            "row": extracted.row, "answered_baseline": extracted.answered if model is None else None}
+            "row": extracted.row, "answered": extracted.answered}
 
 
-def pick_threshold(right_scores: list[float]) -> float:
-    """The highest score that withholds at most 1 - KEEP of these right answers (withheld: below it)."""
-    ordered = sorted(right_scores)
-    return ordered[int((1 - KEEP) * len(ordered))] if ordered else 0.0
+def pick_threshold(right_scores: list[float], datasets: list[str]) -> float:
+    """The highest score that withholds at most 1 - KEEP of these right answers (withheld: below it),
+    each dataset's right answers weighing the same (`dataset_weights`)."""
+    if not right_scores:
+        return 0.0
+    order = np.argsort(right_scores, kind="stable")
+    weights = dataset_weights(datasets)[order]
+    before = np.concatenate([[0.0], np.cumsum(weights)[:-1]]) / weights.sum()  # share withheld below each score
+    k = int(np.searchsorted(before, 1 - KEEP, side="right")) - 1
+    return float(np.asarray(right_scores)[order][max(k, 0)])
 
 
 def fit_platt(scores: np.ndarray, right: np.ndarray) -> tuple[float, float]:
@@ -138,10 +172,10 @@ def _summary(outcomes: list[dict], withheld) -> dict:
             "negatives_withheld": round(sum(withheld(o) for o in negatives) / max(len(negatives), 1), 3)}
 
 
-def _rows(outcomes: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+def _rows(outcomes: list[dict]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     chosen = [o for o in outcomes if o["row"] is not None]
     return (np.vstack([o["row"] for o in chosen]) if chosen else np.zeros((0, len(ANSWER_FEATURES))),
-            np.asarray([o[LABEL] for o in chosen], dtype=float))
+            np.asarray([o[LABEL] for o in chosen], dtype=float), [o["dataset"] for o in chosen])
 
 
 def _answer_score(model: ReaderModel, o: dict) -> float:
@@ -152,30 +186,32 @@ def _answer_score(model: ReaderModel, o: dict) -> float:
     return float(z)
 
 
-def _validate(cases, groups, by_group, rankers, final_ranker, chooser, baseline, similarity):
+def _validate(cases, groups, by_group, rankers, final_ranker, chooser, baseline, similarity, gate):
     """Leave-one-dataset-out for one chooser: stage 1 (each dataset's answers chosen with a ranker fitted
     without it), stage 2 (each dataset's answers scored by an answer model fitted on the other datasets'
     held-out choices, held to the threshold those datasets' scores pick); then the final model, its
     Platt calibration on the pooled held-out scores and its threshold by the rule."""
-    chosen = {i: answer_case(cases[i], replace(rankers[g], chooser=chooser), similarity)
+    chosen = {i: answer_case(cases[i], replace(rankers[g], chooser=chooser), similarity, gate)
               for g in groups for i in by_group[g]}
     report: dict = {"lodo": {}, "baseline": {}}
     held_out: dict[int, float] = {}
     for g in groups:
         others = [chosen[i] for h in groups if h != g for i in by_group[h]]
         model = fit_answer(final_ranker, *_rows(others))
-        threshold = pick_threshold([_answer_score(model, o) for o in others if o["right"]])
+        right = [o for o in others if o["right"] and o["row"] is not None]
+        threshold = pick_threshold([_answer_score(model, o) for o in right], [o["dataset"] for o in right])
         for i in by_group[g]:
             held_out[i] = _answer_score(model, chosen[i])
-        outcomes = [{**chosen[i], "withheld": held_out[i] < threshold} for i in by_group[g]]
+        outcomes = [{**chosen[i], "withheld": held_out[i] < threshold if chosen[i]["row"] is not None
+                     else not chosen[i]["answered"]} for i in by_group[g]]
         report["lodo"][g] = {"threshold_logit_from_others": round(float(threshold), 4),
                              **_summary(outcomes, lambda o: o["withheld"])}
-        report["baseline"][g] = _summary([baseline[i] for i in by_group[g]], lambda o: not o["answered_baseline"])
+        report["baseline"][g] = _summary([baseline[i] for i in by_group[g]], lambda o: not o["answered"])
         for variant in ("asked", "removed", "elsewhere"):
             idx = [k for k, i in enumerate(by_group[g]) if cases[i]["variant"] == variant]
             report["lodo"][g][variant] = _summary([outcomes[k] for k in idx], lambda o: o["withheld"])
             report["baseline"][g][variant] = _summary([baseline[by_group[g][k]] for k in idx],
-                                                      lambda o: not o["answered_baseline"])
+                                                      lambda o: not o["answered"])
     finite = [i for i in held_out if np.isfinite(held_out[i])]
     a, b = fit_platt(np.asarray([held_out[i] for i in finite]), np.asarray([chosen[i][LABEL] for i in finite]))
     if a <= 0:
@@ -184,7 +220,8 @@ def _validate(cases, groups, by_group, rankers, final_ranker, chooser, baseline,
         return report, None
     final = replace(fit_answer(final_ranker, *_rows(list(chosen.values()))), platt_a=a, platt_b=b, chooser=chooser)
     # the threshold rule on the pooled held-out scores, calibrated
-    threshold = final.confidence(pick_threshold([held_out[i] for i in held_out if chosen[i]["right"]]))
+    right = [i for i in held_out if chosen[i]["right"] and chosen[i]["row"] is not None]
+    threshold = final.confidence(pick_threshold([held_out[i] for i in right], [chosen[i]["dataset"] for i in right]))
     bins = []
     conf = np.asarray([final.confidence(held_out[i]) for i in finite])
     hit = np.asarray([chosen[i][LABEL] for i in finite], dtype=float)
@@ -214,12 +251,13 @@ def main() -> int:
     groups = sorted({c["group"] for c in cases})
     data = unit_data(cases, similarity)
     by_group = {g: [i for i, c in enumerate(cases) if c["group"] == g] for g in groups}
-    baseline = {i: answer_case(c, None, similarity) for i, c in enumerate(cases)}
+    gate = load_gate(make_embedder(Settings()).model_id)  # the route's default (answer_other_language_gate)
+    baseline = {i: answer_case(c, None, similarity, gate) for i, c in enumerate(cases)}
     rankers = {g: fit_ranker(data, [i for h in groups if h != g for i in by_group[h]], cases) for g in groups}
     final_ranker = fit_ranker(data, list(range(len(cases))), cases)
     reports, finals = {}, {}
     for chooser in ("rules", "ranker"):
-        report, final = _validate(cases, groups, by_group, rankers, final_ranker, chooser, baseline, similarity)
+        report, final = _validate(cases, groups, by_group, rankers, final_ranker, chooser, baseline, similarity, gate)
         if final is None:
             return 1
         reports[chooser], finals[chooser] = report, final
@@ -249,7 +287,7 @@ def main() -> int:
             "chooser_rule": "the ranker chooses only if, held out, it finds the right answer at least as often as the "
                             "rules on every dataset",
             "threshold_rule": f"the highest confidence withholding at most {1 - KEEP:.0%} of the right answers "
-                              "among the pooled leave-one-dataset-out scores"})
+                              "among the pooled leave-one-dataset-out scores, each dataset's right answers weighing the same"})
         MODEL_PATH.write_text(json.dumps(model.to_dict(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {MODEL_PATH}", file=sys.stderr)
     return 0
