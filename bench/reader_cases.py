@@ -27,7 +27,7 @@ from dataclasses import asdict
 from answers.local import reader_pool
 from answers.question import Question
 from answers.types import Passage
-from bench.answer_eval import DATASETS, XL_WRITTEN_TENANT, contains_answer
+from bench.answer_eval import DATASETS, XL_WRITTEN_TENANT, _raw_queries, contains_answer, dataset_questions
 from bench.common import ROOT, SHARED_DATA
 from core.text.markdown import ReadingBlock
 
@@ -71,20 +71,15 @@ def _questions() -> list[dict]:
 
 
 def _xl_questions() -> list[dict]:
-    """bench/answer_xl_written's questions: the other-language ones (queries.jsonl), then per corpus the
-    same-language ones and the negatives (no `answers`), each corpus its own dataset."""
-    files = [XL_WRITTEN / "queries.jsonl", *sorted(XL_WRITTEN.glob("same_language_*.jsonl")),
-             *sorted(XL_WRITTEN.glob("negatives_*.jsonl"))]
+    """bench/answer_xl_written's questions: the other-language ones, then per corpus the same-language ones
+    and the negatives (an empty or absent `answers`), each corpus its own dataset."""
     out = []
-    for path in files:
-        for line in path.open(encoding="utf-8"):
-            if not line.strip():
-                continue
-            q = json.loads(line)
-            negative = not q.get("answers")  # the negatives' files have none; the same-language ones an empty list
-            out.append({"group": XL_CORPORA[q["qid"][0]], "qid": q["qid"], "question": q["question"],
-                        "golds": [] if negative else list(q["answers"]), "tenant": XL_WRITTEN_TENANT,
-                        "groups": ["public"], "docs": [] if negative else list(q["gold"]), "negative": negative})
+    for q in [*_raw_queries("xl_written"), *dataset_questions("xl_written", "same_language_*.jsonl"),
+              *dataset_questions("xl_written", "negatives_*.jsonl")]:
+        negative = not q.get("answers")
+        out.append({"group": XL_CORPORA[q["qid"][0]], "qid": q["qid"], "question": q["question"],
+                    "golds": [] if negative else list(q["answers"]), "tenant": XL_WRITTEN_TENANT,
+                    "groups": ["public"], "docs": [] if negative else list(q["gold"]), "negative": negative})
     return out
 
 

@@ -24,6 +24,7 @@ import argparse
 import datetime
 import json
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -78,7 +79,7 @@ def dataset_weights(datasets: list[str]) -> np.ndarray:
     """A weight per row such that every dataset weighs the same in all (mean 1): the xl corpora's
     hundreds of questions would otherwise teach the models their own make-up (every right answer of an
     other-language question is in the other script), which no other corpus shares."""
-    counts = {d: datasets.count(d) for d in set(datasets)}
+    counts = Counter(datasets)
     w = np.asarray([1.0 / counts[d] for d in datasets])
     return w * len(w) / w.sum() if len(w) else w
 

@@ -1,10 +1,9 @@
 """Run in a subprocess by tests/test_determinism.py: the offline answers to the golden questions over the
 fixture corpus (the local and multi-hop ones; the global ones as themes over every chunk) and the route the
-cue table gives each, the offline
-reranker's features, and the graph the offline extractor, Leiden and the offline reports build of the
-corpus, printed as JSON. Nothing here reads a database or a
-model: the passages are each question's best chunks by shared words (ties by chunk order), so the output
-depends only on the code, and must not depend on the interpreter's hash seed (PYTHONHASHSEED), which
+cue table gives each, the offline reranker's features, and the graph the offline extractor, Leiden and the
+offline reports build of the corpus, printed as JSON. Nothing here reads a database or a model: the
+passages are each question's best chunks by shared words (ties by chunk order), so the output depends only
+on the code, and must not depend on the interpreter's hash seed (PYTHONHASHSEED), which
 orders every set and frozenset of strings."""
 from __future__ import annotations
 
