@@ -15,6 +15,9 @@ UNMENTIONED_LABEL = {"english": "No document you can read mentions", "russian": 
 UNSTATED_LABEL = {"english": "The passages that would answer never mention",
                   "russian": "Фрагменты, которые могли бы ответить, нигде не упоминают"}
 
+JUDGED_LABEL = {"english": "The closest sentence does not state what is asked",
+                "russian": "Ближайшее предложение не говорит о том, что спрошено"}
+
 
 def _note(labels: dict[str, str], language: str, items: Sequence[str]) -> str:
     return f"{labels.get(language, labels['english'])}: {', '.join(items)}."
@@ -29,6 +32,11 @@ def unstated_note(language: str, said: Sequence[str]) -> str:
     """What of the question the page the answer would come from never writes: its numbers (answers/premise.py),
     or every word it asks besides its names (`Extracted.unsaid`)."""
     return _note(UNSTATED_LABEL, language, said)
+
+
+def judged_note(language: str, sentence: str) -> str:
+    """The sentence the answer would have quoted, which the relation judge reads as not stating the answer."""
+    return _note(JUDGED_LABEL, language, [f'"{sentence}"'])
 
 
 def closest_no_answer(question: Question, passages: list[Passage], decision: RouteDecision, *, note: str = "",

@@ -14,11 +14,12 @@ from typing import Sequence
 from answers.drift_answer import drift_answer
 from answers.extractive import offline_answer
 from answers.generate import CitationError, check_citations, citations_for, llm_answer, no_answer_sentence
-from answers.no_answer import closest_no_answer, unmentioned_note, unstated_note
+from answers.no_answer import closest_no_answer, judged_note, unmentioned_note, unstated_note
 from answers.other_language_gate import OtherLanguageGate
 from answers.premise import unstated_numbers
 from answers.question import Question
 from answers.reader import ReaderModel
+from answers.relation_judge import RelationJudge
 from answers.types import Answer, Citation, Passage, RouteDecision
 from answers.unit_similarity import UnitSimilarity
 from core.llm.client import LLM
@@ -40,7 +41,8 @@ class AnswerWriter:
     how sure a local answer chosen in the other language is (answers/other_language_gate.py; with one,
     the local route's offline search leaves such pages to it); `unknown_names`: a name of the question that no
     readable document spells, in either script, withholds the offline answer (vector/search/unmentioned.py
-    `check_names`)."""
+    `check_names`); `judge`: whether the sentence a local answer quotes first states what the question asks
+    (answers/relation_judge.py; None: not judged)."""
 
     searcher: HybridSearcher
     similarity: UnitSimilarity
@@ -48,6 +50,7 @@ class AnswerWriter:
     unmentioned_words: int = 0
     gate: OtherLanguageGate | None = None
     unknown_names: bool = True
+    judge: RelationJudge | None = None
 
     def write(self, tenant: str, groups: list[str], question: Question, passages: list[Passage],
               decision: RouteDecision, llm: LLM | None, *, partial: bool, multihop: bool = False,
@@ -102,6 +105,11 @@ class AnswerWriter:
             trace["unstated_numbers"] = list(unstated)
             return closest_no_answer(question, passages, decision, note=unstated_note(language, unstated),
                                      reasons=reasons, errors=errors, trace=trace)
+        # Local answers only: a multi-hop answer quotes a chain's links, none of which states the whole question
+        if not multihop and self.judge is not None and extracted.picked:
+            withheld = _judged(self.judge, question, passages, decision, extracted, reasons, errors, trace)
+            if withheld:
+                return withheld
         # Local answers only: a multi-hop question describes what it chains through in words of its own
         # ("the team that runs the service which ..."); there the check withheld 8 right held-out answers.
         # A word is checked only against text in its own language, so only an answer in the question's.
@@ -201,6 +209,25 @@ def uncited_no_answer(question: Question, decision: RouteDecision, check: CodeCh
     return Answer(question.text, f"{no_answer_sentence(question.language)} {note}".strip(), [], decision,
                   offline=offline, no_answer=True, degraded=bool(errors), degraded_reasons=errors, errors=errors,
                   trace=trace)
+
+
+def _judged(judge: RelationJudge, question: Question, passages: list[Passage], decision: RouteDecision,
+            extracted, reasons: list[str], errors: list[str], trace: dict) -> Answer | None:
+    """The no-answer quoting the answer's first sentence when the judge reads that it does not state what the
+    question asks; None when it does (or the judge cannot run: the answer stands, and the trace says so)."""
+    lead = extracted.picked[0]
+    try:
+        states, probability = judge.states(question.text, passages[lead.passage - 1].title or "", lead.text)
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types; a judge that fails judges nothing
+        log.warning("the relation judge failed (%s: %s); the answer is not judged", type(exc).__name__, exc)
+        errors.append(f"relation judge: {type(exc).__name__}")
+        return None
+    trace["judge"] = {"probability": round(probability, 4), "states": states}
+    if states:
+        return None
+    trace["withheld"] = extracted.text  # what would have been said
+    return closest_no_answer(question, passages, decision, note=judged_note(question.language, lead.text),
+                             reasons=reasons, errors=errors, trace=trace)
 
 
 def _unmentioned(question: Question, passages: list[Passage], decision: RouteDecision, check, reasons: list[str],

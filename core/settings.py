@@ -338,6 +338,13 @@ class Settings(BaseSettings):
         "of 34 negatives and 2 of 52 right answers, on the dev sets 1 more negative and 1 right answer, and on 320 "
         "questions written in the documents' own language 8 more negatives and 26 right answers (docs/reader.md).",
     )
+    answer_relation_judge: bool = Field(
+        True, description="Offline, a local answer is withheld (the no-answer quoting the sentence it would have "
+        "given) when the relation judge (answers/relation_judge.py: e5-small read as a cross-encoder, trained on "
+        "questions written for it) reads that the sentence does not state what the question asks; its cut withholds "
+        "at most 2% of the right answers shown on the reader's training cases. Off: answers stand on their other "
+        "checks (docs/reader.md).",
+    )
     answer_unknown_names: bool = Field(
         True, description="Offline, a local, multi-hop or global answer is withheld (the no-answer naming it) when the question "
         "names something no document the user can read spells, as written, misspelt, translated or in the other "

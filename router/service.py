@@ -44,6 +44,7 @@ from answers.types import FORCED_ROUTES, Answer, Passage, RouteDecision
 from answers.unit_similarity import EmbeddingSimilarity
 from answers.reader import load_reader
 from answers.other_language_gate import load_gate
+from answers.relation_judge import load_judge
 from answers.themes.answer import themes_in_scope
 from answers.writer import AnswerWriter, uncited_no_answer
 from vector.search.factory import make_searcher, with_transforms
@@ -68,7 +69,8 @@ class QuestionRouter:
                                    load_reader() if settings.answer_learned_reader else None,
                                    settings.answer_unmentioned_words,
                                    load_gate(self.embedder.model_id) if settings.answer_other_language_gate else None,
-                                   settings.answer_unknown_names)
+                                   settings.answer_unknown_names,
+                                   load_judge(settings.state_dir) if settings.answer_relation_judge else None)
         # query transforms (multi-query, HyDE) apply to the local route when switched on
         self.local_searcher = with_transforms(self.searcher, settings)
         self.llm = None if use_llm is False else (llm or make_llm(settings))
