@@ -22,6 +22,7 @@ from answers.reader import ReaderModel
 from answers.relation_judge import RelationJudge
 from answers.types import Answer, Citation, Passage, RouteDecision
 from answers.unit_similarity import UnitSimilarity
+from answers.units import Extracted
 from core.llm.client import LLM
 from core.llm.errors import LLMError
 from core.text.language import detect_language
@@ -212,7 +213,7 @@ def uncited_no_answer(question: Question, decision: RouteDecision, check: CodeCh
 
 
 def _judged(judge: RelationJudge, question: Question, passages: list[Passage], decision: RouteDecision,
-            extracted, reasons: list[str], errors: list[str], trace: dict) -> Answer | None:
+            extracted: Extracted, reasons: list[str], errors: list[str], trace: dict) -> Answer | None:
     """The no-answer quoting the answer's first sentence when the judge reads that it does not state what the
     question asks; None when it does (or the judge cannot run: the answer stands, and the trace says so)."""
     lead = extracted.picked[0]

@@ -127,10 +127,12 @@ def top_model(first: int, torch):
         def __init__(self, i: int):
             super().__init__()
             p = f"l{i}."
-            sizes = {"q": H, "k": H, "v": H, "ao": H, "fi": FF, "fo": H}
-            for m in ADAPTED:
-                setattr(self, m, Adapted(linear(p + m, sizes[m])))
+            # created in this order, then adapted in ADAPTED's: the seed's draws as the shipped fit made them
+            self.q, self.k, self.v, self.ao = (linear(p + m, H) for m in ("q", "k", "v", "ao"))
             self.aln, self.oln = norm(p + "aln"), norm(p + "oln")
+            self.fi, self.fo = linear(p + "fi", FF), linear(p + "fo", H)
+            for m in ADAPTED:
+                setattr(self, m, Adapted(getattr(self, m)))
 
         def forward(self, x, mask):
             b, t, _ = x.shape
@@ -210,7 +212,7 @@ def auc(scores, labels) -> float:
     return float((ranks[y].sum() - y.sum() * (y.sum() + 1) / 2) / (y.sum() * (~y).sum()))
 
 
-def export(model, first: int, threshold: float, path: Path = JUDGE_PATH) -> None:
+def export(model, first: int, threshold: float, files: list[str], questions: int, path: Path = JUDGE_PATH) -> None:
     state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
     arrays = {}
     for k, layer in enumerate(range(first, first + len(model.layers))):
@@ -224,8 +226,8 @@ def export(model, first: int, threshold: float, path: Path = JUDGE_PATH) -> None
     arrays["head.b"] = state["head.bias"].astype(np.float32)
     meta = {"first": first, "scale": SCALE, "threshold": threshold,
             "provenance": f"fitted {time.strftime('%Y-%m-%d')} by bench/train_relation_judge.py on "
-                          "bench/reader_data/relation_pairs (2,560 questions written for the project); "
-                          f"rank {RANK}, {EPOCHS} epochs, seed {SEED}"}
+                          f"bench/reader_data/relation_pairs ({', '.join(files)}: {questions} questions written "
+                          f"for the project); rank {RANK}, {EPOCHS} epochs, seed {SEED}"}
     np.savez_compressed(path, meta=np.asarray(json.dumps(meta)), **arrays)
 
 
@@ -307,6 +309,7 @@ def main() -> int:
     parser.add_argument("--threshold", action="store_true", help="set the shipped judge's threshold by the rule")
     parser.add_argument("--report", action="store_true", help="leave-one-dataset-out on the reader cases")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--model", type=Path, default=JUDGE_PATH, help="the judge's file to write or read")
     args = parser.parse_args()
     from core.embedding_engines.e5_weights import bundled_image
 
@@ -333,20 +336,21 @@ def main() -> int:
             print(json.dumps({"held_out": sorted(held), "unit_auc": round(auc([scores[i] for i in rest], labels[rest]), 3),
                               "question_auc": round(auc([best[q] for q in best], [answerable[q] for q in best]), 3)}))
             return 0
-        export(model, first, threshold=float("-inf"))
+        used = sorted({p["helper"] for p in pairs})
+        export(model, first, float("-inf"), used, len({p["qid"] for p in pairs}), path=args.model)
         args.threshold = True
     if args.threshold or args.report:
-        judge = RelationJudge(JudgeModel.read(), ROOT / ".crossroads")
+        judge = RelationJudge(JudgeModel.read(args.model), ROOT / ".crossroads")
         outcomes = judged(route_outcomes(), judge)
         if args.threshold:
             right = [o for o in outcomes if o["variant"] == "asked" and o["right"] and o["shown"] and o["logit"] is not None]
             threshold = cut(right)
-            with np.load(JUDGE_PATH, allow_pickle=False) as data:
+            with np.load(args.model, allow_pickle=False) as data:
                 arrays = {k: data[k] for k in data.files}
             meta = json.loads(str(arrays.pop("meta")))
             meta["threshold"] = round(threshold, 4)
-            np.savez_compressed(JUDGE_PATH, meta=np.asarray(json.dumps(meta)), **arrays)
-            print(f"threshold (logit) {threshold:.4f} written to {JUDGE_PATH.relative_to(ROOT)}")
+            np.savez_compressed(args.model, meta=np.asarray(json.dumps(meta)), **arrays)
+            print(f"threshold (logit) {threshold:.4f} written to {args.model}")
         if args.report:
             result = report(outcomes)
             print(json.dumps(result["totals"], indent=1))
