@@ -18,6 +18,7 @@ dependency); its threshold is the rule the other thresholds follow (bench/train_
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -145,9 +146,11 @@ class RelationJudge:
         return z >= self.model.threshold, 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
+@functools.lru_cache(maxsize=4)
 def load_judge(cache_dir: Path | None = None, path: Path = JUDGE_PATH) -> RelationJudge | None:
-    """The shipped judge; None (with a warning) where its file or onnxruntime is missing: the answer then
-    stands on its other checks, as before the judge."""
+    """The shipped judge, one per process (its graph takes seconds to build, and every QuestionRouter asks for
+    it); None (with a warning) where its file or onnxruntime is missing: the answer then stands on its other
+    checks, as before the judge."""
     from core.embedding_engines.onnx_e5 import runtime_available
 
     if not runtime_available():
