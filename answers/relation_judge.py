@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 JUDGE_PATH = Path(__file__).with_name("relation_judge.npz")
 MAX_TOKENS = 128  # the sequence, specials included, as in training
 MAX_QUESTION_TOKENS = 48
+MAX_WINDOWS = 8  # about 400 tokens of one unit: a sentence longer than that is not one a reader answers from
 ADAPTED = ("q", "k", "v", "ao", "fi", "fo")
 
 
@@ -84,10 +85,27 @@ class _AdaptedWeights:
 def pair_ids(tokenizer, question: str, title: str, sentence: str) -> list[int]:
     """The pair as the judge reads it (in training too): the question's first 48 tokens, then the titled
     sentence cut to fill 128."""
+    return pair_windows(tokenizer, question, title, sentence)[0]
+
+
+def pair_windows(tokenizer, question: str, title: str, sentence: str) -> list[list[int]]:
+    """The pair as the judge reads it, and for a unit longer than the room left by the question, more
+    windows over the rest of it (half-overlapping, each after the title): a long sentence's answer may come
+    after the first 128 tokens, where the first window alone would never see it."""
     asked = tokenizer.ids(tokenizer_safe(question), True)[:MAX_QUESTION_TOKENS]
     stated = tokenizer.ids(tokenizer_safe(f"{title}: {sentence}" if title else sentence), False)
     room = MAX_TOKENS - len(asked) - 4
-    return [tokenizer.bos, *asked, tokenizer.eos, tokenizer.eos, *stated[:room], tokenizer.eos]
+
+    def window(part: list[int]) -> list[int]:
+        return [tokenizer.bos, *asked, tokenizer.eos, tokenizer.eos, *part[:room], tokenizer.eos]
+
+    windows = [window(stated)]
+    if len(stated) > room:
+        titled = tokenizer.ids(tokenizer_safe(f"{title}:"), False) if title else []
+        step = max(1, (room - len(titled)) // 2)
+        for start in range(step, len(stated) - (room - len(titled)) + step, step):
+            windows.append(window([*titled, *stated[start:start + room - len(titled)]]))
+    return windows[:MAX_WINDOWS]
 
 
 class RelationJudge:
@@ -133,16 +151,24 @@ class RelationJudge:
         from core.embedding_engines.e5_weights import dequantize_q4_0
 
         session = self._load()
-        ids = pair_ids(self._tokenizer, question, title, sentence)
-        words = dequantize_q4_0(self._word[np.asarray(ids, dtype=np.int64)]).reshape(1, len(ids), -1)
-        hidden = session.run(None, {"embeddings": (words + self._position[:len(ids)]).astype(np.float32)})[0][0]
-        pooled = np.concatenate([hidden.mean(axis=0), hidden[0]])
         head = self.model.arrays
-        return float(pooled @ head["head.w"].reshape(-1).astype(np.float32) + float(head["head.b"].reshape(-1)[0]))
+        best = -math.inf
+        for ids in pair_windows(self._tokenizer, question, title, sentence):
+            words = dequantize_q4_0(self._word[np.asarray(ids, dtype=np.int64)]).reshape(1, len(ids), -1)
+            hidden = session.run(None, {"embeddings": (words + self._position[:len(ids)]).astype(np.float32)})[0][0]
+            pooled = np.concatenate([hidden.mean(axis=0), hidden[0]])
+            z = float(pooled @ head["head.w"].reshape(-1).astype(np.float32) + float(head["head.b"].reshape(-1)[0]))
+            best = max(best, z)
+        return best
 
     def states(self, question: str, title: str, sentence: str) -> tuple[bool, float]:
         """Whether the sentence states what the question asks, and the judge's probability of it."""
-        z = self.logit(question, title, sentence)
+        return self.stated_by(question, [(title, sentence)])
+
+    def stated_by(self, question: str, units: list[tuple[str, str]]) -> tuple[bool, float]:
+        """Whether any of the (title, unit) pairs states what the question asks, and the judge's probability
+        for the one that states it best: an answer quoting several units holds the answer if one does."""
+        z = max(self.logit(question, title, sentence) for title, sentence in units)
         return z >= self.model.threshold, 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 

@@ -125,6 +125,7 @@ class Picked:
     position: int
     text: str  # the exact unit, as quoted for its citation
     score: float
+    reading: str = ""  # the unit as a reader takes it (display): a table row with its header, "column: cell; ..."
 
 
 @dataclass
@@ -158,7 +159,7 @@ class Extracted:
 
 def cite(units_: list[Unit], scores: dict[int, float]) -> list[Picked]:
     """What each citation quotes: the unit as it stands in the passage, without its list marker."""
-    return [Picked(u.passage, u.position, LIST_MARK.sub("", u.text), round(scores.get(id(u), 0.0), 4))
+    return [Picked(u.passage, u.position, LIST_MARK.sub("", u.text), round(scores.get(id(u), 0.0), 4), display(u))
             for u in units_]
 
 

@@ -214,11 +214,12 @@ def uncited_no_answer(question: Question, decision: RouteDecision, check: CodeCh
 
 def _judged(judge: RelationJudge, question: Question, passages: list[Passage], decision: RouteDecision,
             extracted: Extracted, reasons: list[str], errors: list[str], trace: dict) -> Answer | None:
-    """The no-answer quoting the answer's first sentence when the judge reads that it does not state what the
-    question asks; None when it does (or the judge cannot run: the answer stands, and the trace says so)."""
-    lead = extracted.picked[0]
+    """The no-answer quoting the answer's first unit when the judge reads that none of the units it quotes
+    states what the question asks; None when one does (or the judge cannot run: the answer stands, and the
+    trace says so). The judge reads each unit as the answer shows it: a table row with its header's columns."""
+    read = [(passages[p.passage - 1].title or "", p.reading or p.text) for p in extracted.picked]
     try:
-        states, probability = judge.states(question.text, passages[lead.passage - 1].title or "", lead.text)
+        states, probability = judge.stated_by(question.text, read)
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types; a judge that fails judges nothing
         log.warning("the relation judge failed (%s: %s); the answer is not judged", type(exc).__name__, exc)
         errors.append(f"relation judge: {type(exc).__name__}")
@@ -227,6 +228,7 @@ def _judged(judge: RelationJudge, question: Question, passages: list[Passage], d
     if states:
         return None
     trace["withheld"] = extracted.text  # what would have been said
+    lead = extracted.picked[0]
     return closest_no_answer(question, passages, decision, note=judged_note(question.language, lead.text),
                              reasons=reasons, errors=errors, trace=trace)
 
