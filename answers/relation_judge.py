@@ -19,6 +19,7 @@ dependency); its threshold is the rule the other thresholds follow (bench/train_
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import math
@@ -37,6 +38,7 @@ MAX_TOKENS = 128  # the sequence, specials included, as in training
 MAX_QUESTION_TOKENS = 48
 MAX_WINDOWS = 8  # about 400 tokens of one unit: a sentence longer than that is not one a reader answers from
 ADAPTED = ("q", "k", "v", "ao", "fi", "fo")
+GRAPH_RECIPE = "judge-fp32-1"  # bump when the judge's graph changes: cached graphs are rebuilt
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,14 @@ class JudgeModel:
     arrays: dict  # name -> np.ndarray (l{i}.{q,...}.lora_a / .lora_b, l{i}.{aln,oln}.{w,b}, head.w, head.b)
     threshold: float  # the least logit shown
     provenance: str
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """Of the weights the graph is built from (not the threshold): names a cached graph."""
+        digest = hashlib.sha256(str(self.first).encode() + str(self.scale).encode())
+        for name in sorted(self.arrays):
+            digest.update(name.encode() + np.ascontiguousarray(self.arrays[name]).tobytes())
+        return digest.hexdigest()[:16]
 
     @classmethod
     def read(cls, path: Path = JUDGE_PATH) -> "JudgeModel":
@@ -133,7 +143,8 @@ class RelationJudge:
 
         from core.embedding_engines.e5_graph import build_model
         from core.embedding_engines.e5_tokenizer import bundled_tokenizer
-        from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, bundled_image
+        from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, bundled_image, bundled_image_fingerprint
+        from core.embedding_engines.onnx_e5 import cached_session
 
         weights = bundled_image()
         self._tokenizer = bundled_tokenizer(self.cache_dir)
@@ -144,8 +155,15 @@ class RelationJudge:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1  # one short sequence: a thread pool costs more than it gives
         options.inter_op_num_threads = 1
-        graph = build_model(_AdaptedWeights(weights, self.model), "fp32")
-        return ort.InferenceSession(graph.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        # Merging the updates into a 12-layer float32 graph takes about 2 s: a process after the first reads
+        # it from the state dir, as the embedding engine does its own.
+        cached = None
+        if self.cache_dir is not None:
+            key = hashlib.sha256(f"{GRAPH_RECIPE}|{self.model.fingerprint}|{bundled_image_fingerprint()}".encode())
+            cached = self.cache_dir / f"relation-judge-{key.hexdigest()[:16]}.onnx"
+        return cached_session(ort, options, cached,
+                              lambda: build_model(_AdaptedWeights(weights, self.model), "fp32").SerializeToString(),
+                              "relation judge graph")
 
     def logit(self, question: str, title: str, sentence: str) -> float:
         from core.embedding_engines.e5_weights import dequantize_q4_0

@@ -62,6 +62,24 @@ def test_sentences_stating_the_answer_pass_and_rank_above_questions_they_do_not_
     assert sum(a > b for a, b in zip(stated, unstated)) >= 13
 
 
+def test_the_graph_is_built_once_and_read_from_the_state_dir_after(tmp_path, monkeypatch):
+    import core.embedding_engines.e5_graph as e5_graph
+
+    question, unit = "Who founded Larkspur?", "Larkspur was founded by Maria Chen in 2009."
+    first = RelationJudge(JudgeModel.read(), tmp_path).logit(question, "", unit)
+    (cached,) = tmp_path.glob("relation-judge-*.onnx")
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the cached graph should have been read")
+
+    monkeypatch.setattr(e5_graph, "build_model", no_build)
+    assert RelationJudge(JudgeModel.read(), tmp_path).logit(question, "", unit) == first
+    monkeypatch.undo()
+    cached.write_bytes(b"not a graph")  # damaged (a disk error, another onnxruntime): built again
+    assert RelationJudge(JudgeModel.read(), tmp_path).logit(question, "", unit) == pytest.approx(first)
+    assert cached.stat().st_size > 1_000_000
+
+
 def test_a_long_unit_is_read_in_windows_that_reach_its_end(tmp_path):
     from core.embedding_engines.e5_tokenizer import bundled_tokenizer
 

