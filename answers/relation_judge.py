@@ -184,10 +184,15 @@ class RelationJudge:
         return self.stated_by(question, [(title, sentence)])
 
     def stated_by(self, question: str, units: list[tuple[str, str]]) -> tuple[bool, float]:
-        """Whether any of the (title, unit) pairs states what the question asks, and the judge's probability
-        for the one that states it best: an answer quoting several units holds the answer if one does."""
-        z = max(self.logit(question, title, sentence) for title, sentence in units)
-        return z >= self.model.threshold, 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+        """Whether any of the (title, unit) pairs states what the question asks (an answer quoting several
+        units holds the answer if one does), and the judge's probability for the first that does, else for
+        the best; units after the first that does are not read (most answers are settled by their first)."""
+        best = -math.inf
+        for title, sentence in units:
+            best = max(best, self.logit(question, title, sentence))
+            if best >= self.model.threshold:
+                break
+        return best >= self.model.threshold, 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, best))))
 
 
 @functools.lru_cache(maxsize=4)
