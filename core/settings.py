@@ -341,7 +341,7 @@ class Settings(BaseSettings):
     answer_relation_judge: bool = Field(
         True, description="Offline, a local answer is withheld (the no-answer quoting the sentence it would have "
         "given) when the relation judge (answers/relation_judge.py: e5-small read as a cross-encoder, trained on "
-        "questions written for it) reads that the sentence does not state what the question asks; its cut withholds "
+        "questions written for it) reads that none of the units it quotes states what the question asks; its cut withholds "
         "at most 2% of the right answers shown on the reader's training cases. Off: answers stand on their other "
         "checks (docs/reader.md).",
     )
