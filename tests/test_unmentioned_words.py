@@ -13,7 +13,9 @@ from vector.search.unmentioned import one_edit_apart
 def offline(db, settings, local_embedder):
     from router.service import QuestionRouter
 
-    checked = settings.model_copy(update={"answer_unmentioned_words": 2})  # off by default (core/settings.py)
+    # off by default (core/settings.py); the relation judge, which runs first and withholds the espresso question
+    # on its own, off: these tests are of the words check
+    checked = settings.model_copy(update={"answer_unmentioned_words": 2, "answer_relation_judge": False})
     with QuestionRouter(db, checked, embedder=local_embedder, use_llm=False) as router:
         yield router
 
