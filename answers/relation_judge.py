@@ -145,15 +145,14 @@ class RelationJudge:
 
         from core.embedding_engines.e5_graph import build_model
         from core.embedding_engines.e5_tokenizer import bundled_tokenizer
-        from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, bundled_image, bundled_image_fingerprint
+        from core.embedding_engines.e5_weights import InputEmbeddings, bundled_image, bundled_image_fingerprint
         from core.embedding_engines.onnx_e5 import cached_session
 
         weights = bundled_image()
         self._tokenizer = bundled_tokenizer(self.cache_dir)
-        self._word = np.frombuffer(weights.raw["emb.word"][2], dtype=_Q4_BLOCK).reshape(
-            weights.vocab_size, weights.hidden // QK)
-        self._position = weights.tensor("emb.pos", weights.max_positions) + weights.tensor(
-            "emb.type", weights.type_vocab)[0]
+        self._embeddings = InputEmbeddings(weights)
+        head = self.model.arrays
+        self._head = (head["head.w"].reshape(-1).astype(np.float32), float(head["head.b"].reshape(-1)[0]))
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1  # one short sequence: a thread pool costs more than it gives
         options.inter_op_num_threads = 1
@@ -168,17 +167,13 @@ class RelationJudge:
                               "relation judge graph")
 
     def logit(self, question: str, title: str, sentence: str) -> float:
-        from core.embedding_engines.e5_weights import dequantize_q4_0
-
+        """The best of the unit's windows (pair_windows)."""
         session = self._load()
-        head = self.model.arrays
+        weight, bias = self._head
         best = -math.inf
         for ids in pair_windows(self._tokenizer, question, title, sentence):
-            words = dequantize_q4_0(self._word[np.asarray(ids, dtype=np.int64)]).reshape(1, len(ids), -1)
-            hidden = session.run(None, {"embeddings": (words + self._position[:len(ids)]).astype(np.float32)})[0][0]
-            pooled = np.concatenate([hidden.mean(axis=0), hidden[0]])
-            z = float(pooled @ head["head.w"].reshape(-1).astype(np.float32) + float(head["head.b"].reshape(-1)[0]))
-            best = max(best, z)
+            hidden = session.run(None, {"embeddings": self._embeddings([ids])})[0][0]
+            best = max(best, float(np.concatenate([hidden.mean(axis=0), hidden[0]]) @ weight + bias))
         return best
 
     def states(self, question: str, title: str, sentence: str) -> tuple[bool, float]:

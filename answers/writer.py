@@ -42,7 +42,7 @@ class AnswerWriter:
     how sure a local answer chosen in the other language is (answers/other_language_gate.py; with one,
     the local route's offline search leaves such pages to it); `unknown_names`: a name of the question that no
     readable document spells, in either script, withholds the offline answer (vector/search/unmentioned.py
-    `check_names`); `judge`: whether the sentence a local answer quotes first states what the question asks
+    `check_names`); `judge`: whether any unit a local answer quotes states what the question asks
     (answers/relation_judge.py; None: not judged)."""
 
     searcher: HybridSearcher

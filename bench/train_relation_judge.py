@@ -74,14 +74,13 @@ def lower_states(pairs: list[dict], first: int) -> list[np.ndarray]:
     import onnxruntime as ort
 
     from core.embedding_engines.e5_graph import build_model
-    from core.embedding_engines.e5_weights import _Q4_BLOCK, QK, bundled_image, dequantize_q4_0
+    from core.embedding_engines.e5_weights import InputEmbeddings, bundled_image
 
     weights = bundled_image()
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
     session = None
-    word = np.frombuffer(weights.raw["emb.word"][2], dtype=_Q4_BLOCK).reshape(weights.vocab_size, weights.hidden // QK)
-    position = weights.tensor("emb.pos", weights.max_positions) + weights.tensor("emb.type", weights.type_vocab)[0]
+    embeddings = InputEmbeddings(weights)
     states: list[np.ndarray] = []
     FEATURES.mkdir(parents=True, exist_ok=True)
     for helper in dict.fromkeys(p["helper"] for p in pairs):
@@ -98,9 +97,7 @@ def lower_states(pairs: list[dict], first: int) -> list[np.ndarray]:
                                            options, providers=["CPUExecutionProvider"])
         computed = []
         for pair in mine:
-            ids = pair["ids"]
-            x = dequantize_q4_0(word[np.asarray(ids)]).reshape(1, len(ids), weights.hidden) + position[:len(ids)]
-            computed.append(session.run(None, {"embeddings": x.astype(np.float32)})[0][0].astype(np.float16))
+            computed.append(session.run(None, {"embeddings": embeddings([pair["ids"]])})[0][0].astype(np.float16))
         cache.write_bytes(pickle.dumps((key, computed)))
         states += computed
     return states

@@ -72,6 +72,26 @@ def dequantize_q4_0(blocks: np.ndarray) -> np.ndarray:
     return (q * blocks["d"].astype(np.float32)[..., None]).reshape(-1)
 
 
+class InputEmbeddings:
+    """What the onnx graphs take as input (the graph starts after the lookup, so the word table stays 4-bit in
+    memory): each token's word row dequantized from the image's Q4_0 table, plus its position's row (from 0,
+    as e5.c indexes its table) and token type 0's."""
+
+    def __init__(self, weights: E5Weights):
+        self.hidden = weights.hidden
+        self._word = np.frombuffer(weights.raw["emb.word"][2], dtype=_Q4_BLOCK).reshape(
+            weights.vocab_size, weights.hidden // QK)
+        self._position = weights.tensor("emb.pos", weights.max_positions) + weights.tensor(
+            "emb.type", weights.type_vocab)[0]
+
+    def __call__(self, rows: list[list[int]]) -> np.ndarray:
+        """float32 (len(rows), width, hidden) for rows of token ids, all of one length."""
+        width = len(rows[0])
+        flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=len(rows) * width)
+        words = dequantize_q4_0(self._word[flat]).reshape(len(rows), width, self.hidden)
+        return words + self._position[:width]
+
+
 def q4_blocks(weights: E5Weights, name: str, rows: int) -> tuple[np.ndarray, np.ndarray]:
     """A Q4_0 matrix [rows, n / rows] as MatMulNBits takes it, the same numbers: its nibbles repacked
     in weight order (byte j of a block holds weight 2j in its low and 2j + 1 in its high nibble, where

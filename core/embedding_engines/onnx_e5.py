@@ -34,8 +34,7 @@ import numpy as np
 
 from core.embedding_engines.cpu import weight_bits
 from core.embedding_engines.e5_graph import ENGINE_OF, PRECISIONS
-from core.embedding_engines.e5_weights import (_Q4_BLOCK, QK, E5Weights, bundled_image, bundled_image_fingerprint,
-                                              dequantize_q4_0)
+from core.embedding_engines.e5_weights import E5Weights, InputEmbeddings, bundled_image, bundled_image_fingerprint
 from core.embedding_engines.e5_tokenizer import E5Tokenizer, bundled_tokenizer
 from core.embedding_engines.windows import first_window
 from core.errors import EngineUnavailableError
@@ -162,11 +161,7 @@ class OnnxE5Embedder:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         weights = bundled_image()
-        self._word = np.frombuffer(weights.raw["emb.word"][2], dtype=_Q4_BLOCK).reshape(
-            weights.vocab_size, weights.hidden // QK)
-        # position (from 0, as e5.c indexes its table) + token type 0, added to every token
-        self._position = weights.tensor("emb.pos", weights.max_positions) + weights.tensor(
-            "emb.type", weights.type_vocab)[0]
+        self._embeddings = InputEmbeddings(weights)
         self._window = weights.max_positions - 2
         bundled_tokenizer(self.cache_dir)
         return self._session_from_cache(ort, options)
@@ -176,13 +171,6 @@ class OnnxE5Embedder:
                               lambda: _model_bytes(bundled_image(), self.precision), f"{self.precision} graph")
 
     # --- the recipe ------------------------------------------------------------------------------
-
-    def _embeddings(self, rows: list[list[int]]) -> np.ndarray:
-        """Input embeddings (word + position + type) of `rows`, all of one length."""
-        width = len(rows[0])
-        flat = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=len(rows) * width)
-        words = dequantize_q4_0(self._word[flat]).reshape(len(rows), width, self.dimension)  # (tokens, 12) blocks
-        return words + self._position[:width]
 
     def _embed_ids(self, contents: Iterable[list[int]], count: int) -> np.ndarray:
         """Vectors of `count` texts given as content ids (prefix included, no specials). `contents` may
