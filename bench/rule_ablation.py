@@ -83,10 +83,12 @@ def find_rules(modules) -> dict[Rule, object]:
     return rules
 
 
-def _replace(original, replacement) -> list[tuple[object, str]]:
-    """Every module of the project holding `original` gets `replacement`; the places it was held (an
-    empty frozenset or tuple is one shared object, so restoring goes by place, not by identity)."""
-    places = []
+def _replace(original, replacement) -> list[tuple[object, object]]:
+    """Every module of the project holding `original` gets `replacement`, as an attribute or as a value of a
+    module-level dict (`FORMS = {"email": EMAIL}`: code that reaches the rule only through the dict would
+    otherwise keep it, and the rule would look dead); the places it was held, as (module or dict, attribute
+    or key) (an empty frozenset or tuple is one shared object, so restoring goes by place, not by identity)."""
+    places: list[tuple[object, object]] = []
     for name, module in list(sys.modules.items()):
         if module is None or not name.startswith(("answers", "router", "core", "graph", "vector")):
             continue
@@ -94,7 +96,20 @@ def _replace(original, replacement) -> list[tuple[object, str]]:
             if value is original:
                 setattr(module, attr, replacement)
                 places.append((module, attr))
+            elif isinstance(value, dict):
+                for key, held in list(value.items()):
+                    if held is original:
+                        value[key] = replacement
+                        places.append((value, key))
     return places
+
+
+def _restore(places: list[tuple[object, object]], original) -> None:
+    for holder, key in places:
+        if isinstance(holder, dict):
+            holder[key] = original
+        else:
+            setattr(holder, key, original)
 
 
 def _clear_caches(modules) -> None:
@@ -212,8 +227,7 @@ def main() -> int:
                     result = {"error": f"{type(exc).__name__}: {exc}"[:200]}
                 finally:
                     for value, held in places:
-                        for module, attr in held:
-                            setattr(module, attr, value)
+                        _restore(held, value)
                     _clear_caches(modules)
                 rule = variant[0][0]
                 result.update(kind=rule.kind, size=rule.size, held_by=sum(len(held) for _, held in places))

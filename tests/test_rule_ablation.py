@@ -1,0 +1,29 @@
+"""The rule ablation harness (bench/rule_ablation.py) neutralises a rule wherever the answer code reaches it."""
+import pytest
+
+from answers import expected_type
+from answers.chain import targets
+from bench.rule_ablation import NEVER, _replace, _restore, answer_modules, find_rules
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_rule_held_in_a_dict_is_neutralised_there_too_and_restored():
+    email = expected_type.EMAIL
+    places = _replace(email, NEVER)
+    try:
+        assert expected_type.EMAIL is NEVER
+        assert expected_type.FORMS["email"] is NEVER  # the answer writers reach it only through FORMS
+        assert targets.FORMS["email"] is NEVER
+        assert not expected_type.FORMS["email"].search("ops@example.org")
+    finally:
+        _restore(places, email)
+    assert expected_type.EMAIL is email and expected_type.FORMS["email"] is email
+    assert expected_type.FORMS["email"].search("ops@example.org")
+
+
+def test_rules_are_found_once_by_the_module_that_defines_them():
+    names = [rule.name for rule in find_rules(answer_modules())]
+    assert "answers.expected_type.EMAIL" in names
+    assert len(names) == len(set(names))
+    assert not any(name.startswith("answers.chain.targets.FORMS") for name in names)
