@@ -16,7 +16,9 @@ of any dev set is a candidate for deletion; the deletion itself is decided on th
 set may drop by more than 0.01 by either score), never on the dev sets alone.
 
     python -m bench.rule_ablation [--sets multihop,xquad_ru,fixtures,written,xl_dev,unseen_xq_dev,unseen_mh_dev]
-        [--only NAME,...] [--together (groups: --only "A,B;C")] [--baseline-only] [--dump F] [--json F]
+        [--only NAME,...] [--together (groups: --only "A,B;C")] [--checks] [--baseline-only] [--dump F] [--json F]
+
+`--checks` switches off, in place of the patterns, the writers' checks written as code (CHECKS).
 """
 from __future__ import annotations
 
@@ -39,6 +41,11 @@ from core.settings import Settings
 from router.service import QuestionRouter
 
 NEVER = re.compile(r"(?!)")
+# The writers' checks that withhold an answer, written as code rather than as a pattern: with --checks each is
+# switched off (it finds nothing) as its own variant, to see whether a learned part (the relation judge) now
+# withholds what it did
+CHECKS = ("answers.unit_scoring.Scorer.unsaid",  # the answer's page holds none of the words the question asks
+          "answers.premise.unstated_numbers")  # a number of the question the answer's passage never writes
 SKIPPED_PACKAGES = ("answers.themes", "answers.reader", "answers.types")  # own rules; model features; labels
 MIN_WORDS = 3  # a collection of fewer strings is a set of labels, not a word list
 
@@ -101,7 +108,43 @@ def _replace(original, replacement) -> list[tuple[object, object]]:
                     if held is original:
                         value[key] = replacement
                         places.append((value, key))
+            elif isinstance(value, type) and value.__module__ == name:  # a check written as a method
+                for key, held in list(vars(value).items()):
+                    if held is original:
+                        setattr(value, key, replacement)
+                        places.append((value, key))
     return places
+
+
+def check_rules() -> dict[Rule, object]:
+    """CHECKS as rules of their own kind, each the function or method that finds what withholds an answer."""
+    return {Rule(name, "check", 0): _resolve(name) for name in CHECKS}
+
+
+def _resolve(name: str):
+    """The object a dotted name defines: the longest prefix that imports as a module, then attributes (a
+    method as its class defines it, not bound)."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for part in parts[cut:]:
+            value = vars(value)[part] if isinstance(value, type) else getattr(value, part)
+        return value
+    raise ModuleNotFoundError(name)
+
+
+def _finds_nothing(*args, **kwargs) -> tuple:
+    return ()
+
+
+def _neutral(rule: Rule, value):
+    """A regex that matches nothing, an empty word list, a check that finds nothing."""
+    if rule.kind == "regex":
+        return NEVER
+    return _finds_nothing if rule.kind == "check" else type(value)()
 
 
 def _restore(places: list[tuple[object, object]], original) -> None:
@@ -179,6 +222,7 @@ def main() -> int:
                         "with --together, groups separated by ';', each one variant")
     parser.add_argument("--together", action="store_true",
                         help="neutralise the --only rules all at once, as one variant (a deletion's check)")
+    parser.add_argument("--checks", action="store_true", help=f"switch off each of {', '.join(CHECKS)} instead")
     parser.add_argument("--baseline-only", action="store_true", help="answer the sets once, neutralising nothing")
     parser.add_argument("--dump", type=Path, default=None,
                         help="write every answer with its two scores, the baseline's and each variant's, here (to "
@@ -189,12 +233,13 @@ def main() -> int:
     if not SHARED_DATA.exists():
         sets -= {"multihop", "xquad_ru"}
     modules = answer_modules()
-    rules = find_rules(modules)
+    rules = check_rules() if args.checks else find_rules(modules)
     groups = [set(group.split(",")) for group in args.only.split(";")] if args.only else []
     if groups:
         rules = {r: v for r, v in rules.items() if any(r.name in g for g in groups)}
     print(f"{len(rules)} rules: {sum(r.kind == 'regex' for r in rules)} regexes, "
-          f"{sum(r.kind == 'words' for r in rules)} word lists", file=sys.stderr)
+          f"{sum(r.kind == 'words' for r in rules)} word lists, {sum(r.kind == 'check' for r in rules)} checks",
+          file=sys.stderr)
     settings = Settings()
     db = open_database(settings)
     report: dict = {"rules": {}}
@@ -216,8 +261,7 @@ def main() -> int:
                 variants = [[item] for item in rules.items()]
             for variant in variants:
                 name = " + ".join(rule.name for rule, _ in variant)
-                places = [(value, _replace(value, NEVER if rule.kind == "regex" else type(value)()))
-                          for rule, value in variant]
+                places = [(value, _replace(value, _neutral(rule, value))) for rule, value in variant]
                 _clear_caches(modules)
                 try:
                     answered = answer_sets(router, sets)

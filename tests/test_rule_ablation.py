@@ -27,3 +27,23 @@ def test_rules_are_found_once_by_the_module_that_defines_them():
     assert "answers.expected_type.EMAIL" in names
     assert len(names) == len(set(names))
     assert not any(name.startswith("answers.chain.targets.FORMS") for name in names)
+
+
+def test_a_check_written_as_code_is_switched_off_where_the_writer_calls_it():
+    from answers import premise, writer
+    from answers.unit_scoring import Scorer
+    from bench.rule_ablation import _neutral, check_rules
+
+    checks = {rule.name: (rule, value) for rule, value in check_rules().items()}
+    assert set(checks) == {"answers.unit_scoring.Scorer.unsaid", "answers.premise.unstated_numbers"}
+    numbers_rule, numbers = checks["answers.premise.unstated_numbers"]
+    unsaid_rule, unsaid = checks["answers.unit_scoring.Scorer.unsaid"]
+    held = [(numbers, _replace(numbers, _neutral(numbers_rule, numbers))),
+            (unsaid, _replace(unsaid, _neutral(unsaid_rule, unsaid)))]
+    try:
+        assert writer.unstated_numbers(None, [], []) == ()  # the name the writer calls, not only the module's
+        assert Scorer.unsaid(None, None) == ()
+    finally:
+        for value, places in held:
+            _restore(places, value)
+    assert writer.unstated_numbers is premise.unstated_numbers is numbers and vars(Scorer)["unsaid"] is unsaid
