@@ -47,3 +47,20 @@ def test_a_check_written_as_code_is_switched_off_where_the_writer_calls_it():
         for value, places in held:
             _restore(places, value)
     assert writer.unstated_numbers is premise.unstated_numbers is numbers and vars(Scorer)["unsaid"] is unsaid
+
+
+def test_the_pytest_plugin_neutralises_the_named_rules_and_refuses_unknown_names():
+    from bench.rule_ablation_pytest import neutralise
+
+    held = neutralise({"answers.expected_type.PHONE", "answers.premise.unstated_numbers"})
+    try:
+        assert expected_type.FORMS["phone"] is NEVER
+        assert expected_type.FORMS["email"] is not NEVER
+        from answers import writer
+        assert writer.unstated_numbers(None, [], []) == ()
+    finally:
+        for value, places in held:
+            _restore(places, value)
+    assert expected_type.FORMS["phone"] is expected_type.PHONE is not NEVER
+    with pytest.raises(ValueError, match="no such rule"):
+        neutralise({"answers.no_such_rule"})
