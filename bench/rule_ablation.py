@@ -155,6 +155,17 @@ def _restore(places: list[tuple[object, object]], original) -> None:
             setattr(holder, key, original)
 
 
+def neutralise(variant) -> list[tuple[object, list]]:
+    """Each (rule, value) of `variant` replaced by its neutral form wherever the code holds it: what `restore`
+    takes back."""
+    return [(value, _replace(value, _neutral(rule, value))) for rule, value in variant]
+
+
+def restore(neutralised: list[tuple[object, list]]) -> None:
+    for value, places in neutralised:
+        _restore(places, value)
+
+
 def _clear_caches(modules) -> None:
     for module in modules:
         for value in vars(module).values():
@@ -261,7 +272,7 @@ def main() -> int:
                 variants = [[item] for item in rules.items()]
             for variant in variants:
                 name = " + ".join(rule.name for rule, _ in variant)
-                places = [(value, _replace(value, _neutral(rule, value))) for rule, value in variant]
+                places = neutralise(variant)
                 _clear_caches(modules)
                 try:
                     answered = answer_sets(router, sets)
@@ -270,8 +281,7 @@ def main() -> int:
                 except Exception as exc:  # a rule some code cannot do without: essential by construction
                     result = {"error": f"{type(exc).__name__}: {exc}"[:200]}
                 finally:
-                    for value, held in places:
-                        _restore(held, value)
+                    restore(places)
                     _clear_caches(modules)
                 rule = variant[0][0]
                 result.update(kind=rule.kind, size=rule.size, held_by=sum(len(held) for _, held in places))

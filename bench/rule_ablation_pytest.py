@@ -9,18 +9,19 @@ from __future__ import annotations
 import os
 
 
-def neutralise(names: set[str]) -> list[tuple[object, list]]:
-    """Each named rule replaced by its neutral form wherever the code holds it: (original, its places)."""
-    from bench.rule_ablation import _neutral, _replace, answer_modules, check_rules, find_rules
+def neutralise_named(names: set[str]) -> list[tuple[object, list]]:
+    """Each named rule replaced by its neutral form wherever the code holds it (bench.rule_ablation.restore
+    takes them back)."""
+    from bench.rule_ablation import answer_modules, check_rules, find_rules, neutralise
 
     rules = {**find_rules(answer_modules()), **check_rules()}
     unknown = names - {rule.name for rule in rules}
     if unknown:
         raise ValueError(f"no such rule: {', '.join(sorted(unknown))} (names as bench/rule_ablation.py reports them)")
-    return [(value, _replace(value, _neutral(rule, value))) for rule, value in rules.items() if rule.name in names]
+    return neutralise((rule, value) for rule, value in rules.items() if rule.name in names)
 
 
 def pytest_configure(config) -> None:
     names = {name for name in os.environ.get("NEUTRAL_RULES", "").split(",") if name}
     if names:
-        neutralise(names)
+        neutralise_named(names)

@@ -50,9 +50,9 @@ def test_a_check_written_as_code_is_switched_off_where_the_writer_calls_it():
 
 
 def test_the_pytest_plugin_neutralises_the_named_rules_and_refuses_unknown_names():
-    from bench.rule_ablation_pytest import neutralise
+    from bench.rule_ablation_pytest import neutralise_named
 
-    held = neutralise({"answers.expected_type.PHONE", "answers.premise.unstated_numbers"})
+    held = neutralise_named({"answers.expected_type.PHONE", "answers.premise.unstated_numbers"})
     try:
         assert expected_type.FORMS["phone"] is NEVER
         assert expected_type.FORMS["email"] is not NEVER
@@ -63,4 +63,4 @@ def test_the_pytest_plugin_neutralises_the_named_rules_and_refuses_unknown_names
             _restore(places, value)
     assert expected_type.FORMS["phone"] is expected_type.PHONE is not NEVER
     with pytest.raises(ValueError, match="no such rule"):
-        neutralise({"answers.no_such_rule"})
+        neutralise_named({"answers.no_such_rule"})
