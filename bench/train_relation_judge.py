@@ -47,23 +47,31 @@ EPOCHS = 4
 LEARNING_RATE = 5e-4
 BATCH = 32
 SEED = 0
+# The shipped fit weighs every pair alike; a higher weight stresses the near-topic sentence each unanswerable
+# question was written against (bench/reader_data/relation_pairs/README.md).
+DISTRACTOR_WEIGHT = 1.0
 # The issue's bound is 5% of right answers withheld; the route's own checks already withhold some
 # (3% held out at the judge's introduction), so the judge may add two points.
 JUDGE_BUDGET = 0.02
 
 
-def training_pairs() -> list[dict]:
+def training_pairs(files: set[str] | None = None) -> list[dict]:
+    """Every (question, sentence) pair of the helper files (all, or those named); `distractor` marks the
+    sentence an unanswerable question's writer named as the one a careless reader would answer from."""
     from core.embedding_engines.e5_tokenizer import bundled_tokenizer
 
     tokenizer = bundled_tokenizer(ROOT / ".crossroads")
     pairs = []
     for path in sorted(glob.glob(str(PAIRS / "*.jsonl"))):
+        if files and Path(path).stem not in files:
+            continue
         for line in open(path, encoding="utf-8"):
             passage = json.loads(line)
             for q in passage["questions"]:
                 for j, sentence in enumerate(passage["sentences"]):
                     pairs.append({"qid": q["qid"], "helper": Path(path).stem, "answerable": bool(q["answerable"]),
                                   "label": float(bool(q["answerable"]) and q.get("sentence") == j),
+                                  "distractor": not q["answerable"] and q.get("distractor") == j,
                                   "ids": pair_ids(tokenizer, q["question"], passage["title"], sentence)})
     return pairs
 
@@ -179,16 +187,18 @@ def _batch(states, idx, torch):
     return torch.tensor(x), torch.tensor(m)
 
 
-def fit(states, labels: np.ndarray, train: np.ndarray, first: int, torch):
-    torch.manual_seed(SEED)
+def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, first: int, torch, seed: int = SEED):
+    torch.manual_seed(seed)
     model = top_model(first, torch)
     trained = [p for p in model.layers.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW([{"params": trained, "lr": LEARNING_RATE},
                                    {"params": model.head.parameters(), "lr": 1e-3}], weight_decay=0.01)
     y = torch.tensor(labels, dtype=torch.float32)
+    w = torch.tensor(weights, dtype=torch.float32)
     positives = labels[train].sum()
-    loss_of = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(min((len(train) - positives) / max(positives, 1), 10.0)))
-    rng = np.random.default_rng(SEED)
+    loss_of = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(min((len(train) - positives) / max(positives, 1), 10.0)),
+                                         reduction="none")
+    rng = np.random.default_rng(seed)
     lengths = np.asarray([s.shape[0] for s in states])
     steps = EPOCHS * -(-len(train) // BATCH)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / 50) * max(0.0, 1 - s / steps))
@@ -204,7 +214,7 @@ def fit(states, labels: np.ndarray, train: np.ndarray, first: int, torch):
         total, started = 0.0, time.time()
         for idx in batches:
             x, m = _batch(states, idx, torch)
-            loss = loss_of(model(x, m), y[idx])
+            loss = (loss_of(model(x, m), y[idx]) * w[idx]).sum() / w[idx].sum()
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -222,7 +232,8 @@ def auc(scores, labels) -> float:
     return float((ranks[y].sum() - y.sum() * (y.sum() + 1) / 2) / (y.sum() * (~y).sum()))
 
 
-def export(model, first: int, threshold: float, files: list[str], questions: int, path: Path = JUDGE_PATH) -> None:
+def export(model, first: int, threshold: float, files: list[str], questions: int, recipe: str,
+           path: Path = JUDGE_PATH) -> None:
     state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
     arrays = {}
     for k, layer in enumerate(range(first, first + len(model.layers))):
@@ -237,7 +248,7 @@ def export(model, first: int, threshold: float, files: list[str], questions: int
     meta = {"first": first, "scale": SCALE, "threshold": threshold,
             "provenance": f"fitted {time.strftime('%Y-%m-%d')} by bench/train_relation_judge.py on "
                           f"bench/reader_data/relation_pairs ({', '.join(files)}: {questions} questions written "
-                          f"for the project); rank {RANK}, {EPOCHS} epochs, seed {SEED}"}
+                          f"for the project); rank {RANK}, {EPOCHS} epochs, {recipe}"}
     np.savez_compressed(path, meta=np.asarray(json.dumps(meta)), **arrays)
 
 
@@ -323,6 +334,10 @@ def main() -> int:
     parser.add_argument("--report", action="store_true", help="leave-one-dataset-out on the reader cases")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--model", type=Path, default=JUDGE_PATH, help="the judge's file to write or read")
+    parser.add_argument("--files", default="", help="with --fit: the helper files to fit on (default all), e.g. h1,h2")
+    parser.add_argument("--seed", type=int, default=SEED, help="with --fit: the seed of the draws and the order")
+    parser.add_argument("--distractor-weight", type=float, default=DISTRACTOR_WEIGHT,
+                        help="with --fit: the loss weight of each unanswerable question's named distractor")
     args = parser.parse_args()
     from core.embedding_engines.e5_weights import bundled_image
 
@@ -331,12 +346,13 @@ def main() -> int:
         import torch
 
         torch.set_num_threads(2)
-        pairs = training_pairs()
+        pairs = training_pairs(set(args.files.split(",")) - {""})
         states = lower_states(pairs, first)
         labels = np.asarray([p["label"] for p in pairs], np.float32)
+        weights = np.asarray([args.distractor_weight if p["distractor"] else 1.0 for p in pairs], np.float32)
         held = set(args.holdout.split(",")) - {""}
         train = np.asarray([i for i, p in enumerate(pairs) if p["helper"] not in held])
-        model = fit(states, labels, train, first, torch)
+        model = fit(states, labels, weights, train, first, torch, seed=args.seed)
         if held:
             model.eval()
             rest = [i for i, p in enumerate(pairs) if p["helper"] in held]
@@ -350,7 +366,8 @@ def main() -> int:
                               "question_auc": round(auc([best[q] for q in best], [answerable[q] for q in best]), 3)}))
             return 0
         used = sorted({p["helper"] for p in pairs})
-        export(model, first, float("-inf"), used, len({p["qid"] for p in pairs}), path=args.model)
+        recipe = f"seed {args.seed}, distractor weight {args.distractor_weight:g}"
+        export(model, first, float("-inf"), used, len({p["qid"] for p in pairs}), recipe, path=args.model)
         args.threshold = True
     if args.threshold or args.report:
         judge = RelationJudge(JudgeModel.read(args.model), ROOT / ".crossroads")

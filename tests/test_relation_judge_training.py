@@ -1,4 +1,4 @@
-"""The relation judge's cut and its leave-one-dataset-out report (bench/train_relation_judge.py): the cut
+"""The relation judge's training pairs, cut and leave-one-dataset-out report (bench/train_relation_judge.py): the cut
 withholds JUDGE_BUDGET of the right answers the route shows, each dataset weighing the same, and the
 report judges each dataset with the cut the others give."""
 from __future__ import annotations
@@ -36,3 +36,19 @@ def test_the_report_judges_each_dataset_with_the_others_cut_and_never_unwithhold
     assert a["route_and_judge"] == {"negatives_withheld": 2, "negatives": 2, "right_withheld": 1, "right": 50}
     assert result["datasets"]["b"]["route"]["negatives"] == 0  # only asked questions are counted
     assert result["totals"]["route_and_judge"]["right_withheld"] == 2
+
+
+def test_training_pairs_take_the_named_files_and_mark_each_unanswerable_questions_distractor():
+    from collections import Counter
+
+    from bench.train_relation_judge import training_pairs
+
+    pairs = training_pairs({"h9"})
+    assert pairs and {p["helper"] for p in pairs} == {"h9"}
+    positives = Counter(p["qid"] for p in pairs if p["label"])
+    distractors = Counter(p["qid"] for p in pairs if p["distractor"])
+    answerable = {p["qid"] for p in pairs if p["answerable"]}
+    assert set(positives) == answerable and set(positives.values()) == {1}
+    # every unanswerable question has exactly one distractor, never a positive
+    assert set(distractors) == {p["qid"] for p in pairs} - answerable and set(distractors.values()) == {1}
+    assert not any(p["label"] for p in pairs if p["distractor"])
