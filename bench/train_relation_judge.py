@@ -1,6 +1,7 @@
 """Train, export and validate the relation judge (answers/relation_judge.py).
 
     python -m bench.train_relation_judge --fit [--holdout h3,h7]   # torch (dev only): ~70 min on 2 cores (24 files)
+        [--files h1,...,h16] [--seed N] [--distractor-weight W] [--model F]
     python -m bench.train_relation_judge --threshold               # the shipped file's threshold, by the rule
     python -m bench.train_relation_judge --report [--json F]       # leave-one-dataset-out on the reader cases
 
