@@ -32,24 +32,23 @@ def test_rules_are_found_once_by_the_module_that_defines_them():
 def test_a_check_written_as_code_is_switched_off_where_the_writer_calls_it():
     from answers import premise, writer
     from answers.unit_scoring import Scorer
-    from bench.rule_ablation import _neutral, check_rules
+    from bench.rule_ablation import check_rules, neutralise, restore
 
     checks = {rule.name: (rule, value) for rule, value in check_rules().items()}
     assert set(checks) == {"answers.unit_scoring.Scorer.unsaid", "answers.premise.unstated_numbers"}
-    numbers_rule, numbers = checks["answers.premise.unstated_numbers"]
-    unsaid_rule, unsaid = checks["answers.unit_scoring.Scorer.unsaid"]
-    held = [(numbers, _replace(numbers, _neutral(numbers_rule, numbers))),
-            (unsaid, _replace(unsaid, _neutral(unsaid_rule, unsaid)))]
+    numbers = checks["answers.premise.unstated_numbers"][1]
+    unsaid = checks["answers.unit_scoring.Scorer.unsaid"][1]
+    held = neutralise(checks.values())
     try:
         assert writer.unstated_numbers(None, [], []) == ()  # the name the writer calls, not only the module's
         assert Scorer.unsaid(None, None) == ()
     finally:
-        for value, places in held:
-            _restore(places, value)
+        restore(held)
     assert writer.unstated_numbers is premise.unstated_numbers is numbers and vars(Scorer)["unsaid"] is unsaid
 
 
 def test_the_pytest_plugin_neutralises_the_named_rules_and_refuses_unknown_names():
+    from bench.rule_ablation import restore
     from bench.rule_ablation_pytest import neutralise_named
 
     held = neutralise_named({"answers.expected_type.PHONE", "answers.premise.unstated_numbers"})
@@ -59,8 +58,7 @@ def test_the_pytest_plugin_neutralises_the_named_rules_and_refuses_unknown_names
         from answers import writer
         assert writer.unstated_numbers(None, [], []) == ()
     finally:
-        for value, places in held:
-            _restore(places, value)
+        restore(held)
     assert expected_type.FORMS["phone"] is expected_type.PHONE is not NEVER
     with pytest.raises(ValueError, match="no such rule"):
         neutralise_named({"answers.no_such_rule"})
