@@ -188,7 +188,7 @@ def _batch(states, idx, torch):
     return torch.tensor(x), torch.tensor(m)
 
 
-def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, first: int, torch, seed: int = SEED):
+def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, first: int, torch, seed: int):
     torch.manual_seed(seed)
     model = top_model(first, torch)
     trained = [p for p in model.layers.parameters() if p.requires_grad]
