@@ -1,7 +1,7 @@
 """Train, export and validate the relation judge (answers/relation_judge.py).
 
     python -m bench.train_relation_judge --fit [--holdout h3,h7]   # torch (dev only): ~70 min on 2 cores (24 files)
-        [--files h1,...,h16] [--seed N] [--distractor-weight W] [--model F]
+        [--files h1,...,h16] [--seed N] [--distractor-weight W] [--cross N] [--model F]
     python -m bench.train_relation_judge --threshold               # the shipped file's threshold, by the rule
     python -m bench.train_relation_judge --report [--json F]       # leave-one-dataset-out on the reader cases
 
@@ -51,35 +51,62 @@ SEED = 0
 # The shipped fit weighs every pair alike; a higher weight stresses the near-topic sentence each unanswerable
 # question was written against (bench/reader_data/relation_pairs/README.md).
 DISTRACTOR_WEIGHT = 1.0
+# The shipped fit pairs each question with its own passage's sentences only.
+CROSS_PASSAGE = 0
 # The issue's bound is 5% of right answers withheld; the route's own checks already withhold some
 # (3% held out at the judge's introduction), so the judge may add two points.
 JUDGE_BUDGET = 0.02
 
 
-def training_pairs(files: set[str] | None = None) -> list[dict]:
+def training_pairs(files: set[str] | None = None, cross: int = 0) -> list[dict]:
     """Every (question, sentence) pair of the helper files (all, or those named); `distractor` marks the
-    sentence an unanswerable question's writer named as the one a careless reader would answer from."""
+    sentence an unanswerable question's writer named as the one a careless reader would answer from.
+    With `cross`, each question also meets that many sentences of the file's other passages (`cross_passage`
+    pairs, label 0): those sharing the most content words with it, as a search would bring them."""
     from core.embedding_engines.e5_tokenizer import bundled_tokenizer
 
     tokenizer = bundled_tokenizer(ROOT / ".crossroads")
     pairs = []
     for path in sorted(glob.glob(str(PAIRS / "*.jsonl"))):
-        if files and Path(path).stem not in files:
+        helper = Path(path).stem
+        if files and helper not in files:
             continue
-        for line in open(path, encoding="utf-8"):
-            passage = json.loads(line)
+        passages = [json.loads(line) for line in open(path, encoding="utf-8")]
+        for passage in passages:
             for q in passage["questions"]:
                 for j, sentence in enumerate(passage["sentences"]):
-                    pairs.append({"qid": q["qid"], "helper": Path(path).stem, "answerable": bool(q["answerable"]),
+                    pairs.append({"qid": q["qid"], "helper": helper, "features": helper, "answerable": bool(q["answerable"]),
                                   "label": float(bool(q["answerable"]) and q.get("sentence") == j),
                                   "distractor": not q["answerable"] and q.get("distractor") == j,
                                   "ids": pair_ids(tokenizer, q["question"], passage["title"], sentence)})
+        if cross:
+            pairs += _cross_passage_pairs(passages, helper, cross, tokenizer)
+    return pairs
+
+
+def _cross_passage_pairs(passages: list[dict], helper: str, per_question: int, tokenizer) -> list[dict]:
+    """For each question, the `per_question` sentences of the other passages sharing the most content stems
+    with it (ties by passage, then sentence order): another entity's sentence on the same kind of fact,
+    which never states what the question asks of its own entity."""
+    from core.text.terms import content_stems
+
+    sentences = [(k, p["title"], s, set(content_stems(s))) for k, p in enumerate(passages) for s in p["sentences"]]
+    pairs = []
+    for k, passage in enumerate(passages):
+        for q in passage["questions"]:
+            asked = set(content_stems(q["question"]))
+            others = sorted((i for i, s in enumerate(sentences) if s[0] != k), key=lambda i: -len(asked & sentences[i][3]))
+            for i in others[:per_question]:
+                pairs.append({"qid": q["qid"], "helper": helper, "features": f"{helper}.cross{per_question}",
+                              "answerable": bool(q["answerable"]), "label": 0.0, "distractor": False,
+                              "ids": pair_ids(tokenizer, q["question"], sentences[i][1], sentences[i][2])})
     return pairs
 
 
 def lower_states(pairs: list[dict], first: int) -> list[np.ndarray]:
-    """The frozen lower layers' output for every pair, cached per helper file (~10 s per 1,000 pairs on
-    2 cores): a new file of pairs costs only its own."""
+    """The frozen lower layers' output for every pair, in the order given (pairs grouped by their `features`
+    file, as training_pairs makes them), cached per helper file (~10 s per 1,000 pairs on 2 cores): a new
+    file of pairs costs only its own."""
     import onnxruntime as ort
 
     from core.embedding_engines.e5_graph import build_model
@@ -92,10 +119,10 @@ def lower_states(pairs: list[dict], first: int) -> list[np.ndarray]:
     embeddings = InputEmbeddings(weights)
     states: list[np.ndarray] = []
     FEATURES.mkdir(parents=True, exist_ok=True)
-    for helper in dict.fromkeys(p["helper"] for p in pairs):
-        mine = [p for p in pairs if p["helper"] == helper]
+    for group in dict.fromkeys(p["features"] for p in pairs):
+        mine = [p for p in pairs if p["features"] == group]
         key = (first, len(mine), sum(len(p["ids"]) for p in mine))
-        cache = FEATURES / f"{helper}.pkl"
+        cache = FEATURES / f"{group}.pkl"
         if cache.exists():
             cached_key, cached = pickle.loads(cache.read_bytes())
             if cached_key == key:
@@ -339,6 +366,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=SEED, help="with --fit: the seed of the draws and the order")
     parser.add_argument("--distractor-weight", type=float, default=DISTRACTOR_WEIGHT,
                         help="with --fit: the loss weight of each unanswerable question's named distractor")
+    parser.add_argument("--cross", type=int, default=CROSS_PASSAGE,
+                        help="with --fit: sentences of other passages each question meets as negatives")
     args = parser.parse_args()
     from core.embedding_engines.e5_weights import bundled_image
 
@@ -347,7 +376,7 @@ def main() -> int:
         import torch
 
         torch.set_num_threads(2)
-        pairs = training_pairs(set(args.files.split(",")) - {""})
+        pairs = training_pairs(set(args.files.split(",")) - {""}, args.cross)
         states = lower_states(pairs, first)
         labels = np.asarray([p["label"] for p in pairs], np.float32)
         weights = np.asarray([args.distractor_weight if p["distractor"] else 1.0 for p in pairs], np.float32)
@@ -367,7 +396,7 @@ def main() -> int:
                               "question_auc": round(auc([best[q] for q in best], [answerable[q] for q in best]), 3)}))
             return 0
         used = sorted({p["helper"] for p in pairs})
-        recipe = f"seed {args.seed}, distractor weight {args.distractor_weight:g}"
+        recipe = f"seed {args.seed}, distractor weight {args.distractor_weight:g}, {args.cross} cross-passage sentences a question"
         export(model, first, float("-inf"), used, len({p["qid"] for p in pairs}), recipe, path=args.model)
         args.threshold = True
     if args.threshold or args.report:

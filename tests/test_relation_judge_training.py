@@ -52,3 +52,37 @@ def test_training_pairs_take_the_named_files_and_mark_each_unanswerable_question
     # every unanswerable question has exactly one distractor, never a positive
     assert set(distractors) == {p["qid"] for p in pairs} - answerable and set(distractors.values()) == {1}
     assert not any(p["label"] for p in pairs if p["distractor"])
+
+
+class _TextTokenizer:
+    """Keeps the text each pair is made of, so a test can read which sentence a pair holds."""
+    bos, eos = 0, 2
+
+    def __init__(self):
+        self.texts: list[str] = []
+
+    def ids(self, text: str, query: bool) -> list[int]:
+        if not query:
+            self.texts.append(text)
+        return [len(self.texts)]
+
+
+def test_cross_passage_pairs_are_the_other_passages_sentences_that_share_the_most_words_all_negative():
+    from bench.train_relation_judge import _cross_passage_pairs
+
+    passages = [
+        {"title": "Alder Bank", "sentences": ["Alder Bank opened its Lisbon branch in 2019.", "Alder Bank has 40 staff."],
+         "questions": [{"qid": "a1", "answerable": True, "question": "When did Alder Bank open its Lisbon branch?"}]},
+        {"title": "Birch Bank", "sentences": ["Birch Bank employs 12 tellers.", "Birch Bank opened its Lisbon branch in 2015."],
+         "questions": [{"qid": "b1", "answerable": False, "question": "Who founded Birch Bank?"}]},
+        {"title": "Cedar Bank", "sentences": ["The bank lends to farms.", "Cedar Bank was founded by Ana Reyes."],
+         "questions": []},
+    ]
+    tokenizer = _TextTokenizer()
+    pairs = _cross_passage_pairs(passages, "h0", 1, tokenizer)
+    assert [p["qid"] for p in pairs] == ["a1", "b1"]
+    assert all(p["label"] == 0.0 and not p["distractor"] and p["features"] == "h0.cross1" for p in pairs)
+    # the question about Alder's Lisbon branch meets Birch's Lisbon sentence, never one of its own passage;
+    # "who founded Birch Bank" meets Cedar Bank's founding sentence (two shared words, against one of the rest)
+    assert tokenizer.texts == ["Birch Bank: Birch Bank opened its Lisbon branch in 2015.",
+                               "Cedar Bank: Cedar Bank was founded by Ana Reyes."]
