@@ -3,24 +3,19 @@
 Run from the repository root:  python3 bench/answer_blind11/check.py
 It reads only fixtures/corpus/ and this set's questions.jsonl.
 
-The checks themselves are blind6's, run as blind7 runs them (and as blind8, blind9 and blind10 reuse them):
-bench/answer_blind7/check.py is loaded from its file path (importlib, not edited), its globals are
-replaced by this set's question file, make-up (question language per qid, extra groups per multi-hop
-qid) and negative probes, and its main() loads bench/answer_blind6/check.py and runs blind6's main()
-with them. Everything else (qid order, routes, schema, ACLs, answer and alias placement, hops,
-negatives' kinds and probes, cross-lingual listing, the printed counts and "errors: N") is blind6's
-code unchanged.
+The checks themselves are blind6's, run as blind7 runs them: bench/answer_blind10/check.py is loaded from
+its file path (importlib, not edited) and its main() run with this set's question file, extra groups per
+multi-hop qid and negative probes in place of its globals; its question-language layout (EN) is this set's
+too. blind10's main() hands them to blind7's runner, which runs blind6's main() with them. Everything else
+(qid order, routes, schema, ACLs, answer and alias placement, hops, negatives' kinds and probes,
+cross-lingual listing, the printed counts and "errors: N") is blind6's code unchanged.
 """
 import importlib.util
 import os
 import sys
 
-BLIND7 = os.path.join("bench", "answer_blind7", "check.py")
+BLIND10 = os.path.join("bench", "answer_blind10", "check.py")
 QFILE = "bench/answer_blind11/questions.jsonl"
-
-# expected question language per qid: the same layout as blind6 .. blind10 (these qids are English)
-EN = {"m01", "m03", "m05", "m07", "m10", "m12", "m13", "m15", "m17", "m19", "m22", "m23",
-      "m25", "m26", "m27", "m28", "m29", "m30", "m37", "m39", "m41", "m43", "m45", "m46"}
 
 # expected extra groups per multi-hop qid (all others: exactly public + staff)
 EXTRA = {"m05": {"finance"}, "m10": {"finance"}, "m11": {"finance"}, "m21": {"finance"},
@@ -64,14 +59,14 @@ NEG = {
 
 
 def main():
-    """blind7's runner (bench/answer_blind7/check.py: the guards that blind6's checker still has what it
-    replaces, then blind6's main()) with this set's globals in place of blind7's."""
-    sys.dont_write_bytecode = True  # leave no __pycache__ beside either checker
-    spec = importlib.util.spec_from_file_location("answer_blind7_check", BLIND7)
-    b7 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(b7)
-    b7.QFILE, b7.EN, b7.EXTRA, b7.NEG = QFILE, EN, EXTRA, NEG
-    return b7.main()
+    """blind10's runner with this set's globals in place of its own (its EN layout kept: the same qids are
+    English)."""
+    sys.dont_write_bytecode = True  # leave no __pycache__ beside the checkers
+    spec = importlib.util.spec_from_file_location("answer_blind10_check", BLIND10)
+    b10 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(b10)
+    b10.QFILE, b10.EXTRA, b10.NEG = QFILE, EXTRA, NEG
+    return b10.main()
 
 
 if __name__ == "__main__":
