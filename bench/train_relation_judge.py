@@ -1,7 +1,7 @@
 """Train, export and validate the relation judge (answers/relation_judge.py).
 
     python -m bench.train_relation_judge --fit [--holdout h3,h7]   # torch (dev only): ~70 min on 2 cores (24 files)
-        [--files h1,...,h16] [--seed N] [--distractor-weight W] [--cross N] [--model F]
+        [--files h1,...,h16] [--seed N] [--distractor-weight W] [--cross N] [--device cuda] [--model F]
     python -m bench.train_relation_judge --threshold               # the shipped file's threshold, by the rule
     python -m bench.train_relation_judge --report [--json F]       # leave-one-dataset-out on the reader cases
 
@@ -205,27 +205,28 @@ def top_model(first: int, torch):
     return Top()
 
 
-def _batch(states, idx, torch):
+def _batch(states, idx, torch, device: str = "cpu"):
     width = max(states[i].shape[0] for i in idx)
     x = np.zeros((len(idx), width, states[idx[0]].shape[1]), np.float32)
     m = np.zeros((len(idx), width), bool)
     for r, i in enumerate(idx):
         x[r, :states[i].shape[0]] = states[i]
         m[r, :states[i].shape[0]] = True
-    return torch.tensor(x), torch.tensor(m)
+    return torch.tensor(x, device=device), torch.tensor(m, device=device)
 
 
-def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, first: int, torch, seed: int):
+def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, first: int, torch, seed: int,
+        device: str = "cpu"):
     torch.manual_seed(seed)
-    model = top_model(first, torch)
+    model = top_model(first, torch).to(device)  # drawn on the CPU first: a seed draws the same start anywhere
     trained = [p for p in model.layers.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW([{"params": trained, "lr": LEARNING_RATE},
                                    {"params": model.head.parameters(), "lr": 1e-3}], weight_decay=0.01)
-    y = torch.tensor(labels, dtype=torch.float32)
-    w = torch.tensor(weights, dtype=torch.float32)
+    y = torch.tensor(labels, dtype=torch.float32, device=device)
+    w = torch.tensor(weights, dtype=torch.float32, device=device)
     positives = labels[train].sum()
-    loss_of = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(min((len(train) - positives) / max(positives, 1), 10.0)),
-                                         reduction="none")
+    pos_weight = torch.tensor(min((len(train) - positives) / max(positives, 1), 10.0), device=device)
+    loss_of = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight, reduction="none")
     rng = np.random.default_rng(seed)
     lengths = np.asarray([s.shape[0] for s in states])
     steps = EPOCHS * -(-len(train) // BATCH)
@@ -241,7 +242,7 @@ def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, firs
         model.train()
         total, started = 0.0, time.time()
         for idx in batches:
-            x, m = _batch(states, idx, torch)
+            x, m = _batch(states, idx, torch, device)
             loss = (loss_of(model(x, m), y[idx]) * w[idx]).sum() / w[idx].sum()
             optimiser.zero_grad()
             loss.backward()
@@ -262,7 +263,7 @@ def auc(scores, labels) -> float:
 
 def export(model, first: int, threshold: float, files: list[str], questions: int, recipe: str,
            path: Path = JUDGE_PATH) -> None:
-    state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    state = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
     arrays = {}
     for k, layer in enumerate(range(first, first + len(model.layers))):
         for m in ADAPTED:
@@ -366,6 +367,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=SEED, help="with --fit: the seed of the draws and the order")
     parser.add_argument("--distractor-weight", type=float, default=DISTRACTOR_WEIGHT,
                         help="with --fit: the loss weight of each unanswerable question's named distractor")
+    parser.add_argument("--device", default="cpu", help="with --fit: where torch trains (cpu, cuda)")
     parser.add_argument("--cross", type=int, default=CROSS_PASSAGE,
                         help="with --fit: sentences of other passages each question meets as negatives")
     args = parser.parse_args()
@@ -382,12 +384,12 @@ def main() -> int:
         weights = np.asarray([args.distractor_weight if p["distractor"] else 1.0 for p in pairs], np.float32)
         held = set(args.holdout.split(",")) - {""}
         train = np.asarray([i for i, p in enumerate(pairs) if p["helper"] not in held])
-        model = fit(states, labels, weights, train, first, torch, seed=args.seed)
+        model = fit(states, labels, weights, train, first, torch, seed=args.seed, device=args.device)
         if held:
             model.eval()
             rest = [i for i, p in enumerate(pairs) if p["helper"] in held]
             with torch.no_grad():
-                scores = {i: float(model(*_batch(states, [i], torch))[0]) for i in rest}
+                scores = {i: float(model(*_batch(states, [i], torch, args.device))[0]) for i in rest}
             best: dict[str, float] = {}
             for i in rest:
                 best[pairs[i]["qid"]] = max(best.get(pairs[i]["qid"], -1e9), scores[i])
