@@ -61,8 +61,8 @@ JUDGE_BUDGET = 0.02
 def training_pairs(files: set[str] | None = None, cross: int = 0) -> list[dict]:
     """Every (question, sentence) pair of the helper files (all, or those named); `distractor` marks the
     sentence an unanswerable question's writer named as the one a careless reader would answer from.
-    With `cross`, each question also meets that many sentences of the file's other passages (`cross_passage`
-    pairs, label 0): those sharing the most content words with it, as a search would bring them."""
+    With `cross`, each question also meets that many sentences of the file's other passages (label 0, their
+    `features` file "hN.crossK"): those sharing the most content words with it, as a search would bring them."""
     from core.embedding_engines.e5_tokenizer import bundled_tokenizer
 
     tokenizer = bundled_tokenizer(ROOT / ".crossroads")
@@ -75,7 +75,8 @@ def training_pairs(files: set[str] | None = None, cross: int = 0) -> list[dict]:
         for passage in passages:
             for q in passage["questions"]:
                 for j, sentence in enumerate(passage["sentences"]):
-                    pairs.append({"qid": q["qid"], "helper": helper, "features": helper, "answerable": bool(q["answerable"]),
+                    pairs.append({"qid": q["qid"], "helper": helper, "features": helper,
+                                  "answerable": bool(q["answerable"]),
                                   "label": float(bool(q["answerable"]) and q.get("sentence") == j),
                                   "distractor": not q["answerable"] and q.get("distractor") == j,
                                   "ids": pair_ids(tokenizer, q["question"], passage["title"], sentence)})
@@ -95,7 +96,8 @@ def _cross_passage_pairs(passages: list[dict], helper: str, per_question: int, t
     for k, passage in enumerate(passages):
         for q in passage["questions"]:
             asked = set(content_stems(q["question"]))
-            others = sorted((i for i, s in enumerate(sentences) if s[0] != k), key=lambda i: -len(asked & sentences[i][3]))
+            others = sorted((i for i, s in enumerate(sentences) if s[0] != k),
+                            key=lambda i: -len(asked & sentences[i][3]))
             for i in others[:per_question]:
                 pairs.append({"qid": q["qid"], "helper": helper, "features": f"{helper}.cross{per_question}",
                               "answerable": bool(q["answerable"]), "label": 0.0, "distractor": False,
