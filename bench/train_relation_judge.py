@@ -4,6 +4,7 @@
         [--files h1,...,h16] [--seed N] [--distractor-weight W] [--cross N] [--device cuda] [--model F]
     python -m bench.train_relation_judge --threshold               # the shipped file's threshold, by the rule
     python -m bench.train_relation_judge --report [--json F]       # leave-one-dataset-out on the reader cases
+        [--leave-out multihop]                                      # the cut from (and counts of) the other datasets
 
 Training: every (question, sentence) pair of bench/reader_data/relation_pairs (320 questions over 40
 fictional passages per helper file; the label: the sentence is the one that states the answer),
@@ -364,6 +365,9 @@ def main() -> int:
     parser.add_argument("--threshold", action="store_true", help="set the shipped judge's threshold by the rule")
     parser.add_argument("--report", action="store_true", help="leave-one-dataset-out on the reader cases")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--leave-out", default="",
+                        help="with --threshold / --report: datasets left out of the cut and the counts, e.g. multihop "
+                             "(chain questions the router sends to the multi-hop route, where no judge runs)")
     parser.add_argument("--model", type=Path, default=JUDGE_PATH, help="the judge's file to write or read")
     parser.add_argument("--files", default="", help="with --fit: the helper files to fit on (default all), e.g. h1,h2")
     parser.add_argument("--seed", type=int, default=SEED, help="with --fit: the seed of the draws and the order")
@@ -405,7 +409,8 @@ def main() -> int:
         args.threshold = True
     if args.threshold or args.report:
         judge = RelationJudge(JudgeModel.read(args.model), ROOT / ".crossroads")
-        outcomes = judged(route_outcomes(), judge)
+        left_out = set(args.leave_out.split(",")) - {""}
+        outcomes = judged([o for o in route_outcomes() if o["dataset"] not in left_out], judge)
         if args.threshold:
             right = [o for o in outcomes if o["variant"] == "asked" and o["right"] and o["shown"] and o["logit"] is not None]
             threshold = cut(right)
