@@ -17,7 +17,7 @@ their unit and question AUC instead of writing the model.
 The route and `--report` judge an answer as answers/writer.py does: every unit it quotes, in the form the
 answer shows it (a table row with its header's columns), long units in windows; the best logit counts.
 
-Threshold (`--threshold`): the judge withholds an answer the local route would show; it may withhold at
+Threshold and validation (bench/relation_judge_validation.py; `--threshold`): the judge withholds an answer the local route would show; it may withhold at
 most JUDGE_BUDGET of the right answers the route shows on the reader's cases (bench/reader_cases.py:
 eight datasets, each weighing the same, as bench/train_reader.py's rule), so the judge's logit at that
 weighted quantile is the cut. `--report` validates the same rule leave-one-dataset-out: each dataset's
@@ -38,10 +38,10 @@ import numpy as np
 
 from answers.relation_judge import ADAPTED, JUDGE_PATH, JudgeModel, RelationJudge, pair_ids
 from bench.common import ROOT
+from bench.relation_judge_validation import auc, cut, judged, report, route_outcomes
 
 PAIRS = ROOT / "bench" / "reader_data" / "relation_pairs"
 FEATURES = ROOT / ".crossroads" / "relation_judge_features"  # one file per helper file
-OUTCOMES = ROOT / ".crossroads" / "relation_judge_outcomes.pkl"
 TRAINED_LAYERS = 4
 RANK = 16
 SCALE = 2.0  # LoRA's alpha / rank
@@ -54,11 +54,6 @@ SEED = 0
 DISTRACTOR_WEIGHT = 1.0
 # The shipped fit pairs each question with its own passage's sentences only.
 CROSS_PASSAGE = 0
-# The issue's bound is 5% of right answers withheld; the route's own checks already withhold some
-# (3% held out at the judge's introduction), so the judge may add two points.
-JUDGE_BUDGET = 0.02
-
-
 def training_pairs(files: set[str] | None = None, cross: int = 0) -> list[dict]:
     """Every (question, sentence) pair of the helper files (all, or those named); `distractor` marks the
     sentence an unanswerable question's writer named as the one a careless reader would answer from.
@@ -256,14 +251,6 @@ def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, firs
     return model
 
 
-def auc(scores, labels) -> float:
-    s, y = np.asarray(scores, float), np.asarray(labels, bool)
-    if y.all() or not y.any():
-        return float("nan")
-    ranks = np.argsort(np.argsort(s, kind="stable"), kind="stable") + 1
-    return float((ranks[y].sum() - y.sum() * (y.sum() + 1) / 2) / (y.sum() * (~y).sum()))
-
-
 def export(model, first: int, threshold: float, files: list[str], questions: int, recipe: str,
            path: Path = JUDGE_PATH) -> None:
     state = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
@@ -282,80 +269,6 @@ def export(model, first: int, threshold: float, files: list[str], questions: int
                           f"bench/reader_data/relation_pairs ({', '.join(files)}: {questions} questions written "
                           f"for the project); rank {RANK}, {EPOCHS} epochs, {recipe}"}
     np.savez_compressed(path, meta=np.asarray(json.dumps(meta)), **arrays)
-
-
-def route_outcomes() -> list[dict]:
-    """The local route's offline answer on every reader case (default confidence, the other-language gate
-    on), with the units it quotes as the judge reads them (title, display form): what the judge is asked
-    about in the route (cached)."""
-    if OUTCOMES.exists():
-        outcomes = pickle.loads(OUTCOMES.read_bytes())
-        if outcomes and "units" in outcomes[0]:
-            return outcomes
-    from answers.extractive import offline_answer
-    from answers.other_language_gate import load_gate
-    from answers.question import Question
-    from bench.answer_eval import contains_answer
-    from bench.reader_cases import CACHE, CachedSimilarity, as_passages
-    from core.embeddings import make_embedder
-    from core.settings import Settings
-
-    cases = json.loads(CACHE.read_text(encoding="utf-8"))
-    similarity = CachedSimilarity()
-    gate = load_gate(make_embedder(Settings()).model_id)
-    outcomes = []
-    for case in cases:
-        passages = as_passages(case)
-        extracted = offline_answer(Question(case["question"]), passages, similarity=similarity, gate=gate)
-        outcomes.append({"dataset": case["group"], "variant": case["variant"], "negative": case["negative"],
-                         "right": not case["negative"] and contains_answer(extracted.text, case["golds"]),
-                         "shown": extracted.answered, "question": case["question"],
-                         "units": [(passages[p.passage - 1].title or "", p.reading or p.text) for p in extracted.picked]})
-    OUTCOMES.write_bytes(pickle.dumps(outcomes))
-    return outcomes
-
-
-def judged(outcomes: list[dict], judge: RelationJudge) -> list[dict]:
-    """Each outcome with the judge's logit as the route uses it: the best of the units the answer quotes."""
-    return [{**o, "logit": max(judge.logit(o["question"], title, unit) for title, unit in o["units"]) if o["units"] else None}
-            for o in outcomes]
-
-
-def cut(right_shown: list[dict]) -> float:
-    """The logit below which JUDGE_BUDGET of these right answers fall, each dataset weighing the same."""
-    from bench.train_reader import dataset_weights
-
-    logits = np.asarray([o["logit"] for o in right_shown])
-    order = np.argsort(logits, kind="stable")
-    weights = dataset_weights([o["dataset"] for o in right_shown])[order]
-    below = np.concatenate([[0.0], np.cumsum(weights)[:-1]]) / weights.sum()
-    k = int(np.searchsorted(below, JUDGE_BUDGET, side="right")) - 1
-    return float(logits[order][max(k, 0)])
-
-
-def report(outcomes: list[dict]) -> dict:
-    """Each dataset's asked questions (right answers and near-topic negatives) judged with the cut the other
-    datasets give, against the route without the judge."""
-    asked = [o for o in outcomes if o["variant"] == "asked" and (o["negative"] or o["right"])]
-    datasets = sorted({o["dataset"] for o in asked})
-    out = {}
-    for d in datasets:
-        others = [o for o in asked if o["dataset"] != d and o["right"] and o["shown"] and o["logit"] is not None]
-        threshold = cut(others)
-        mine = [o for o in asked if o["dataset"] == d]
-        withheld = lambda o, judge: not o["shown"] or (judge and o["logit"] is not None and o["logit"] < threshold)  # noqa: E731
-        row = {"cut_from_others": round(threshold, 4)}
-        for name, judge in (("route", False), ("route_and_judge", True)):
-            negatives = [o for o in mine if o["negative"]]
-            right = [o for o in mine if not o["negative"]]
-            row[name] = {"negatives_withheld": sum(withheld(o, judge) for o in negatives), "negatives": len(negatives),
-                         "right_withheld": sum(withheld(o, judge) for o in right), "right": len(right)}
-        shown = [o for o in mine if o["shown"] and o["logit"] is not None]
-        row["auc_shown"] = round(auc([o["logit"] for o in shown], [not o["negative"] for o in shown]), 3)
-        out[d] = row
-    totals = {name: {k: sum(out[d][name][k] for d in datasets) for k in out[datasets[0]][name]}
-              for name in ("route", "route_and_judge")}
-    return {"datasets": out, "totals": totals}
 
 
 def main() -> int:

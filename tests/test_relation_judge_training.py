@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.train_relation_judge import JUDGE_BUDGET, cut, report
+from bench.relation_judge_validation import JUDGE_BUDGET, cut, report
 
 pytestmark = pytest.mark.unit
 
