@@ -58,15 +58,19 @@ NEG = {
 }
 
 
-def main():
-    """blind10's runner with this set's globals in place of its own (its EN layout kept: the same qids are
-    English)."""
+def run(qfile, extra, neg):
+    """blind10's runner with a set's question file, extra groups and negative probes in place of its own
+    globals (its EN layout kept: blind11 and blind12 have the same English qids)."""
     sys.dont_write_bytecode = True  # leave no __pycache__ beside the checkers
     spec = importlib.util.spec_from_file_location("answer_blind10_check", BLIND10)
     b10 = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(b10)
-    b10.QFILE, b10.EXTRA, b10.NEG = QFILE, EXTRA, NEG
+    b10.QFILE, b10.EXTRA, b10.NEG = qfile, extra, neg
     return b10.main()
+
+
+def main():
+    return run(QFILE, EXTRA, NEG)
 
 
 if __name__ == "__main__":

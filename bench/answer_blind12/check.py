@@ -1,20 +1,15 @@
 """Gold check for bench/answer_blind12/questions.jsonl (Python standard library only).
 
 Run from the repository root:  python3 bench/answer_blind12/check.py
-It reads only fixtures/corpus/ and this set's questions.jsonl.
-
-The checks themselves are blind6's, run as blind7 runs them: bench/answer_blind10/check.py is loaded from
-its file path (importlib, not edited) and its main() run with this set's question file, extra groups per
-multi-hop qid and negative probes in place of its globals; its question-language layout (EN) is this set's
-too. blind10's main() hands them to blind7's runner, which runs blind6's main() with them. Everything else
-(qid order, routes, schema, ACLs, answer and alias placement, hops, negatives' kinds and probes,
-cross-lingual listing, the printed counts and "errors: N") is blind6's code unchanged.
+It reads only fixtures/corpus/ and this set's questions.jsonl. The checks are blind11's runner
+(bench/answer_blind11/check.py `run`, loaded from its path): blind6's checks, as blind7 to blind11 run them,
+with this set's question file, extra groups per multi-hop qid and negative probes.
 """
 import importlib.util
 import os
 import sys
 
-BLIND10 = os.path.join("bench", "answer_blind10", "check.py")
+BLIND11 = os.path.join("bench", "answer_blind11", "check.py")
 QFILE = "bench/answer_blind12/questions.jsonl"
 
 # expected extra groups per multi-hop qid (all others: exactly public + staff)
@@ -65,14 +60,11 @@ NEG = {
 
 
 def main():
-    """blind10's runner with this set's globals in place of its own (its EN layout kept: the same qids are
-    English)."""
     sys.dont_write_bytecode = True  # leave no __pycache__ beside the checkers
-    spec = importlib.util.spec_from_file_location("answer_blind10_check", BLIND10)
-    b10 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(b10)
-    b10.QFILE, b10.EXTRA, b10.NEG = QFILE, EXTRA, NEG
-    return b10.main()
+    spec = importlib.util.spec_from_file_location("answer_blind11_check", BLIND11)
+    blind11 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(blind11)
+    return blind11.run(QFILE, EXTRA, NEG)
 
 
 if __name__ == "__main__":
