@@ -64,6 +64,11 @@ def judged(outcomes: list[dict], judge: RelationJudge) -> list[dict]:
             for o in outcomes]
 
 
+def right_shown(outcomes: list[dict]) -> list[dict]:
+    """The asked questions' right answers the route shows and the judge read: what the cut is taken from."""
+    return [o for o in outcomes if o["variant"] == "asked" and o["right"] and o["shown"] and o["logit"] is not None]
+
+
 def cut(right_shown: list[dict]) -> float:
     """The logit below which JUDGE_BUDGET of these right answers fall, each dataset weighing the same."""
     from bench.train_reader import dataset_weights
@@ -83,8 +88,7 @@ def report(outcomes: list[dict]) -> dict:
     datasets = sorted({o["dataset"] for o in asked})
     out = {}
     for d in datasets:
-        others = [o for o in asked if o["dataset"] != d and o["right"] and o["shown"] and o["logit"] is not None]
-        threshold = cut(others)
+        threshold = cut(right_shown([o for o in asked if o["dataset"] != d]))
         mine = [o for o in asked if o["dataset"] == d]
         withheld = lambda o, judge: not o["shown"] or (judge and o["logit"] is not None and o["logit"] < threshold)  # noqa: E731
         row = {"cut_from_others": round(threshold, 4)}

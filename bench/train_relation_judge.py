@@ -17,10 +17,10 @@ their unit and question AUC instead of writing the model.
 The route and `--report` judge an answer as answers/writer.py does: every unit it quotes, in the form the
 answer shows it (a table row with its header's columns), long units in windows; the best logit counts.
 
-Threshold and validation (bench/relation_judge_validation.py; `--threshold`): the judge withholds an answer the local route would show; it may withhold at
-most JUDGE_BUDGET of the right answers the route shows on the reader's cases (bench/reader_cases.py:
-eight datasets, each weighing the same, as bench/train_reader.py's rule), so the judge's logit at that
-weighted quantile is the cut. `--report` validates the same rule leave-one-dataset-out: each dataset's
+Threshold and validation (bench/relation_judge_validation.py; `--threshold`): the judge withholds an
+answer the local route would show; it may withhold at most JUDGE_BUDGET of the right answers the route shows
+on the reader's cases (bench/reader_cases.py: eight datasets, each weighing the same, as
+bench/train_reader.py's rule), so the judge's logit at that weighted quantile is the cut. `--report` validates the same rule leave-one-dataset-out: each dataset's
 answers judged with the cut the other seven give.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 
 from answers.relation_judge import ADAPTED, JUDGE_PATH, JudgeModel, RelationJudge, pair_ids
 from bench.common import ROOT
-from bench.relation_judge_validation import auc, cut, judged, report, route_outcomes
+from bench.relation_judge_validation import auc, cut, judged, report, right_shown, route_outcomes
 
 PAIRS = ROOT / "bench" / "reader_data" / "relation_pairs"
 FEATURES = ROOT / ".crossroads" / "relation_judge_features"  # one file per helper file
@@ -54,6 +54,8 @@ SEED = 0
 DISTRACTOR_WEIGHT = 1.0
 # The shipped fit pairs each question with its own passage's sentences only.
 CROSS_PASSAGE = 0
+
+
 def training_pairs(files: set[str] | None = None, cross: int = 0) -> list[dict]:
     """Every (question, sentence) pair of the helper files (all, or those named); `distractor` marks the
     sentence an unanswerable question's writer named as the one a careless reader would answer from.
@@ -325,8 +327,7 @@ def main() -> int:
         left_out = set(args.leave_out.split(",")) - {""}
         outcomes = judged([o for o in route_outcomes() if o["dataset"] not in left_out], judge)
         if args.threshold:
-            right = [o for o in outcomes if o["variant"] == "asked" and o["right"] and o["shown"] and o["logit"] is not None]
-            threshold = cut(right)
+            threshold = cut(right_shown(outcomes))
             with np.load(args.model, allow_pickle=False) as data:
                 arrays = {k: data[k] for k in data.files}
             meta = json.loads(str(arrays.pop("meta")))
