@@ -23,17 +23,22 @@ import math
 from core.llm.client import LLM
 from core.llm.errors import LLMError
 from core.llm.prompting import call_tool
+from core.text.terms import CLOSED_CLASS
 from router.prompts import MAX_REASON_CHARS, ROUTE_SYSTEM, ROUTE_TOOL, route_message
 from router.question_cues import (
-    ANAPHORA, ARGUMENT_BONUS, CAPITALISED_RUN, CUES, CUE_BY_NAME, CYRILLIC, EVENT_AT_END, FUNCTION_WORDS,
+    ANAPHORA, ARGUMENT_BONUS, CAPITALISED_RUN, CUES, CUE_BY_NAME, CYRILLIC, EVENT_AT_END,
     IDENTITY_START, IN_SITU_WH, LATIN, NAMED_PAIR, NAMING, NESTED, OPENER, PLACE_TIME_START,
-    QUOTED, CueText, RELATIONAL_DESCRIPTIONS, RU_OPENER, SENTENCE_END,
+    QUESTION_WORDS, QUOTED, CueText, RELATIONAL_DESCRIPTIONS, RU_OPENER, SENTENCE_END,
 )
+from answers.question_text import FUNCTION_WORDS, IMPERATIVES
 from answers.types import ROUTES, RouteDecision
 
 log = logging.getLogger(__name__)
 
 THRESHOLD = 2.0  # points a route needs to beat `local`, the default
+# A capitalised word that is never a named entity alone: grammar, a count or a request's verb opening a
+# question ("However", "Three", "Describe", "Почему"), from the question readers' word classes
+NEVER_A_NAME_ALONE = FUNCTION_WORDS | IMPERATIVES | CLOSED_CLASS | QUESTION_WORDS
 
 
 def count_entities(question: str) -> int:
@@ -42,7 +47,7 @@ def count_entities(question: str) -> int:
     count = len(QUOTED.findall(question))
     for match in CAPITALISED_RUN.finditer(QUOTED.sub(" ", question)):
         words = match.group().split()
-        if not (len(words) == 1 and words[0].lower().strip(".,") in FUNCTION_WORDS):
+        if not (len(words) == 1 and words[0].lower().strip(".,") in NEVER_A_NAME_ALONE):
             count += 1
     return count
 

@@ -366,17 +366,9 @@ NAMED_PAIR = re.compile(
     rf"(?<![\w']){NAMED}(?: [a-zа-яё]+)?,? (?:and|or|vs\.?|versus|и|или|против) (?:the |a |an )?{NAMED}|"
     rf"\b(?:compared|comparison) (?:with|to) (?:the )?{NAME}|\bпо сравнению с {NAMED}|"
     rf"\b(?:differs?|differed|отлича\w*)\b.* (?:from|от) (?:the )?(?:[a-zа-яё]+ )?{NAMED}")
-FUNCTION_WORDS = frozenset("""
-who whom whose what which when where why how is are was were do does did can could should would will
-has have had in on at for from to of by with the a an this that these those and or but if as during
-according before after between among besides while there it its i we you he she they my our your his
-her their also both each any all some most many several one two three name list tell describe explain
-compare give define not no yes
-кто кем кого кому что чем чего где когда куда откуда почему зачем как какой какая какое какие каков
-какова каковы который которая которое которые сколько чей чья чьё чье чьи в во на с со у к по о об из
-за для при от до и или но а ли не это этот эта эти тот та те все всё он она они оно мы вы я сравни
-сравните назови назовите опиши опишите перечисли перечислите
-""".split())
+# Question words and a request's verb the answer writers' word classes leave out: with those classes, never
+# a named entity alone (router/classify.py NEVER_A_NAME_ALONE)
+QUESTION_WORDS = frozenset("according define каковы откуда почему чей чье чьё чья чьи".split())
 
 # A question about how named things are related: the graph-local context (graph/query/local_context.py)
 # answers it from the relationships between them. Only explicit relation phrasings, so a question

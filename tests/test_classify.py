@@ -10,7 +10,7 @@ import pytest
 
 from core.llm.client import AnthropicLLM
 from core.settings import Settings
-from router.classify import HeuristicClassifier, LLMClassifier, classify
+from router.classify import HeuristicClassifier, LLMClassifier, classify, count_entities
 from router.prompts import ROUTE_TOOL_NAME as TOOL_NAME
 from answers.types import ROUTES
 from tests.conftest import FIXTURES
@@ -94,6 +94,19 @@ def test_keyword_queries_stay_local():
     # no question syntax: a search-box query is one lookup even with "both" in it
     assert classify("compilers that compile both C and C++").route == "local"
     assert classify("Are GCC and Clang both able to compile C++?").route == "multihop"
+
+
+@pytest.mark.parametrize("question", [
+    "However, who founded Acme?",  # a conjunction (core/text's closed class)
+    "Describe how Acme prices its plans.",  # a request's verb (answers/words' imperatives)
+    "Three engineers left Acme; who replaced them?",  # a count
+    "Почему Acme сменила поставщика?",  # a question word (answers/words' function words)
+    "Каждый ли отдел Acme работает удалённо?",  # a quantifier
+])
+def test_a_capitalised_grammar_word_opening_a_question_is_not_a_named_entity(question):
+    # the router reads the question readers' word classes, no list of its own
+    assert count_entities(question) == 1
+    assert count_entities("Who founded Acme and Globex?") == 2
 
 
 def test_every_fixture_question_gets_its_labelled_route():
