@@ -14,17 +14,16 @@ report before a second of any.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from core.database import Database
 from core.embeddings import Embedder
 from core.text.terms import STOPWORDS
+from core.text.tokens import WORD
 from graph import store
 from graph.levels import choose_level
 from graph.query.global_search import _SCOPE_WORDS, relevance, stems
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 MAX_FOLLOW_UP_CHARS = 200
 
 
@@ -49,7 +48,7 @@ class Primer:
 def subject_words(question: str) -> list[str]:
     """The question's content words, in order: what a global question is about, without the words that say
     'corpus-wide' ("main", "themes", "across") or nothing (stop words)."""
-    words = [w for w in _WORD.findall(question.lower()) if len(w) >= 3 and not w.isdigit()]
+    words = [w for w in WORD.findall(question.lower()) if len(w) >= 3 and not w.isdigit()]
     return list(dict.fromkeys(w for w in words if w not in _SCOPE_WORDS and w not in STOPWORDS))
 
 

@@ -21,7 +21,6 @@ LLM rating / map / reduce live in graph/query/global_llm.py.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -30,11 +29,11 @@ import numpy as np
 
 from core.sentences import split_sentences
 from core.text.terms import STOPWORDS, distinct_terms, normalise, stem
+from core.text.tokens import WORD
 from graph.levels import AccessLevel, choose_level
 from graph.query.answer_text import say
 from graph.types import ScopePassage
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 # Words that say "corpus-wide" rather than what about: they match every report equally.
 _SCOPE_WORDS = frozenset(
     "what which main key common recurring overall across all the of in and are is were do does how "
@@ -46,7 +45,7 @@ _SCOPE_WORDS = frozenset(
 def stems(text: str) -> list[str]:
     """Stems of the text's words, without the words that only say 'corpus-wide' (core.text.terms.stem is cached:
     every question re-stems every report of the level)."""
-    words = _WORD.findall(text.lower())
+    words = WORD.findall(text.lower())
     return [stem(normalise(word)) for word in words if word not in _SCOPE_WORDS and len(word) >= 2]
 
 
@@ -208,7 +207,7 @@ def _terms(sentence: str, surfaces: dict[str, Counter] | None = None) -> list[st
     """Content terms of a sentence: stems of its common words and adjacent pairs of them, the phrases
     a theme is named by ("rate limit"). Names, codes and numbers are left out: a theme is what its
     incidents share, its entities are only examples of it."""
-    words = [w.lower() for w in _WORD.findall(sentence) if len(w) >= 4 and w.islower() and "_" not in w
+    words = [w.lower() for w in WORD.findall(sentence) if len(w) >= 4 and w.islower() and "_" not in w
              and not any(c.isdigit() for c in w) and w not in _SCOPE_WORDS and w not in STOPWORDS]
     keys = [stem(normalise(w)) for w in words]
     if surfaces is not None:
