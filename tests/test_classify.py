@@ -104,7 +104,7 @@ def test_keyword_queries_stay_local():
     "Каждый ли отдел Acme работает удалённо?",  # a quantifier
 ])
 def test_a_capitalised_grammar_word_opening_a_question_is_not_a_named_entity(question):
-    # the router reads the question readers' word classes, no list of its own
+    # the router reads the question readers' word classes (router/classify.py NEVER_A_NAME_ALONE)
     assert count_entities(question) == 1
     assert count_entities("Who founded Acme and Globex?") == 2
 
