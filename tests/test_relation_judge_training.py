@@ -86,3 +86,25 @@ def test_cross_passage_pairs_are_the_other_passages_sentences_that_share_the_mos
     # "who founded Birch Bank" meets Cedar Bank's founding sentence (two shared words, against one of the rest)
     assert tokenizer.texts == ["Birch Bank: Birch Bank opened its Lisbon branch in 2015.",
                                "Cedar Bank: Cedar Bank was founded by Ana Reyes."]
+
+
+def test_with_every_layer_adapted_the_states_are_what_the_encoder_feeds_its_first_layer():
+    # `--layers 12` trains from the input embeddings: they must be normed as the graph norms them ("h0")
+    from dataclasses import replace
+
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from bench.train_relation_judge import _embedding_norm
+    from core.embedding_engines.e5_graph import build_model
+    from core.embedding_engines.e5_weights import InputEmbeddings, bundled_image
+
+    weights = bundled_image()
+    graph = build_model(replace(weights, layers=1), "fp32")
+    graph.graph.output.append(helper.make_tensor_value_info("h0", TensorProto.FLOAT, None))
+    session = ort.InferenceSession(graph.SerializeToString(), providers=["CPUExecutionProvider"])
+    embedded = InputEmbeddings(weights)([[0, 1000, 2000, 3000, 2]])
+    fed = session.run(["h0"], {"embeddings": embedded})[0][0]
+    assert np.abs(_embedding_norm(embedded[0], weights) - fed).max() < 1e-4
+    assert np.abs(embedded[0] - fed).max() > 0.1  # the raw embeddings are not what the first layer reads
