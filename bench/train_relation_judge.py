@@ -21,8 +21,9 @@ answer shows it (a table row with its header's columns), long units in windows; 
 Threshold and validation (bench/relation_judge_validation.py; `--threshold`): the judge withholds an
 answer the local route would show; it may withhold at most JUDGE_BUDGET of the right answers the route shows
 on the reader's cases (bench/reader_cases.py: eight datasets, each weighing the same, as
-bench/train_reader.py's rule), so the judge's logit at that weighted quantile is the cut. `--report` validates the same rule leave-one-dataset-out: each dataset's
-answers judged with the cut the other seven give.
+bench/train_reader.py's rule), so the judge's logit at that weighted quantile is the cut. `--report`
+validates the same rule leave-one-dataset-out: each dataset's answers judged with the cut the other seven
+give.
 """
 from __future__ import annotations
 
@@ -114,10 +115,12 @@ def lower_states(pairs: list[dict], first: int) -> list[np.ndarray]:
     from core.embedding_engines.e5_weights import InputEmbeddings, bundled_image
 
     weights = bundled_image()
+    embeddings = InputEmbeddings(weights)
+    if first == 0:  # nothing frozen: no cache to read, the norm costs less than unpickling one
+        return [_embedding_norm(embeddings([pair["ids"]])[0], weights).astype(np.float16) for pair in pairs]
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
     session = None
-    embeddings = InputEmbeddings(weights)
     states: list[np.ndarray] = []
     FEATURES.mkdir(parents=True, exist_ok=True)
     for group in dict.fromkeys(p["features"] for p in pairs):
@@ -129,9 +132,6 @@ def lower_states(pairs: list[dict], first: int) -> list[np.ndarray]:
             if cached_key == key:
                 states += cached
                 continue
-        if first == 0:
-            states += [_embedding_norm(embeddings([pair["ids"]])[0], weights).astype(np.float16) for pair in mine]
-            continue
         if session is None:
             session = ort.InferenceSession(build_model(replace(weights, layers=first), "fp32").SerializeToString(),
                                            options, providers=["CPUExecutionProvider"])
@@ -307,10 +307,11 @@ def main() -> int:
     args = parser.parse_args()
     from core.embedding_engines.e5_weights import bundled_image
 
-    first = bundled_image().layers - args.layers
+    layers = bundled_image().layers
+    first = layers - args.layers
     if args.fit:
-        if not 0 <= first < bundled_image().layers:
-            parser.error(f"--layers takes 1 to {bundled_image().layers}")
+        if not 0 <= first < layers:
+            parser.error(f"--layers takes 1 to {layers}")
         import torch
 
         torch.set_num_threads(2)

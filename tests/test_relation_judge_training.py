@@ -96,7 +96,7 @@ def test_with_every_layer_adapted_the_states_are_what_the_encoder_feeds_its_firs
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    from bench.train_relation_judge import _embedding_norm
+    from bench.train_relation_judge import _embedding_norm, lower_states
     from core.embedding_engines.e5_graph import build_model
     from core.embedding_engines.e5_weights import InputEmbeddings, bundled_image
 
@@ -108,3 +108,5 @@ def test_with_every_layer_adapted_the_states_are_what_the_encoder_feeds_its_firs
     fed = session.run(["h0"], {"embeddings": embedded})[0][0]
     assert np.abs(_embedding_norm(embedded[0], weights) - fed).max() < 1e-4
     assert np.abs(embedded[0] - fed).max() > 0.1  # the raw embeddings are not what the first layer reads
+    (states,) = lower_states([{"features": "unused", "ids": [0, 1000, 2000, 3000, 2]}], 0)
+    assert np.abs(states.astype(np.float32) - fed).max() < 1e-2  # float16, as the fit keeps them
