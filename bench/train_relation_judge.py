@@ -1,7 +1,8 @@
 """Train, export and validate the relation judge (answers/relation_judge.py).
 
     python -m bench.train_relation_judge --fit [--holdout h3,h7]   # torch (dev only): ~70 min on 2 cores (24 files)
-        [--files h1,...,h16] [--seed N] [--distractor-weight W] [--cross N] [--layers N] [--device cuda] [--model F]
+        [--files h1,...,h16] [--seed N] [--distractor-weight W] [--cross N] [--layers N] [--epochs N]
+        [--device cuda] [--model F]
     python -m bench.train_relation_judge --threshold               # the shipped file's threshold, by the rule
     python -m bench.train_relation_judge --report [--json F]       # leave-one-dataset-out on the reader cases
         [--leave-out multihop]                                      # the cut from (and counts of) the other datasets
@@ -227,7 +228,7 @@ def _batch(states, idx, torch, device: str = "cpu"):
 
 
 def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, first: int, torch, seed: int,
-        device: str = "cpu"):
+        device: str = "cpu", epochs: int = EPOCHS):
     torch.manual_seed(seed)
     model = top_model(first, torch).to(device)  # drawn on the CPU first: a seed draws the same start anywhere
     trained = [p for p in model.layers.parameters() if p.requires_grad]
@@ -240,9 +241,9 @@ def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, firs
     loss_of = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight, reduction="none")
     rng = np.random.default_rng(seed)
     lengths = np.asarray([s.shape[0] for s in states])
-    steps = EPOCHS * -(-len(train) // BATCH)
+    steps = epochs * -(-len(train) // BATCH)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / 50) * max(0.0, 1 - s / steps))
-    for epoch in range(EPOCHS):
+    for epoch in range(epochs):
         order = rng.permutation(train)
         batches = []
         for start in range(0, len(order), BATCH * 20):  # batches of like length, in shuffled order
@@ -265,7 +266,7 @@ def fit(states, labels: np.ndarray, weights: np.ndarray, train: np.ndarray, firs
 
 
 def export(model, first: int, threshold: float, files: list[str], questions: int, recipe: str,
-           path: Path = JUDGE_PATH) -> None:
+           path: Path = JUDGE_PATH, epochs: int = EPOCHS) -> None:
     state = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
     arrays = {}
     for k, layer in enumerate(range(first, first + len(model.layers))):
@@ -280,7 +281,7 @@ def export(model, first: int, threshold: float, files: list[str], questions: int
     meta = {"first": first, "scale": SCALE, "threshold": threshold,
             "provenance": f"fitted {time.strftime('%Y-%m-%d')} by bench/train_relation_judge.py on "
                           f"bench/reader_data/relation_pairs ({', '.join(files)}: {questions} questions written "
-                          f"for the project); rank {RANK}, {EPOCHS} epochs, {recipe}"}
+                          f"for the project); rank {RANK}, {epochs} epochs, {recipe}"}
     np.savez_compressed(path, meta=np.asarray(json.dumps(meta)), **arrays)
 
 
@@ -302,6 +303,8 @@ def main() -> int:
     parser.add_argument("--device", default="cpu", help="with --fit: where torch trains (cpu, cuda)")
     parser.add_argument("--layers", type=int, default=TRAINED_LAYERS,
                         help="with --fit: the top layers adapted (the rest frozen and computed once), 1 to 12")
+    parser.add_argument("--epochs", type=int, default=EPOCHS,
+                        help="with --fit: passes over the pairs (the learning rate decays to zero over all of them)")
     parser.add_argument("--cross", type=int, default=CROSS_PASSAGE,
                         help="with --fit: sentences of other passages each question meets as negatives")
     args = parser.parse_args()
@@ -312,6 +315,8 @@ def main() -> int:
     if args.fit:
         if not 0 <= first < layers:
             parser.error(f"--layers takes 1 to {layers}")
+        if args.epochs < 1:
+            parser.error("--epochs takes 1 or more")
         import torch
 
         torch.set_num_threads(2)
@@ -321,7 +326,8 @@ def main() -> int:
         weights = np.asarray([args.distractor_weight if p["distractor"] else 1.0 for p in pairs], np.float32)
         held = set(args.holdout.split(",")) - {""}
         train = np.asarray([i for i, p in enumerate(pairs) if p["helper"] not in held])
-        model = fit(states, labels, weights, train, first, torch, seed=args.seed, device=args.device)
+        model = fit(states, labels, weights, train, first, torch, seed=args.seed, device=args.device,
+                    epochs=args.epochs)
         if held:
             model.eval()
             rest = [i for i, p in enumerate(pairs) if p["helper"] in held]
@@ -337,7 +343,8 @@ def main() -> int:
         used = sorted({p["helper"] for p in pairs})
         recipe = (f"seed {args.seed}, distractor weight {args.distractor_weight:g}, {args.cross} cross-passage sentences a question"
                   + (f", top {args.layers} layers adapted" if args.layers != TRAINED_LAYERS else ""))
-        export(model, first, float("-inf"), used, len({p["qid"] for p in pairs}), recipe, path=args.model)
+        export(model, first, float("-inf"), used, len({p["qid"] for p in pairs}), recipe, path=args.model,
+               epochs=args.epochs)
         args.threshold = True
     if args.threshold or args.report:
         judge = RelationJudge(JudgeModel.read(args.model), ROOT / ".crossroads")

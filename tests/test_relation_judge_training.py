@@ -110,3 +110,14 @@ def test_with_every_layer_adapted_the_states_are_what_the_encoder_feeds_its_firs
     assert np.abs(embedded[0] - fed).max() > 0.1  # the raw embeddings are not what the first layer reads
     (states,) = lower_states([{"features": "unused", "ids": [0, 1000, 2000, 3000, 2]}], 0)
     assert np.abs(states.astype(np.float32) - fed).max() < 1e-2  # float16, as the fit keeps them
+
+
+@pytest.mark.parametrize("flag", [["--layers", "13"], ["--layers", "0"], ["--epochs", "0"]])
+def test_a_fit_asked_for_impossible_layers_or_epochs_stops_before_it_trains(flag, monkeypatch, capsys):
+    from bench import train_relation_judge
+
+    monkeypatch.setattr("sys.argv", ["train_relation_judge", "--fit", *flag])
+    with pytest.raises(SystemExit) as stopped:
+        train_relation_judge.main()
+    assert stopped.value.code == 2
+    assert flag[0] in capsys.readouterr().err
