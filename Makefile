@@ -51,7 +51,7 @@ eval-answers: install
 	$(BIN)/python -m bench.answer_eval
 
 eval-answers-blind: install
-	$(BIN)/python -m bench.answer_eval --sets blind,blind_xl,blind_xl2,blind_mh,blind_mh2,blind3,blind4,blind5,blind6,blind7,blind8,blind9,blind10,blind11,blind12,unseen_xq_test,unseen_mh_test,unseen_xlmh_test
+	$(BIN)/python -m bench.answer_eval --sets blind,blind_xl,blind_xl2,blind_mh,blind_mh2,blind3,blind4,blind5,blind6,blind7,blind8,blind9,blind10,blind11,blind12,blind13,unseen_xq_test,unseen_mh_test,unseen_xlmh_test
 
 eval-agentic: install
 	$(BIN)/python -m bench.multihop_agentic --graph

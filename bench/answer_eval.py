@@ -37,8 +37,9 @@ blind9    - held out: blind8's make-up again, written blind in the sixth session
             (bench/answer_blind9/README.md); verdicts only.
 blind10   - held out: blind9's make-up again, written blind at the start of the tenth session of 2026-12-06,
             before that session's answer changes (bench/answer_blind10/README.md); verdicts only.
-blind11, blind12 - held out: blind10's make-up again, written blind in the seventeenth (before its judge
-            probe) and eighteenth (no answer changed) sessions of 2026-12-07 (their READMEs); verdicts only.
+blind11, blind12, blind13 - held out: blind10's make-up again, written blind in the seventeenth (before its
+            judge probe), eighteenth (no answer changed) and twentieth (before its judge probe) sessions of
+            2026-12-07 (their READMEs); verdicts only.
 demo_dev  - a development set in blind9's make-up (24 multi-hop, 12 local, 12 negatives over the demo corpus),
             written in the eighth session of 2026-12-06 by a helper who read only the corpus and the
             earlier sets' questions (bench/answer_demo_dev/README.md): the local and multi-hop questions of
@@ -215,6 +216,7 @@ GOLDEN_SETS = {"fixtures": ROOT / "fixtures" / "questions.jsonl",
                "blind10": ROOT / "bench" / "answer_blind10" / "questions.jsonl",
                "blind11": ROOT / "bench" / "answer_blind11" / "questions.jsonl",
                "blind12": ROOT / "bench" / "answer_blind12" / "questions.jsonl",
+               "blind13": ROOT / "bench" / "answer_blind13" / "questions.jsonl",
                "demo_dev": ROOT / "bench" / "answer_demo_dev" / "questions.jsonl",
                "written": ROOT / "bench" / "reader_data" / "questions.jsonl",
                "xl_dev": ROOT / "bench" / "answer_xl_dev" / "questions.jsonl"}
