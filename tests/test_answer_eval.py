@@ -1,4 +1,5 @@
-"""bench/answer_eval.py's strict score: the answer's head, what a reader takes for the answer. Pure."""
+"""bench/answer_eval.py's strict score: the answer's head, what a reader takes for the answer (pure); and the
+eval tenants it would measure without a graph (the database)."""
 from __future__ import annotations
 
 import pytest
@@ -60,3 +61,9 @@ def test_the_xl_multi_hop_set_is_asked_of_the_tenant_its_corpus_is_indexed_into_
     done = subprocess.run([sys.executable, "bench/answer_blind_xlmh/check.py"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stdout + done.stderr
+
+
+def test_the_eval_names_the_tenants_it_would_measure_without_a_graph(db, demo_tenant, tenant):
+    from bench.answer_eval import tenants_without_graph
+
+    assert tenants_without_graph(db, [demo_tenant, tenant, tenant]) == [tenant]
